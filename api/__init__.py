@@ -1,0 +1,1 @@
+"""The HTTP API (FastAPI). Imports ``core`` only: it enqueues work by task name."""

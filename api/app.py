@@ -1,0 +1,123 @@
+"""FastAPI application factory (``uvicorn --factory api.app:create_app``)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import anyio.to_thread
+from fastapi import FastAPI, Request, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from api import errors, metrics
+from api.deps import Services
+from api.routes import jobs, meta, translate
+from api.service import JobService
+from core.broker import make_celery
+from core.cache import PhraseCache
+from core.events import CompletionWaiter
+from core.redis_conn import connect
+from core.registry import Registry
+from core.settings import Settings, get_settings
+from core.store import JobStore
+
+
+class BodyLimit:
+    """Refuse bodies over ``limit`` bytes with 413, with or without a Content-Length."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length":
+                try:
+                    too_big = int(value) > self.limit
+                except ValueError:
+                    too_big = True
+                if too_big:
+                    await self._reject(send)
+                    return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLarge:
+            await self._reject(send)
+
+    async def _reject(self, send: Send) -> None:
+        resp = errors.error_response(
+            413, "payload_too_large", f"request body over {self.limit} bytes"
+        )
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"),
+                                (b"content-length", str(len(resp.body)).encode())]})
+        await send({"type": "http.response.body", "body": resp.body})
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def build_services(settings: Settings) -> Services:
+    r = connect(settings.redis_url)
+    store = JobStore(r, result_ttl_s=settings.result_ttl_s)
+    registry = Registry(r)
+    cache = PhraseCache(connect(settings.effective_cache_url), ttl_s=settings.cache_ttl_s)
+    celery = make_celery(settings, name="mtfleet-api")
+    jobs_service = JobService(settings, store, cache, registry, celery)
+    return Services(settings, store, registry, jobs_service, CompletionWaiter(r))
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Sync routes run in a thread pool; /v1/translate waits in it, so give it room.
+        anyio.to_thread.current_default_thread_limiter().total_tokens = 256
+        services = build_services(settings)
+        services.waiter.start()
+        app.state.services = services
+        metrics.FLEET.r = services.store.r
+        yield
+        services.waiter.stop()
+
+    app = FastAPI(
+        title="mtfleet",
+        version="1",
+        summary="Asynchronous machine-translation jobs on a GPU fleet.",
+        lifespan=lifespan,
+    )
+    errors.install(app)
+    app.include_router(jobs.router)
+    app.include_router(translate.router)
+    app.include_router(meta.router)
+
+    @app.middleware("http")
+    async def _timing(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        t0 = time.perf_counter()
+        response = await call_next(request)
+        route = request.scope.get("route")
+        path = getattr(route, "path", "unmatched")
+        metrics.REQUESTS.labels(path, request.method, str(response.status_code)).observe(
+            time.perf_counter() - t0
+        )
+        return response
+
+    app.add_middleware(BodyLimit, limit=settings.max_request_bytes)
+    return app

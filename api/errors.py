@@ -1,0 +1,76 @@
+"""Map the error tree to HTTP answers, in one place. Every error body is
+``{"error": {"type", "message", ...}}``; nothing a client sends can produce a 5xx."""
+
+from __future__ import annotations
+
+import logging
+
+import redis
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from core.errors import (
+    IdempotencyConflict,
+    InvalidInput,
+    JobNotFinished,
+    JobNotFound,
+    MTError,
+    Unavailable,
+)
+
+log = logging.getLogger(__name__)
+
+STATUS: list[tuple[type[MTError], int]] = [
+    (InvalidInput, 422),
+    (IdempotencyConflict, 409),
+    (JobNotFound, 404),
+    (JobNotFinished, 409),
+    (Unavailable, 503),
+]
+
+
+def status_for(exc: MTError) -> int:
+    for cls, code in STATUS:
+        if isinstance(exc, cls):
+            return code
+    return 500
+
+
+def error_response(status: int, type_: str, message: str, **extra: object) -> JSONResponse:
+    headers = {"Retry-After": "1"} if status == 503 else None
+    return JSONResponse(
+        {"error": {"type": type_, "message": message, **extra}}, status_code=status,
+        headers=headers,
+    )
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(MTError)
+    async def _mt(_: Request, exc: MTError) -> JSONResponse:
+        body = exc.as_dict()
+        return error_response(status_for(exc), body.pop("type"), body.pop("message"), **body)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = []
+        for err in exc.errors():
+            loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
+            msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+            problems.append(f"{loc}: {msg}" if loc else msg)
+        return error_response(422, "invalid_input", "; ".join(problems) or "invalid request")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return error_response(exc.status_code, "http_error", str(exc.detail))
+
+    @app.exception_handler(redis.RedisError)
+    async def _redis(_: Request, exc: redis.RedisError) -> JSONResponse:
+        log.warning("Redis unavailable: %s", exc)
+        return error_response(503, "unavailable", f"job store unavailable: {exc}")
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error")
+        return error_response(500, "internal", "internal error; see the server log")

@@ -1,0 +1,65 @@
+"""API-side Prometheus metrics, plus fleet gauges read from Redis at scrape time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import redis
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from core import keys
+from core.registry import Registry
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+JOBS = Counter("mt_api_jobs_total", "Jobs accepted", ["lane"], registry=REGISTRY)
+SEGMENTS = Counter("mt_api_segments_total", "Segments accepted", ["lane"], registry=REGISTRY)
+CACHE_LOOKUPS = Counter(
+    "mt_api_cache_lookups_total", "Phrase-cache lookups at submission", ["result"],
+    registry=REGISTRY,
+)
+REQUESTS = Histogram(
+    "mt_api_request_seconds", "HTTP request latency", ["route", "method", "status"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+    registry=REGISTRY,
+)
+JOB_LATENCY = Histogram(
+    "mt_api_job_seconds", "Submission-to-final time of jobs waited on by /v1/translate",
+    ["lane"], buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+    registry=REGISTRY,
+)
+
+
+class FleetCollector(Collector):
+    """Queue depth per lane, live workers and dead letters, read when Prometheus scrapes."""
+
+    def __init__(self) -> None:
+        self.r: redis.Redis | None = None  # set by the app's lifespan
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        if self.r is None:
+            return
+        depth = GaugeMetricFamily("mt_queue_depth", "Chunks waiting per lane", labels=["lane"])
+        workers = GaugeMetricFamily("mt_live_workers", "Workers with a fresh heartbeat")
+        dead = GaugeMetricFamily("mt_dead_letter_chunks", "Chunks in the dead-letter list")
+        try:
+            pipe = self.r.pipeline(transaction=False)
+            for lane in keys.LANES:
+                pipe.llen(keys.queue(lane))
+            pipe.llen(keys.DEAD_LETTER)
+            *depths, n_dead = pipe.execute()
+            for lane, n in zip(keys.LANES, depths, strict=True):
+                depth.add_metric([lane], n)
+            workers.add_metric([], len(Registry(self.r).live_workers()))
+            dead.add_metric([], n_dead)
+        except redis.RedisError:
+            return
+        yield depth
+        yield workers
+        yield dead
+
+
+FLEET = FleetCollector()
+REGISTRY.register(FLEET)

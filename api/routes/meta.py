@@ -1,0 +1,58 @@
+"""Languages, health, readiness and metrics."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from api import metrics
+from api.deps import ServicesDep
+from api.schemas import LanguagePublic, LanguagesPublic, PairPublic
+from core import keys, languages
+
+router = APIRouter(tags=["meta"])
+
+
+@router.get("/v1/languages", response_model=LanguagesPublic)
+def list_languages(services: ServicesDep) -> LanguagesPublic:
+    """Language pairs the fleet serves (remembered after workers stop; ``live`` says whether a
+    worker serves the pair right now) and the language codes mtfleet knows."""
+    live_pairs = {
+        (a, b) for w in services.registry.live_workers() for a, b in w.pairs
+    }
+    pairs = [
+        PairPublic(source=p.source, target=p.target, engine=p.engine, model=p.model,
+                   live=(p.source, p.target) in live_pairs)
+        for p in sorted(services.registry.pairs().values(), key=lambda p: (p.source, p.target))
+    ]
+    langs = [LanguagePublic(code=lang.code, name=lang.english)
+             for lang in languages.LANGUAGES.values()]
+    return LanguagesPublic(pairs=pairs, languages=langs)
+
+
+@router.get("/healthz")
+def healthz() -> dict[str, str]:
+    """The process is up (no dependency checked)."""
+    return {"status": "ok"}
+
+
+@router.get("/readyz")
+def readyz(services: ServicesDep) -> JSONResponse:
+    """Ready when Redis answers and every lane has a live worker (503 otherwise)."""
+    try:
+        services.store.r.ping()
+        workers = services.registry.live_workers()
+    except Exception as exc:  # noqa: BLE001 - report, never raise
+        return JSONResponse({"status": "unavailable", "redis": f"error: {exc}"}, status_code=503)
+    lanes = {lane: sorted(w.name for w in workers if lane in w.lanes) for lane in keys.LANES}
+    ready = all(lanes.values())
+    return JSONResponse(
+        {"status": "ready" if ready else "not_ready", "redis": "ok", "lanes": lanes},
+        status_code=200 if ready else 503,
+    )
+
+
+@router.get("/metrics")
+def prometheus_metrics() -> Response:
+    return Response(generate_latest(metrics.REGISTRY), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,171 @@
+"""Job submission: validate, look up the phrase cache, store the job, enqueue its chunks.
+
+Shared by ``POST /v1/jobs`` and ``POST /v1/translate``. The job is written to Redis *before*
+any chunk is sent, and a job whose chunks cannot be sent is failed and answered with 503, so the
+API never answers 2xx for work that is not durably recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from dataclasses import dataclass
+
+import redis
+from celery import Celery
+from kombu.exceptions import OperationalError
+
+from api import metrics
+from api.schemas import JobCreate
+from core import keys, languages
+from core.cache import PhraseCache, rewrap
+from core.errors import IdempotencyConflict, InvalidInput, Unavailable, UnsupportedLanguage
+from core.models import ChunkMessage, ChunkSegment, JobRecord, Lane, SegmentOutcome
+from core.registry import Registry
+from core.settings import Settings
+from core.store import JobStore, new_job_id
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Submitted:
+    job: JobRecord
+    created: bool  # False when an Idempotency-Key returned an earlier job
+
+
+def plan_chunks(
+    texts: list[str], cached: set[int], chunk_size: int
+) -> list[list[ChunkSegment]]:
+    """Group the uncached texts by identical text (translated once) and cut them into chunks."""
+    groups: dict[str, list[int]] = {}
+    for i, text in enumerate(texts):
+        if i not in cached:
+            groups.setdefault(text, []).append(i)
+    segs = [ChunkSegment(indices=idx, text=t) for t, idx in groups.items()]
+    return [segs[i : i + chunk_size] for i in range(0, len(segs), chunk_size)]
+
+
+class JobService:
+    def __init__(
+        self,
+        settings: Settings,
+        store: JobStore,
+        cache: PhraseCache,
+        registry: Registry,
+        celery: Celery,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.cache = cache
+        self.registry = registry
+        self.celery = celery
+
+    def _validate(self, req: JobCreate) -> tuple[str, str, Lane]:
+        s = self.settings
+        source = languages.normalize(req.source_lang)
+        target = languages.normalize(req.target_lang)
+        if source == target:
+            raise InvalidInput(f"source_lang and target_lang are both {source!r}")
+        if len(req.texts) > s.max_segments_per_job:
+            raise InvalidInput(
+                f"{len(req.texts)} texts in one job; the limit is {s.max_segments_per_job}"
+            )
+        for i, t in enumerate(req.texts):
+            if len(t) > s.max_segment_chars:
+                raise InvalidInput(
+                    f"texts[{i}] has {len(t)} characters; the limit is {s.max_segment_chars}"
+                )
+        lane = req.lane or (
+            Lane.interactive if len(req.texts) <= s.interactive_max_segments else Lane.bulk
+        )
+        return source, target, lane
+
+    def submit(self, req: JobCreate, idempotency_key: str | None = None) -> Submitted:
+        source, target, lane = self._validate(req)
+        try:
+            pair = self.registry.pair(source, target)
+        except redis.RedisError as exc:
+            raise Unavailable(f"job store unavailable: {exc}") from exc
+        if pair is None:
+            served = sorted(f"{a}->{b}" for a, b in self._served_pairs())
+            raise UnsupportedLanguage(
+                f"no engine serves {source}->{target}; served pairs: "
+                + (", ".join(served) if served else "none yet (no worker has registered)"),
+                served=served,
+            )
+        hits = self.cache.get_many(pair.fingerprint, source, target, req.texts)
+        cached = {
+            i: SegmentOutcome(translation=rewrap(t, hits[t]), cached=True)
+            for i, t in enumerate(req.texts)
+            if t in hits
+        }
+        chunks = plan_chunks(req.texts, set(cached), self.settings.chunk_size)
+        job_id = new_job_id()
+        idem = None
+        if idempotency_key:
+            key_digest = hashlib.sha256(idempotency_key.encode()).hexdigest()
+            body_digest = hashlib.sha256(
+                json.dumps(req.model_dump(mode="json"), sort_keys=True).encode()
+            ).hexdigest()[:32]
+            idem = (keys.idempotency(key_digest), f"{job_id} {body_digest}",
+                    self.settings.idempotency_ttl_s)
+        try:
+            existing = self.store.create(
+                job_id=job_id, source=source, target=target, lane=lane, total=len(req.texts),
+                chunks=len(chunks), cached=cached, idempotency=idem,
+            )
+            if existing is not None:
+                assert idem is not None
+                old_id, old_digest = existing.split(" ", 1)
+                if old_digest != idem[1].split(" ", 1)[1]:
+                    raise IdempotencyConflict(
+                        "this Idempotency-Key was used with a different request body"
+                    )
+                return Submitted(self.store.get(old_id), created=False)
+        except redis.RedisError as exc:
+            raise Unavailable(f"job store unavailable: {exc}") from exc
+        self._enqueue(job_id, source, target, lane, chunks)
+        metrics.JOBS.labels(lane.value).inc()
+        metrics.SEGMENTS.labels(lane.value).inc(len(req.texts))
+        metrics.CACHE_LOOKUPS.labels("hit").inc(len(cached))
+        metrics.CACHE_LOOKUPS.labels("miss").inc(len(req.texts) - len(cached))
+        try:
+            return Submitted(self.store.get(job_id), created=True)
+        except redis.RedisError as exc:
+            raise Unavailable(f"job store unavailable: {exc}") from exc
+
+    def _enqueue(
+        self, job_id: str, source: str, target: str, lane: Lane, chunks: list[list[ChunkSegment]]
+    ) -> None:
+        now = time.time()
+        try:
+            with self.celery.producer_or_acquire() as producer:
+                for n, segs in enumerate(chunks):
+                    msg = ChunkMessage(job_id=job_id, chunk=n, lane=lane, source=source,
+                                       target=target, segments=segs, enqueued_at=now)
+                    self.celery.send_task(
+                        keys.TRANSLATE_TASK,
+                        args=[msg.model_dump(mode="json")],
+                        queue=keys.queue(lane.value),
+                        producer=producer,
+                        # Flower shows this instead of customer text.
+                        argsrepr=f"({msg.summary()})",
+                        kwargsrepr="{}",
+                        retry=True,
+                        retry_policy={"max_retries": 2, "interval_start": 0,
+                                      "interval_step": 0.2, "interval_max": 0.5},
+                    )
+        except (OperationalError, redis.RedisError, OSError) as exc:
+            log.error("could not enqueue job %s: %s", job_id, exc)
+            err = Unavailable(f"broker unavailable, job not accepted: {exc}")
+            try:
+                self.store.fail(job_id, err.as_dict())
+            except redis.RedisError:
+                pass
+            raise err from exc
+
+    def _served_pairs(self) -> list[tuple[str, str]]:
+        return list(self.registry.pairs())

@@ -1,0 +1,46 @@
+"""The Celery client configuration the API and the workers share.
+
+Both sides must agree on serializer, queues and the broker's visibility timeout, so both build
+their app here. The API only *sends* (by task name); it never imports ``workers``.
+"""
+
+from __future__ import annotations
+
+from celery import Celery
+from kombu import Queue
+
+from core import keys
+from core.settings import Settings
+
+
+def make_celery(settings: Settings, name: str = "mtfleet") -> Celery:
+    app = Celery(name, broker=settings.redis_url, set_as_current=False)
+    app.conf.update(
+        # JSON only: no pickle anywhere, so a message can never run code.
+        task_serializer="json",
+        result_serializer="json",
+        accept_content=["json"],
+        event_serializer="json",
+        # Results live in our job store; Celery's result backend is not used.
+        task_ignore_result=True,
+        result_backend=None,
+        task_queues=[Queue(keys.queue(lane)) for lane in keys.LANES],
+        task_default_queue=keys.queue("bulk"),
+        task_create_missing_queues=False,
+        # At-least-once: ack after the chunk is done; a lost worker's chunk comes back.
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        # kombu's Redis transport restores unacked messages after this many seconds; it must
+        # exceed the longest chunk (see README: reliability).
+        broker_transport_options={"visibility_timeout": settings.visibility_timeout_s},
+        broker_connection_retry_on_startup=True,
+        broker_pool_limit=16,
+        # Flower: every chunk is a task with received/started/succeeded events.
+        worker_send_task_events=True,
+        task_send_sent_event=True,
+        task_track_started=True,
+        worker_prefetch_multiplier=settings.worker_prefetch,
+        worker_cancel_long_running_tasks_on_connection_loss=False,
+        worker_hijack_root_logger=False,
+    )
+    return app

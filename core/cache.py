@@ -1,0 +1,79 @@
+"""Phrase cache: finished translations keyed by model, language pair and normalized text.
+
+Keys carry the model fingerprint (model, revision, prompt and sampling settings), the pair, a
+glossary version and a SHA-256 of the normalized text, so a new model or prompt never serves an
+old answer. The cache may live on its own allkeys-lru Redis (``MT_CACHE_URL``); it is an
+optimisation, so a cache outage is logged and treated as a miss, never as a failed job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import unicodedata
+from collections.abc import Iterable, Mapping
+
+import redis
+
+from core import keys
+
+log = logging.getLogger(__name__)
+
+
+def normalize(text: str) -> str:
+    """The form cache keys are computed from: Unicode NFC, outer whitespace removed.
+
+    Outer whitespace is restored around the translation by the worker, so " Red shoes" and
+    "Red shoes" share one entry.
+    """
+    return unicodedata.normalize("NFC", text).strip()
+
+
+def text_digest(text: str) -> str:
+    return hashlib.sha256(normalize(text).encode("utf-8")).hexdigest()[:40]
+
+
+class PhraseCache:
+    def __init__(self, client: redis.Redis, *, ttl_s: int) -> None:
+        self.r = client
+        self.ttl = ttl_s
+
+    @staticmethod
+    def key(fingerprint: str, source: str, target: str, text: str, glossary: str = "-") -> str:
+        return keys.phrase(f"{fingerprint}:{glossary}", source, target, text_digest(text))
+
+    def get_many(
+        self, fingerprint: str, source: str, target: str, texts: Iterable[str]
+    ) -> dict[str, str]:
+        """Cached translations for the texts that have one (text -> translation)."""
+        unique = list(dict.fromkeys(texts))
+        if not unique:
+            return {}
+        try:
+            values = self.r.mget([self.key(fingerprint, source, target, t) for t in unique])
+        except redis.RedisError as exc:
+            log.warning("phrase cache unavailable, treating as miss: %s", exc)
+            return {}
+        return {t: v for t, v in zip(unique, values, strict=True) if v is not None}
+
+    def put_many(
+        self, fingerprint: str, source: str, target: str, pairs: Mapping[str, str]
+    ) -> None:
+        if not pairs:
+            return
+        try:
+            pipe = self.r.pipeline(transaction=False)
+            for text, translation in pairs.items():
+                pipe.set(self.key(fingerprint, source, target, text), translation, ex=self.ttl)
+            pipe.execute()
+        except redis.RedisError as exc:
+            log.warning("phrase cache unavailable, result not cached: %s", exc)
+
+
+def rewrap(original: str, translation: str) -> str:
+    """Put ``original``'s outer whitespace around the translation of its normalized text."""
+    stripped = original.strip()
+    if not stripped:
+        return original
+    start = original.index(stripped)
+    return f"{original[:start]}{translation.strip()}{original[start + len(stripped):]}"

@@ -1,0 +1,89 @@
+"""One error tree for every mtfleet process.
+
+The API maps each class to an HTTP status in one place (``api/errors.py``); workers store failures
+as ``{"type", "message"}`` (never a pickle) so any client can read them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class MTError(Exception):
+    """Base of every error mtfleet raises on purpose."""
+
+    code = "error"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"type": self.code, "message": self.message, **self.details}
+
+
+class InvalidInput(MTError):
+    """The caller sent something we will not process (HTTP 422)."""
+
+    code = "invalid_input"
+
+
+class UnsupportedLanguage(InvalidInput):
+    """A language code we do not know, or a pair no engine serves (HTTP 422)."""
+
+    code = "unsupported_language"
+
+
+class IdempotencyConflict(MTError):
+    """An Idempotency-Key was reused with a different request body (HTTP 409)."""
+
+    code = "idempotency_conflict"
+
+
+class JobNotFound(MTError):
+    """No such job, or it has expired (HTTP 404)."""
+
+    code = "job_not_found"
+
+
+class JobNotFinished(MTError):
+    """The result of a job that is still running was asked for (HTTP 409)."""
+
+    code = "job_not_finished"
+
+
+class Unavailable(MTError):
+    """A backing service (Redis, the broker) cannot take the request now (HTTP 503)."""
+
+    code = "unavailable"
+
+
+class EngineError(MTError):
+    """The engine failed on a batch or a segment."""
+
+    code = "engine_error"
+
+
+class SegmentTooLong(EngineError):
+    """A segment does not fit the model's context; it fails alone."""
+
+    code = "segment_too_long"
+
+
+class EngineOutputMismatch(EngineError):
+    """An engine returned a different number of outputs than it was given."""
+
+    code = "engine_output_mismatch"
+
+
+class DeadLettered(MTError):
+    """A chunk exceeded its delivery budget (it killed or outlived workers repeatedly)."""
+
+    code = "dead_lettered"
+
+
+class ConfigError(MTError):
+    """Settings or command-line options that cannot work together."""
+
+    code = "config_error"

@@ -1,0 +1,95 @@
+"""Wait for jobs to finish without polling.
+
+One background thread per process subscribes to :data:`core.keys.JOB_DONE_CHANNEL` (a single
+Redis connection however many requests wait) and wakes the waiters of each finished job.
+Pub/sub is at-most-once, so a waiter always re-reads the job's status itself: after registering
+(the job may have finished before), when woken, after a reconnect, and at its deadline.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+
+import redis
+
+from core import keys
+
+log = logging.getLogger(__name__)
+
+
+class CompletionWaiter:
+    def __init__(self, client: redis.Redis) -> None:
+        self.r = client
+        self._lock = threading.Lock()
+        self._events: dict[str, list[threading.Event]] = defaultdict(list)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="job-done-listener", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake_all()
+
+    def wait(self, job_id: str, is_final: Callable[[], bool], timeout: float) -> bool:
+        """Block until ``is_final()`` is true or ``timeout`` passes; returns the last check."""
+        deadline = time.monotonic() + timeout
+        event = threading.Event()
+        with self._lock:
+            self._events[job_id].append(event)
+        try:
+            while True:
+                if is_final():
+                    return True
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                event.wait(remaining)
+                event.clear()
+        finally:
+            with self._lock:
+                waiters = self._events.get(job_id, [])
+                if event in waiters:
+                    waiters.remove(event)
+                if not waiters:
+                    self._events.pop(job_id, None)
+
+    def _wake(self, job_id: str) -> None:
+        with self._lock:
+            for event in self._events.get(job_id, ()):
+                event.set()
+
+    def _wake_all(self) -> None:
+        with self._lock:
+            for waiters in self._events.values():
+                for event in waiters:
+                    event.set()
+
+    def _run(self) -> None:
+        backoff = 0.1
+        while not self._stop.is_set():
+            pubsub = self.r.pubsub(ignore_subscribe_messages=True)
+            try:
+                pubsub.subscribe(keys.JOB_DONE_CHANNEL)
+                self._wake_all()  # anything published while we were away: re-check
+                backoff = 0.1
+                while not self._stop.is_set():
+                    msg = pubsub.get_message(timeout=1.0)
+                    if msg and msg.get("type") == "message":
+                        self._wake(str(msg["data"]))
+            except (redis.RedisError, OSError) as exc:
+                log.warning("job-done listener lost Redis (%s); retrying", exc)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 5.0)
+            finally:
+                try:
+                    pubsub.close()
+                except Exception:  # noqa: BLE001 - closing a broken connection
+                    pass

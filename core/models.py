@@ -1,0 +1,97 @@
+"""Plain data shared by the API, the workers and the SDK: job states, lanes, the chunk message.
+
+The chunk message is the only contract between the API and the workers (JSON on the broker);
+``CHUNK_VERSION`` changes when its shape does.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class Lane(StrEnum):
+    interactive = "interactive"
+    bulk = "bulk"
+
+
+class JobStatus(StrEnum):
+    queued = "queued"
+    running = "running"
+    succeeded = "succeeded"
+    partial = "partial"
+    failed = "failed"
+    cancelled = "cancelled"
+
+    @property
+    def final(self) -> bool:
+        return self in FINAL_STATUSES
+
+
+FINAL_STATUSES = frozenset(
+    {JobStatus.succeeded, JobStatus.partial, JobStatus.failed, JobStatus.cancelled}
+)
+
+CHUNK_VERSION = 1
+
+
+class ChunkSegment(BaseModel):
+    """One distinct text of a chunk and every job index it fills (duplicates translate once)."""
+
+    indices: list[int]
+    text: str
+
+
+class ChunkMessage(BaseModel):
+    """What one Celery task carries: a slice of one job's segments."""
+
+    v: int = CHUNK_VERSION
+    job_id: str
+    chunk: int = Field(ge=0)
+    lane: Lane
+    source: str
+    target: str
+    segments: list[ChunkSegment]
+    enqueued_at: float
+
+    def summary(self) -> str:
+        """Short description shown in Flower instead of customer text."""
+        n = sum(len(s.indices) for s in self.segments)
+        return f"job={self.job_id} chunk={self.chunk} {self.source}->{self.target} segments={n}"
+
+
+class SegmentOutcome(BaseModel):
+    """Result of one segment: a translation or an error ({type, message})."""
+
+    translation: str | None = None
+    error: dict[str, Any] | None = None
+    cached: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.translation is not None
+
+
+class Progress(BaseModel):
+    done: int
+    failed: int
+    total: int
+
+
+class JobRecord(BaseModel):
+    """A job as stored in Redis (metadata only; results live in their own hash)."""
+
+    id: str
+    status: JobStatus
+    source_lang: str
+    target_lang: str
+    lane: Lane
+    progress: Progress
+    created_at: float
+    started_at: float | None = None
+    finished_at: float | None = None
+    chunks: int = 0
+    cached: int = 0
+    error: dict[str, Any] | None = None

@@ -1,0 +1,94 @@
+"""Worker registry: which workers are alive and which language pairs the fleet serves.
+
+Each worker refreshes its own key every ``MT_HEARTBEAT_S`` (the key expires after three missed
+beats) and records its pairs in :data:`core.keys.PAIRS`, which does not expire: a fleet that
+scaled to zero overnight still accepts jobs for the pairs it served, and they wait in the queue.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import redis
+from pydantic import BaseModel, Field
+
+from core import keys
+
+
+class WorkerInfo(BaseModel):
+    name: str
+    engine: str
+    model: str
+    fingerprint: str
+    pairs: list[tuple[str, str]]
+    lanes: list[str]
+    gpus: list[int] = Field(default_factory=list)
+    host: str = ""
+    pid: int = 0
+    started_at: float = 0.0
+    beat_at: float = 0.0
+
+
+class PairInfo(BaseModel):
+    source: str
+    target: str
+    engine: str
+    model: str
+    fingerprint: str
+    updated: float
+
+
+class Registry:
+    def __init__(self, client: redis.Redis) -> None:
+        self.r = client
+
+    def beat(self, info: WorkerInfo, *, ttl_s: float) -> None:
+        info.beat_at = time.time()
+        pipe = self.r.pipeline(transaction=True)
+        pipe.set(keys.worker(info.name), info.model_dump_json(), px=int(ttl_s * 1000))
+        pipe.sadd(keys.WORKERS, info.name)
+        for src, tgt in info.pairs:
+            pair = PairInfo(
+                source=src,
+                target=tgt,
+                engine=info.engine,
+                model=info.model,
+                fingerprint=info.fingerprint,
+                updated=info.beat_at,
+            )
+            pipe.hset(keys.PAIRS, f"{src}:{tgt}", pair.model_dump_json())
+        pipe.execute()
+
+    def leave(self, name: str) -> None:
+        """Graceful shutdown: the worker is no longer live (its pairs stay known)."""
+        pipe = self.r.pipeline(transaction=True)
+        pipe.delete(keys.worker(name))
+        pipe.srem(keys.WORKERS, name)
+        pipe.execute()
+
+    def live_workers(self) -> list[WorkerInfo]:
+        names = sorted(self.r.smembers(keys.WORKERS))
+        if not names:
+            return []
+        raws = self.r.mget([keys.worker(n) for n in names])
+        live, gone = [], []
+        for name, raw in zip(names, raws, strict=True):
+            if raw is None:
+                gone.append(name)
+            else:
+                live.append(WorkerInfo.model_validate_json(raw))
+        if gone:
+            self.r.srem(keys.WORKERS, *gone)
+        return live
+
+    def pairs(self) -> dict[tuple[str, str], PairInfo]:
+        out = {}
+        for raw in self.r.hgetall(keys.PAIRS).values():
+            p = PairInfo.model_validate(json.loads(raw))
+            out[(p.source, p.target)] = p
+        return out
+
+    def pair(self, source: str, target: str) -> PairInfo | None:
+        raw = self.r.hget(keys.PAIRS, f"{source}:{target}")
+        return PairInfo.model_validate_json(raw) if raw else None

@@ -1,0 +1,131 @@
+"""One validated settings object for every mtfleet process (env prefix ``MT_``).
+
+Read once per process with :func:`get_settings`; a bad value raises before any model loads or
+any socket opens. Every field here is listed in the README's configuration table.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+EngineName = Literal["vllm", "apertium"]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MT_", env_file=None, extra="ignore")
+
+    # --- Redis -------------------------------------------------------------------------------
+    redis_url: str = Field(
+        "redis://127.0.0.1:6379/0",
+        description="Job state and Celery broker (durable: AOF, noeviction).",
+    )
+    cache_url: str | None = Field(
+        None, description="Phrase cache (may be an allkeys-lru instance). Default: MT_REDIS_URL."
+    )
+
+    # --- engine ------------------------------------------------------------------------------
+    engine: EngineName = Field("apertium", description="Engine a worker runs: vllm or apertium.")
+    model: str = Field(
+        "tencent/Hunyuan-MT-7B", description="vLLM model name or local path (vllm engine)."
+    )
+    prompt_style: Literal["auto", "hunyuan", "chat"] = Field(
+        "auto",
+        description="auto: Hunyuan-MT templates when the model name says hunyuan-mt, else the "
+        "model's chat template.",
+    )
+    tensor_parallel_size: int = Field(1, ge=1, le=64, description="GPUs per engine (vllm).")
+    dtype: str = Field("auto", description="vLLM dtype (auto, bfloat16, float16, float32).")
+    max_model_len: int | None = Field(None, gt=0, description="vLLM max_model_len override.")
+    gpu_memory_utilization: float = Field(0.90, gt=0, le=1, description="vLLM memory share.")
+    trust_remote_code: bool = Field(False, description="Allow model repos to run their code.")
+    seed: int = Field(0, description="Sampling seed (vllm).")
+    temperature: float = Field(0.7, ge=0, le=2, description="Sampling temperature (0 = greedy).")
+    top_p: float = Field(0.6, gt=0, le=1, description="Nucleus sampling.")
+    top_k: int = Field(20, ge=-1, description="Top-k sampling (-1 = off).")
+    repetition_penalty: float = Field(1.05, gt=0, description="Repetition penalty.")
+    max_tokens_ratio: float = Field(
+        3.0, gt=0, description="max_tokens = source tokens x ratio + slack, capped by the model."
+    )
+    max_tokens_slack: int = Field(16, ge=0, description="Added to the derived max_tokens.")
+    apertium_bin: str = Field("apertium", description="Path of the apertium program.")
+    apertium_timeout_s: float = Field(60.0, gt=0, description="Time limit for one apertium call.")
+
+    # --- worker ------------------------------------------------------------------------------
+    lanes: list[Literal["interactive", "bulk"]] = Field(
+        default_factory=lambda: ["interactive", "bulk"], description="Lanes a worker consumes."
+    )
+    worker_concurrency: int = Field(1, ge=1, le=256, description="Chunks a worker runs at once.")
+    worker_prefetch: int = Field(
+        1, ge=1, le=64, description="Messages reserved per execution slot (Celery prefetch)."
+    )
+    heartbeat_s: float = Field(5.0, gt=0, description="Worker registry heartbeat period.")
+    max_deliveries: int = Field(
+        5, ge=1, description="Deliveries of one chunk before it goes to the dead-letter list."
+    )
+    visibility_timeout_s: int = Field(
+        3600, ge=10, description="Seconds before an unacked chunk is redelivered (broker)."
+    )
+    worker_metrics_port: int | None = Field(
+        None, ge=1, le=65535, description="Serve worker Prometheus metrics on this port."
+    )
+
+    # --- jobs and API ------------------------------------------------------------------------
+    chunk_size: int = Field(32, ge=1, le=1024, description="Segments per broker message.")
+    interactive_max_segments: int = Field(
+        50, ge=1, description="Jobs up to this many segments default to the interactive lane."
+    )
+    max_segments_per_job: int = Field(10_000, ge=1, description="Segments one job may carry.")
+    max_segment_chars: int = Field(5_000, ge=1, description="Characters one segment may carry.")
+    max_request_bytes: int = Field(
+        8 * 1024 * 1024, ge=1024, description="Largest request body the API reads."
+    )
+    result_ttl_s: int = Field(
+        7 * 24 * 3600, ge=60, description="Seconds job state and results are kept."
+    )
+    cache_ttl_s: int = Field(30 * 24 * 3600, ge=60, description="Phrase-cache entry lifetime.")
+    idempotency_ttl_s: int = Field(24 * 3600, ge=60, description="Idempotency-Key lifetime.")
+    translate_timeout_s: float = Field(
+        10.0, gt=0, le=300, description="/v1/translate waits this long before answering 202."
+    )
+
+    # --- Flower ------------------------------------------------------------------------------
+    flower_host: str = Field("127.0.0.1", description="Flower bind address.")
+    flower_port: int = Field(5555, ge=1, le=65535, description="Flower port.")
+    flower_user: str = Field("admin", min_length=1, description="Flower basic-auth user.")
+    flower_password: SecretStr = Field(
+        SecretStr("change-me"), description="Flower basic-auth password."
+    )
+
+    @field_validator("redis_url", "cache_url")
+    @classmethod
+    def _redis_scheme(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("must be a redis://, rediss:// or unix:// URL")
+        return v
+
+    @field_validator("lanes", mode="before")
+    @classmethod
+    def _split_lanes(cls, v: object) -> object:
+        if isinstance(v, str) and not v.strip().startswith("["):
+            return [p.strip() for p in v.split(",") if p.strip()]
+        return v
+
+    @model_validator(mode="after")
+    def _check(self) -> Settings:
+        if not self.lanes:
+            raise ValueError("lanes must name at least one of: interactive, bulk")
+        return self
+
+    @property
+    def effective_cache_url(self) -> str:
+        return self.cache_url or self.redis_url
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read from the environment once."""
+    return Settings()

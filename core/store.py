@@ -1,0 +1,264 @@
+"""Job state in Redis: creation, idempotent result writes, progress, cancellation.
+
+A job is a hash (metadata + ``done``/``failed``/``total`` counters) and a results hash (segment
+index -> JSON outcome). Workers execute at least once; every write here is safe to repeat:
+
+* a segment result is written with HSETNX, and progress moves only when that write was new, so a
+  redelivered chunk never double-counts or overwrites a finished result;
+* the final status is set once, by the write that completes the job, and announced once on
+  :data:`core.keys.JOB_DONE_CHANNEL`.
+
+Each multi-step change is one Lua script, so it is atomic and one round trip.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import redis
+
+from core import keys
+from core.errors import JobNotFound
+from core.models import JobRecord, JobStatus, Lane, Progress, SegmentOutcome
+
+_CREATE = """
+-- KEYS: job, results, idem (or '')   ARGV: ttl, idem_ttl, idem_value, n_meta, meta..., results...
+local ttl = tonumber(ARGV[1])
+if KEYS[3] ~= '' then
+  local existing = redis.call('GET', KEYS[3])
+  if existing then return existing end
+  redis.call('SET', KEYS[3], ARGV[3], 'EX', tonumber(ARGV[2]))
+end
+local n_meta = tonumber(ARGV[4])
+redis.call('HSET', KEYS[1], unpack(ARGV, 5, 4 + n_meta))
+redis.call('EXPIRE', KEYS[1], ttl)
+if #ARGV > 4 + n_meta then
+  redis.call('HSET', KEYS[2], unpack(ARGV, 5 + n_meta, #ARGV))
+  redis.call('EXPIRE', KEYS[2], ttl)
+end
+return false
+"""
+
+_RECORD = """
+-- KEYS: job, results   ARGV: job_id, now, ttl, channel, (index, json, ok)...
+if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, -1, ''} end
+local nd, nf = 0, 0
+for i = 5, #ARGV, 3 do
+  if redis.call('HSETNX', KEYS[2], ARGV[i], ARGV[i + 1]) == 1 then
+    if ARGV[i + 2] == '1' then nd = nd + 1 else nf = nf + 1 end
+  end
+end
+local done = redis.call('HINCRBY', KEYS[1], 'done', nd)
+local failed = redis.call('HINCRBY', KEYS[1], 'failed', nf)
+local total = tonumber(redis.call('HGET', KEYS[1], 'total'))
+local status = redis.call('HGET', KEYS[1], 'status')
+if status == 'queued' then
+  redis.call('HSET', KEYS[1], 'status', 'running', 'started_at', ARGV[2])
+  status = 'running'
+end
+if status == 'running' and done + failed >= total then
+  if failed == 0 then status = 'succeeded' elseif done == 0 then status = 'failed'
+  else status = 'partial' end
+  redis.call('HSET', KEYS[1], 'status', status, 'finished_at', ARGV[2])
+  redis.call('PUBLISH', ARGV[4], ARGV[1])
+end
+local ttl = tonumber(ARGV[3])
+redis.call('EXPIRE', KEYS[1], ttl)
+redis.call('EXPIRE', KEYS[2], ttl)
+return {done, failed, status}
+"""
+
+_START_CHUNK = """
+-- KEYS: job, deliveries   ARGV: chunk, now, ttl  -> {status, deliveries of this chunk}
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'', 0} end
+local status = redis.call('HGET', KEYS[1], 'status')
+local n = redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
+redis.call('EXPIRE', KEYS[2], tonumber(ARGV[3]))
+if status == 'queued' then
+  redis.call('HSET', KEYS[1], 'status', 'running', 'started_at', ARGV[2])
+  status = 'running'
+end
+return {status, n}
+"""
+
+_CANCEL = """
+-- KEYS: job   ARGV: job_id, now, channel -> status after the call ('' when missing)
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status then return '' end
+if status == 'queued' or status == 'running' then
+  redis.call('HSET', KEYS[1], 'status', 'cancelled', 'finished_at', ARGV[2])
+  redis.call('PUBLISH', ARGV[3], ARGV[1])
+  return 'cancelled'
+end
+return status
+"""
+
+_FAIL = """
+-- KEYS: job   ARGV: job_id, now, channel, error_json: fail a job that cannot run at all
+local status = redis.call('HGET', KEYS[1], 'status')
+if status == 'queued' or status == 'running' then
+  redis.call('HSET', KEYS[1], 'status', 'failed', 'finished_at', ARGV[2], 'error', ARGV[4])
+  redis.call('PUBLISH', ARGV[3], ARGV[1])
+end
+return status
+"""
+
+
+def new_job_id() -> str:
+    return uuid.uuid4().hex
+
+
+def encode_outcome(outcome: SegmentOutcome) -> str:
+    return outcome.model_dump_json(exclude_none=True, exclude_defaults=True)
+
+
+def decode_outcome(raw: str) -> SegmentOutcome:
+    return SegmentOutcome.model_validate_json(raw)
+
+
+class JobStore:
+    """Job state on the durable Redis (``MT_REDIS_URL``)."""
+
+    def __init__(self, client: redis.Redis, *, result_ttl_s: int) -> None:
+        self.r = client
+        self.ttl = result_ttl_s
+        self._create = client.register_script(_CREATE)
+        self._record = client.register_script(_RECORD)
+        self._start = client.register_script(_START_CHUNK)
+        self._cancel = client.register_script(_CANCEL)
+        self._fail = client.register_script(_FAIL)
+
+    # -- API side ------------------------------------------------------------------------------
+    def create(
+        self,
+        *,
+        job_id: str,
+        source: str,
+        target: str,
+        lane: Lane,
+        total: int,
+        chunks: int,
+        cached: dict[int, SegmentOutcome],
+        idempotency: tuple[str, str, int] | None = None,
+        extra: dict[str, str] | None = None,
+    ) -> str | None:
+        """Store a new job atomically. Returns None, or the idempotency key's earlier value.
+
+        ``idempotency`` is (redis key, value to store, ttl); when the key already exists nothing
+        is written and its value comes back (``"<job id> <request digest>"``).
+        """
+        now = time.time()
+        done = len(cached)
+        status = JobStatus.succeeded if done == total else JobStatus.queued
+        meta: dict[str, Any] = {
+            "id": job_id,
+            "status": status.value,
+            "source_lang": source,
+            "target_lang": target,
+            "lane": lane.value,
+            "total": total,
+            "done": done,
+            "failed": 0,
+            "cached": done,
+            "chunks": chunks,
+            "created_at": now,
+            **(extra or {}),
+        }
+        if status is JobStatus.succeeded:
+            meta["finished_at"] = now
+        flat_meta = [str(x) for kv in meta.items() for x in kv]
+        flat_results = [str(x) for i, o in cached.items() for x in (i, encode_outcome(o))]
+        idem_key, idem_value, idem_ttl = idempotency or ("", "", 0)
+        existing = self._create(
+            keys=[keys.job(job_id), keys.job_results(job_id), idem_key],
+            args=[self.ttl, idem_ttl, idem_value, len(flat_meta), *flat_meta, *flat_results],
+        )
+        return str(existing) if existing else None
+
+    def cancel(self, job_id: str) -> JobStatus:
+        status = self._cancel(
+            keys=[keys.job(job_id)], args=[job_id, time.time(), keys.JOB_DONE_CHANNEL]
+        )
+        if not status:
+            raise JobNotFound(f"job {job_id} not found (it may have expired)")
+        return JobStatus(status)
+
+    def fail(self, job_id: str, error: dict[str, Any]) -> None:
+        """Fail a whole job that cannot run (e.g. its chunks could not be enqueued)."""
+        self._fail(
+            keys=[keys.job(job_id)],
+            args=[job_id, time.time(), keys.JOB_DONE_CHANNEL, json.dumps(error)],
+        )
+
+    # -- worker side ---------------------------------------------------------------------------
+    def start_chunk(self, job_id: str, chunk: int) -> tuple[JobStatus | None, int]:
+        """Count a delivery of ``chunk`` and mark the job running; (status, deliveries)."""
+        status, n = self._start(
+            keys=[keys.job(job_id), keys.chunk_deliveries(job_id)],
+            args=[chunk, time.time(), self.ttl],
+        )
+        return (JobStatus(status) if status else None), int(n)
+
+    def pending_indices(self, job_id: str, indices: Sequence[int]) -> set[int]:
+        """Indices among ``indices`` that have no result yet (for redelivered chunks)."""
+        if not indices:
+            return set()
+        present = self.r.hmget(keys.job_results(job_id), [str(i) for i in indices])
+        return {i for i, v in zip(indices, present, strict=True) if v is None}
+
+    def record(self, job_id: str, outcomes: Iterable[tuple[int, SegmentOutcome]]) -> JobStatus | None:
+        """Write outcomes idempotently; returns the job status after the write (None: gone)."""
+        args: list[Any] = [job_id, time.time(), self.ttl, keys.JOB_DONE_CHANNEL]
+        for index, outcome in outcomes:
+            args += [index, encode_outcome(outcome), "1" if outcome.ok else "0"]
+        _done, _failed, status = self._record(
+            keys=[keys.job(job_id), keys.job_results(job_id)], args=args
+        )
+        return JobStatus(status) if status else None
+
+    # -- reads ---------------------------------------------------------------------------------
+    def get(self, job_id: str) -> JobRecord:
+        raw = self.r.hgetall(keys.job(job_id))
+        if not raw:
+            raise JobNotFound(f"job {job_id} not found (it may have expired)")
+        return parse_job(raw)
+
+    def status(self, job_id: str) -> JobStatus | None:
+        raw = self.r.hget(keys.job(job_id), "status")
+        return JobStatus(raw) if raw else None
+
+    def results(self, job_id: str, total: int) -> list[SegmentOutcome | None]:
+        raw = self.r.hgetall(keys.job_results(job_id))
+        out: list[SegmentOutcome | None] = [None] * total
+        for k, v in raw.items():
+            i = int(k)
+            if 0 <= i < total:
+                out[i] = decode_outcome(v)
+        return out
+
+
+def parse_job(raw: dict[str, str]) -> JobRecord:
+    def opt_float(name: str) -> float | None:
+        v = raw.get(name)
+        return float(v) if v else None
+
+    return JobRecord(
+        id=raw["id"],
+        status=JobStatus(raw["status"]),
+        source_lang=raw["source_lang"],
+        target_lang=raw["target_lang"],
+        lane=Lane(raw["lane"]),
+        progress=Progress(
+            done=int(raw.get("done", 0)), failed=int(raw.get("failed", 0)), total=int(raw["total"])
+        ),
+        created_at=float(raw["created_at"]),
+        started_at=opt_float("started_at"),
+        finished_at=opt_float("finished_at"),
+        chunks=int(raw.get("chunks", 0)),
+        cached=int(raw.get("cached", 0)),
+        error=json.loads(raw["error"]) if raw.get("error") else None,
+    )

@@ -1,0 +1,22 @@
+"""The worker-side Celery app (``celery -A workers.celery_app worker``).
+
+Engines load in ``worker_init`` (before the consumer takes any message) when the pool runs in
+this process (threads/solo, the default); under a prefork pool they load lazily in each child,
+never before the fork.
+"""
+
+from __future__ import annotations
+
+from core.broker import make_celery
+from core.settings import get_settings
+
+settings = get_settings()
+app = make_celery(settings)
+app.conf.update(
+    worker_pool="threads",
+    worker_concurrency=settings.worker_concurrency,
+    include=["workers.tasks"],
+)
+
+# Signal handlers are registered by importing the module.
+from workers import lifecycle  # noqa: E402,F401

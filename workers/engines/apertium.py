@@ -1,0 +1,225 @@
+"""Apertium: rule-based translation on the CPU, offline, no weights (Debian packages).
+
+Each language pair runs as one persistent pipeline in *null-flush* mode (every program of the
+mode gets ``-z``): we write segments separated by NUL bytes and read one NUL-terminated answer
+per segment, so a batch costs one write and one read, segments never bleed into each other,
+and no process starts per call. Text is put into Apertium's stream format ourselves (reserved
+characters escaped, newlines as superblanks) and read back the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import select
+import shlex
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from core import languages
+from core.errors import EngineError
+from core.settings import Settings
+from workers.engines.base import Engine, EngineLimits, TranslationRequest
+
+log = logging.getLogger(__name__)
+
+MODE_DIRS = (Path("/usr/share/apertium/modes"), Path("/usr/local/share/apertium/modes"))
+_MODE_NAME = re.compile(r"^([a-z]{2,3})-([a-z]{2,3})$")
+_RESERVED = set("\\[]^$/@<>{}")
+# Appended to every segment so the last word is flushed through transfer (as apertium-destxt
+# does); removed from the output.
+_TAIL = ".[]"
+
+
+def escape(text: str) -> str:
+    out = []
+    for ch in text:
+        if ch in _RESERVED:
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("[\n]")
+        elif ch == "\0":
+            out.append(" ")
+        else:
+            out.append(ch)
+    return "".join(out) + _TAIL
+
+
+def unescape(stream: str) -> str:
+    """Stream format -> text: superblank brackets dropped, backslash escapes resolved."""
+    if stream.endswith(_TAIL):
+        stream = stream[: -len(_TAIL)]
+    elif stream.rstrip().endswith("[]"):
+        stream = stream.rstrip()[:-2].removesuffix(".")
+    out = []
+    i = 0
+    while i < len(stream):
+        ch = stream[i]
+        if ch == "\\" and i + 1 < len(stream):
+            out.append(stream[i + 1])
+            i += 2
+            continue
+        if ch not in "[]":
+            out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def discover_modes(dirs: Sequence[Path] = MODE_DIRS) -> dict[tuple[str, str], Path]:
+    """Installed modes that translate between two languages we know: (src, tgt) -> mode file."""
+    found: dict[tuple[str, str], Path] = {}
+    for d in dirs:
+        if not d.is_dir():
+            continue
+        for mode in sorted(d.glob("*.mode")):
+            m = _MODE_NAME.match(mode.stem)
+            if not m:
+                continue
+            src, tgt = (languages.from_iso3(c) if len(c) == 3 else c for c in m.groups())
+            if src in languages.LANGUAGES and tgt in languages.LANGUAGES:
+                found.setdefault((src, tgt), mode)
+    return found
+
+
+def null_flush_command(mode_file: Path) -> str:
+    """The mode's pipeline with ``-z`` on every program and unknown words left unmarked."""
+    stages = []
+    for stage in mode_file.read_text().strip().split("|"):
+        words = shlex.split(stage.replace("$1", "-n").replace("$2", ""))
+        if not words:
+            continue
+        stages.append(shlex.join([words[0], "-z", *words[1:]]))
+    return " | ".join(stages)
+
+
+class _Pipeline:
+    """One long-lived null-flush pipeline for one mode."""
+
+    def __init__(self, command: str, timeout_s: float) -> None:
+        self.command = command
+        self.timeout_s = timeout_s
+        self.lock = threading.Lock()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def _ensure(self) -> subprocess.Popen[bytes]:
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = subprocess.Popen(
+                ["bash", "-o", "pipefail", "-c", self.command],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        return self.proc
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, 9)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+        self.proc = None
+
+    def run(self, texts: Sequence[str]) -> list[str]:
+        with self.lock:
+            proc = self._ensure()
+            assert proc.stdin is not None and proc.stdout is not None
+            payload = b"".join(escape(t).encode("utf-8") + b"\0" for t in texts)
+            writer = threading.Thread(target=self._write, args=(proc, payload), daemon=True)
+            writer.start()
+            buf = bytearray()
+            fd = proc.stdout.fileno()
+            deadline = time.monotonic() + self.timeout_s
+            while buf.count(b"\0") < len(texts):
+                remaining = deadline - time.monotonic()
+                ready, _, _ = select.select([fd], [], [], max(remaining, 0))
+                if not ready:
+                    self.close()
+                    raise EngineError(f"apertium did not answer within {self.timeout_s:.0f}s")
+                data = os.read(fd, 1 << 16)
+                if not data:
+                    self.close()
+                    raise EngineError("apertium pipeline exited unexpectedly")
+                buf += data
+            writer.join()
+            parts = bytes(buf).split(b"\0")
+            if any(parts[len(texts) :]):
+                log.warning("apertium returned extra output; restarting its pipeline")
+                self.close()
+            return [unescape(p.decode("utf-8", errors="replace")) for p in parts[: len(texts)]]
+
+    @staticmethod
+    def _write(proc: subprocess.Popen[bytes], payload: bytes) -> None:
+        try:
+            assert proc.stdin is not None
+            proc.stdin.write(payload)
+            proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+
+
+class ApertiumEngine(Engine):
+    name = "apertium"
+
+    def __init__(self, settings: Settings, mode_dirs: Sequence[Path] = MODE_DIRS) -> None:
+        self.settings = settings
+        self.mode_dirs = mode_dirs
+        self._modes: dict[tuple[str, str], Path] = {}
+        self._pipes: dict[tuple[str, str], _Pipeline] = {}
+        self._fingerprint = ""
+
+    def load(self) -> None:
+        self._modes = discover_modes(self.mode_dirs)
+        if not self._modes:
+            raise EngineError(
+                "no Apertium language pair is installed (e.g. apt-get install apertium-eng-spa)"
+            )
+        digest = hashlib.sha256()
+        for pair, mode in sorted(self._modes.items()):
+            digest.update(f"{pair}:{mode.read_text()}".encode())
+            for path in sorted(set(re.findall(r"'(/[^']+)'", mode.read_text()))):
+                st = Path(path).stat()
+                digest.update(f"{path}:{st.st_size}:{int(st.st_mtime)}".encode())
+        self._fingerprint = "apertium-" + digest.hexdigest()[:16]
+        for pair, mode in self._modes.items():
+            self._pipes[pair] = _Pipeline(
+                null_flush_command(mode), self.settings.apertium_timeout_s
+            )
+
+    @property
+    def model(self) -> str:
+        return "apertium"
+
+    @property
+    def fingerprint(self) -> str:
+        return self._fingerprint
+
+    @property
+    def limits(self) -> EngineLimits:
+        return EngineLimits(max_sequences=512, max_batch_tokens=200_000, max_input_tokens=20_000)
+
+    def pairs(self) -> list[tuple[str, str]]:
+        return sorted(self._modes)
+
+    def translate(self, requests: Sequence[TranslationRequest]) -> list[str]:
+        out: list[str | None] = [None] * len(requests)
+        by_pair: dict[tuple[str, str], list[int]] = {}
+        for i, req in enumerate(requests):
+            by_pair.setdefault((req.source, req.target), []).append(i)
+        for pair, idxs in by_pair.items():
+            pipe = self._pipes.get(pair)
+            if pipe is None:
+                raise EngineError(f"apertium has no mode for {pair[0]}->{pair[1]}")
+            for i, text in zip(idxs, pipe.run([requests[i].text for i in idxs]), strict=True):
+                out[i] = text
+        return [t if t is not None else "" for t in out]
+
+    def close(self) -> None:
+        for pipe in self._pipes.values():
+            pipe.close()

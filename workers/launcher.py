@@ -1,0 +1,167 @@
+"""Start one Celery worker per GPU group and keep them running.
+
+``mtfleet worker --gpus 0,1,2,3 --tp 2`` gives two workers, pinned with ``CUDA_VISIBLE_DEVICES``
+to ``0,1`` and ``2,3`` and named ``gpu0-1@host`` and ``gpu2-3@host``. Data-parallel (``--tp 1``,
+one engine per GPU) is the default: for a 7B model tensor parallelism buys little throughput.
+Without ``--gpus`` one CPU worker starts. A worker that dies is restarted with backoff; SIGTERM
+and SIGINT are passed on so each worker finishes or gives back its chunks.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from types import FrameType
+
+from core.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class GpuGroup:
+    gpus: tuple[int, ...]
+
+    @property
+    def name(self) -> str:
+        if not self.gpus:
+            return "cpu"
+        if len(self.gpus) == 1:
+            return f"gpu{self.gpus[0]}"
+        return "gpu" + "-".join(str(g) for g in self.gpus)
+
+    @property
+    def cuda_visible_devices(self) -> str:
+        return ",".join(str(g) for g in self.gpus)
+
+
+def parse_gpus(spec: str | None) -> list[int]:
+    """``"0,1,2"`` or ``"0-3"`` -> GPU ids; empty/None -> no GPUs."""
+    if not spec or not spec.strip():
+        return []
+    ids: list[int] = []
+    for part in spec.split(","):
+        part = part.strip()
+        try:
+            if "-" in part:
+                lo, hi = (int(x) for x in part.split("-", 1))
+                if hi < lo:
+                    raise ValueError
+                ids.extend(range(lo, hi + 1))
+            else:
+                ids.append(int(part))
+        except ValueError:
+            raise ConfigError(f"bad GPU list {spec!r}: use ids like 0,1,2,3 or a range 0-3") from None
+    if any(i < 0 for i in ids) or len(set(ids)) != len(ids):
+        raise ConfigError(f"bad GPU list {spec!r}: ids must be distinct and >= 0")
+    return ids
+
+
+def gpu_groups(gpus: list[int], tp: int) -> list[GpuGroup]:
+    """Split GPUs into consecutive groups of ``tp`` (one engine each)."""
+    if tp < 1:
+        raise ConfigError("--tp must be >= 1")
+    if not gpus:
+        if tp > 1:
+            raise ConfigError(f"--tp {tp} needs GPUs: pass --gpus with a multiple of {tp} ids")
+        return [GpuGroup(())]
+    if len(gpus) % tp:
+        raise ConfigError(
+            f"{len(gpus)} GPUs cannot be split into tensor-parallel groups of {tp}: "
+            f"give a multiple of {tp} GPUs or change --tp"
+        )
+    return [GpuGroup(tuple(gpus[i : i + tp])) for i in range(0, len(gpus), tp)]
+
+
+def worker_command(group: GpuGroup, lanes: list[str], concurrency: int, loglevel: str) -> list[str]:
+    from core import keys
+
+    return [
+        sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker",
+        "--pool", "threads",
+        "--concurrency", str(concurrency),
+        "--queues", ",".join(keys.queue(lane) for lane in lanes),
+        "--hostname", f"{group.name}@%h",
+        "--loglevel", loglevel,
+        "--without-gossip", "--without-mingle",
+        "-E",
+    ]
+
+
+def worker_env(group: GpuGroup, base: dict[str, str], tp: int) -> dict[str, str]:
+    env = dict(base)
+    if group.gpus:
+        env["CUDA_VISIBLE_DEVICES"] = group.cuda_visible_devices
+        env["MT_TENSOR_PARALLEL_SIZE"] = str(len(group.gpus))
+    else:
+        env["MT_TENSOR_PARALLEL_SIZE"] = str(tp)
+    env["MT_WORKER_GPUS"] = group.cuda_visible_devices
+    return env
+
+
+class Supervisor:
+    """Runs the worker processes, restarts the ones that die, forwards stop signals."""
+
+    def __init__(self, commands: list[tuple[str, list[str], dict[str, str]]]) -> None:
+        self.commands = commands
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.failures: dict[str, int] = {}
+        self.stopping = False
+
+    def _start(self, name: str, cmd: list[str], env: dict[str, str]) -> None:
+        log.info("starting worker %s", name)
+        self.procs[name] = subprocess.Popen(cmd, env=env)
+
+    def _signal(self, signum: int, _frame: FrameType | None) -> None:
+        self.stopping = True
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signum)
+
+    def run(self, *, max_backoff_s: float = 30.0) -> int:
+        signal.signal(signal.SIGTERM, self._signal)
+        signal.signal(signal.SIGINT, self._signal)
+        for name, cmd, env in self.commands:
+            self._start(name, cmd, env)
+        started = {name: time.monotonic() for name, _, _ in self.commands}
+        while True:
+            if self.stopping:
+                for proc in self.procs.values():
+                    proc.wait()
+                return 0
+            for name, cmd, env in self.commands:
+                code = self.procs[name].poll()
+                if code is None:
+                    continue
+                if self.stopping:
+                    break
+                # A worker that ran a while before dying starts over with no backoff.
+                if time.monotonic() - started[name] > 60:
+                    self.failures[name] = 0
+                n = self.failures.get(name, 0)
+                delay = min(max_backoff_s, 0.5 * 2**n) if n else 0.0
+                log.warning("worker %s exited with %s; restarting in %.1fs", name, code, delay)
+                self.failures[name] = n + 1
+                time.sleep(delay)
+                if not self.stopping:
+                    self._start(name, cmd, env)
+                    started[name] = time.monotonic()
+            time.sleep(0.2)
+
+
+def run_workers(
+    *, gpus: str | None, tp: int, lanes: list[str], concurrency: int, loglevel: str,
+    env_overrides: dict[str, str],
+) -> int:
+    groups = gpu_groups(parse_gpus(gpus), tp)
+    base = {**os.environ, **env_overrides}
+    commands = [
+        (g.name, worker_command(g, lanes, concurrency, loglevel), worker_env(g, base, tp))
+        for g in groups
+    ]
+    return Supervisor(commands).run()

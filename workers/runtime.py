@@ -1,0 +1,190 @@
+"""Everything a worker process holds: engine, job store, phrase cache, registry heartbeat.
+
+:meth:`WorkerRuntime.process` is the body of one chunk. It may run more than once for the same
+chunk (at-least-once delivery) and is written to be idempotent: segments that already have a
+result are skipped, results are written with HSETNX, and a chunk delivered more than
+``MT_MAX_DELIVERIES`` times is dead-lettered instead of looping forever.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from typing import Any
+
+from core import keys
+from core.cache import PhraseCache, normalize, rewrap
+from core.errors import DeadLettered
+from core.models import ChunkMessage, JobStatus, Lane, SegmentOutcome
+from core.redis_conn import connect
+from core.registry import Registry, WorkerInfo
+from core.settings import Settings
+from core.store import JobStore
+from workers import metrics
+from workers.engines import Engine, TranslationRequest, create_engine
+from workers.translation import translate_isolated
+
+log = logging.getLogger(__name__)
+
+
+class WorkerRuntime:
+    def __init__(self, settings: Settings, engine: Engine | None = None) -> None:
+        self.settings = settings
+        self.engine = engine or create_engine(settings)
+        self.redis = connect(settings.redis_url)
+        self.store = JobStore(self.redis, result_ttl_s=settings.result_ttl_s)
+        self.cache = PhraseCache(connect(settings.effective_cache_url), ttl_s=settings.cache_ttl_s)
+        self.registry = Registry(self.redis)
+        self._engine_lock = threading.Lock()
+        self._loaded = False
+        self._stop = threading.Event()
+        self._beat_thread: threading.Thread | None = None
+        self.name = f"{os.getpid()}@{socket.gethostname()}"
+        self.gpus: list[int] = [
+            int(g) for g in os.environ.get("MT_WORKER_GPUS", "").split(",") if g.strip()
+        ]
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def load(self) -> None:
+        with self._engine_lock:
+            if not self._loaded:
+                t0 = time.monotonic()
+                self.engine.load()
+                self._loaded = True
+                log.info("engine %s (%s) loaded in %.1fs; pairs: %d", self.engine.name,
+                         self.engine.model, time.monotonic() - t0, len(self.engine.pairs()))
+
+    def info(self) -> WorkerInfo:
+        return WorkerInfo(
+            name=self.name,
+            engine=self.engine.name,
+            model=self.engine.model,
+            fingerprint=self.engine.fingerprint,
+            pairs=self.engine.pairs(),
+            lanes=list(self.settings.lanes),
+            gpus=self.gpus,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            started_at=time.time(),
+        )
+
+    def start_heartbeat(self, name: str | None = None) -> None:
+        if name:
+            self.name = name
+        info = self.info()
+        ttl = self.settings.heartbeat_s * 3
+
+        def beat() -> None:
+            while not self._stop.is_set():
+                try:
+                    self.registry.beat(info, ttl_s=ttl)
+                except Exception as exc:  # noqa: BLE001 - keep beating through outages
+                    log.warning("heartbeat failed: %s", exc)
+                self._stop.wait(self.settings.heartbeat_s)
+
+        self.registry.beat(info, ttl_s=ttl)
+        self._beat_thread = threading.Thread(target=beat, name="registry-heartbeat", daemon=True)
+        self._beat_thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        try:
+            self.registry.leave(self.name)
+        except Exception as exc:  # noqa: BLE001 - Redis may be gone at shutdown
+            log.warning("could not leave the registry: %s", exc)
+        self.engine.close()
+
+    # -- one chunk -----------------------------------------------------------------------------
+    def process(self, msg: ChunkMessage) -> dict[str, Any]:
+        self.load()
+        status, deliveries = self.store.start_chunk(msg.job_id, msg.chunk)
+        if status is None:
+            return {"skipped": "job expired or deleted"}
+        if status.final:
+            return {"skipped": f"job {status.value}"}
+        all_indices = [i for seg in msg.segments for i in seg.indices]
+        if deliveries > self.settings.max_deliveries:
+            return self._dead_letter(msg, all_indices, deliveries)
+
+        pending = self.store.pending_indices(msg.job_id, all_indices)
+        segments = [s for s in msg.segments if any(i in pending for i in s.indices)]
+        fp = self.engine.fingerprint
+        cached = self.cache.get_many(fp, msg.source, msg.target, (s.text for s in segments))
+        cache_hits = 0
+        outcomes: list[tuple[int, SegmentOutcome]] = []
+        todo: dict[str, list[int]] = {}  # normalized text -> indices (dedupe within the batch)
+        original_of = {i: seg.text for seg in segments for i in seg.indices}
+        for seg in segments:
+            idxs = [i for i in seg.indices if i in pending]
+            hit = cached.get(seg.text)
+            if hit is not None:
+                outcomes += [(i, SegmentOutcome(translation=rewrap(seg.text, hit), cached=True))
+                             for i in idxs]
+                cache_hits += len(idxs)
+                continue
+            norm = normalize(seg.text)
+            todo.setdefault(norm, []).extend(idxs)
+
+        priority = 0 if msg.lane is Lane.interactive else 1
+        texts = list(todo)
+        t0 = time.monotonic()
+        results = translate_isolated(
+            self.engine,
+            [TranslationRequest(t, msg.source, msg.target, priority) for t in texts],
+        )
+        elapsed = time.monotonic() - t0
+        to_cache = {}
+        for norm, outcome in zip(texts, results, strict=True):
+            if outcome.ok and outcome.translation is not None:
+                to_cache[norm] = outcome.translation
+            for i in todo[norm]:
+                if outcome.ok and outcome.translation is not None:
+                    text = rewrap(original_of[i], outcome.translation)
+                    outcomes.append((i, SegmentOutcome(translation=text)))
+                else:
+                    outcomes.append((i, outcome))
+        self.cache.put_many(fp, msg.source, msg.target, to_cache)
+        final = self.store.record(msg.job_id, outcomes)
+        failed = sum(1 for _, o in outcomes if not o.ok)
+        metrics.observe_chunk(
+            lane=msg.lane.value,
+            segments=len(outcomes),
+            translated=len(texts),
+            cached=cache_hits,
+            failed=failed,
+            engine_seconds=elapsed,
+            latency_s=time.time() - msg.enqueued_at,
+        )
+        return {
+            "segments": len(outcomes),
+            "translated": len(texts),
+            "cache_hits": cache_hits,
+            "failed": failed,
+            "engine_s": round(elapsed, 4),
+            "job_status": final.value if final else None,
+        }
+
+    def _dead_letter(self, msg: ChunkMessage, indices: list[int], deliveries: int) -> dict[str, Any]:
+        reason = (
+            f"chunk {msg.chunk} was delivered {deliveries} times without finishing "
+            f"(limit MT_MAX_DELIVERIES={self.settings.max_deliveries}); it was dead-lettered"
+        )
+        log.error("dead-lettering job %s chunk %s: %s", msg.job_id, msg.chunk, reason)
+        self.redis.lpush(
+            keys.DEAD_LETTER,
+            json.dumps({"job_id": msg.job_id, "chunk": msg.chunk, "reason": reason,
+                        "at": time.time(), "lane": msg.lane.value}),
+        )
+        err = DeadLettered(reason).as_dict()
+        final = self.store.record(msg.job_id, [(i, SegmentOutcome(error=err)) for i in indices])
+        metrics.DEAD_LETTERED.inc()
+        return {"dead_lettered": True, "job_status": final.value if final else None}
+
+
+
+
+__all__ = ["JobStatus", "WorkerRuntime"]

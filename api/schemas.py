@@ -95,6 +95,7 @@ class TranslatePublic(BaseModel):
     id: str
     status: JobStatus
     translations: list[str | None]
+    cached: int = Field(0, description="Segments answered from the phrase cache.")
     errors: list[SegmentError] = Field(default_factory=list)
 
 

@@ -7,10 +7,10 @@ any socket opens. Every field here is listed in the README's configuration table
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 EngineName = Literal["vllm", "apertium"]
 
@@ -55,7 +55,7 @@ class Settings(BaseSettings):
     apertium_timeout_s: float = Field(60.0, gt=0, description="Time limit for one apertium call.")
 
     # --- worker ------------------------------------------------------------------------------
-    lanes: list[Literal["interactive", "bulk"]] = Field(
+    lanes: Annotated[list[Literal["interactive", "bulk"]], NoDecode] = Field(
         default_factory=lambda: ["interactive", "bulk"], description="Lanes a worker consumes."
     )
     worker_concurrency: int = Field(1, ge=1, le=256, description="Chunks a worker runs at once.")

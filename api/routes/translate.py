@@ -50,4 +50,4 @@ def translate(
     metrics.JOB_LATENCY.labels("interactive").observe(time.monotonic() - t0)
     result = job_result(services, job)
     return TranslatePublic(id=job.id, status=job.status, translations=result.translations,
-                           errors=result.errors)
+                           errors=result.errors, cached=job.cached)

@@ -1,0 +1,291 @@
+"""The ``mtfleet`` command: run the components, submit work, read results.
+
+Components:  ``mtfleet api`` · ``mtfleet worker`` · ``mtfleet flower`` · ``mtfleet demo``
+Clients:     ``mtfleet translate`` · ``mtfleet submit`` · ``mtfleet status`` · ``mtfleet result``
+             ``mtfleet cancel`` · ``mtfleet languages``
+
+Settings come from ``MT_*`` environment variables (see the README); command-line options
+override them for the process they start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from producer.client import DEFAULT_URL, MTClient, MTClientError
+from producer.lines import parse_lines
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="mtfleet: a self-hosted machine-translation fleet.")
+console = Console()
+err_console = Console(stderr=True)
+
+UrlOpt = Annotated[str, typer.Option("--url", envvar="MT_API_URL", help="API base URL.")]
+KeyOpt = Annotated[str | None, typer.Option("--api-key", envvar="MT_API_KEY",
+                                            help="API key (Bearer).")]
+
+
+def _settings_or_exit(overrides: dict[str, str]) -> None:
+    """Validate settings (with overrides) before starting anything: a bad value exits 2."""
+    os.environ.update(overrides)
+    from core.settings import Settings, get_settings
+
+    get_settings.cache_clear()
+    try:
+        Settings()
+    except ValidationError as exc:
+        err_console.print(f"[red]invalid settings:[/red]\n{exc}")
+        raise typer.Exit(2) from None
+
+
+# --- components ------------------------------------------------------------------------------
+@app.command()
+def api(
+    host: Annotated[str, typer.Option(help="Bind address.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port.")] = 8000,
+    workers: Annotated[int, typer.Option(help="Uvicorn worker processes.")] = 1,
+    log_level: Annotated[str, typer.Option()] = "info",
+) -> None:
+    """Serve the HTTP API (uvicorn)."""
+    import uvicorn
+
+    _settings_or_exit({})
+    uvicorn.run("api.app:create_app", factory=True, host=host, port=port, workers=workers,
+                log_level=log_level, access_log=False, timeout_keep_alive=30)
+
+
+@app.command()
+def worker(
+    engine: Annotated[str | None, typer.Option(help="vllm or apertium (MT_ENGINE).")] = None,
+    model: Annotated[str | None, typer.Option(help="Model name or path (MT_MODEL).")] = None,
+    gpus: Annotated[str | None, typer.Option(help="GPU ids, e.g. 0,1,2,3 or 0-7.")] = None,
+    tp: Annotated[int, typer.Option("--tp", help="GPUs per engine (tensor parallel).")] = 1,
+    lanes: Annotated[str | None, typer.Option(help="interactive,bulk (MT_LANES).")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="Chunks in flight per worker.")] = None,
+    loglevel: Annotated[str, typer.Option()] = "INFO",
+) -> None:
+    """Start one Celery worker per GPU group (one CPU worker without --gpus); restart on death."""
+    from core.errors import ConfigError
+    from workers.launcher import gpu_groups, parse_gpus, run_workers
+
+    overrides = {k: v for k, v in {
+        "MT_ENGINE": engine, "MT_MODEL": model, "MT_LANES": lanes,
+        "MT_WORKER_CONCURRENCY": str(concurrency) if concurrency else None,
+    }.items() if v is not None}
+    _settings_or_exit(overrides)
+    from core.settings import get_settings
+
+    settings = get_settings()
+    try:
+        groups = gpu_groups(parse_gpus(gpus), tp)
+    except ConfigError as exc:
+        err_console.print(f"[red]{exc.message}[/red]")
+        raise typer.Exit(2) from None
+    err_console.print(f"starting {len(groups)} worker(s): {', '.join(g.name for g in groups)} "
+                      f"engine={settings.engine} lanes={','.join(settings.lanes)}")
+    code = run_workers(gpus=gpus, tp=tp, lanes=list(settings.lanes),
+                       concurrency=settings.worker_concurrency, loglevel=loglevel,
+                       env_overrides=overrides)
+    raise typer.Exit(code)
+
+
+@app.command()
+def flower(
+    host: Annotated[str | None, typer.Option(help="Bind address (MT_FLOWER_HOST).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (MT_FLOWER_PORT).")] = None,
+) -> None:
+    """Run Flower on the broker with basic auth (credentials from MT_FLOWER_USER/PASSWORD)."""
+    _settings_or_exit({})
+    from core.settings import get_settings
+
+    s = get_settings()
+    env = {
+        **os.environ,
+        # Given through the environment so the password is not visible in `ps`.
+        "FLOWER_BASIC_AUTH": f"{s.flower_user}:{s.flower_password.get_secret_value()}",
+    }
+    args = [sys.executable, "-m", "celery", "--broker", s.redis_url, "flower",
+            f"--address={host or s.flower_host}", f"--port={port or s.flower_port}",
+            "--purge_offline_workers=60"]
+    os.execvpe(sys.executable, args, env)
+
+
+@app.command()
+def demo(
+    keep_running: Annotated[bool, typer.Option(help="Leave the fleet running afterwards.")] = False,
+    bulk_lines: Annotated[int, typer.Option(help="Lines in the bulk job.")] = 300,
+) -> None:
+    """Start Redis (if needed), the API, an Apertium worker and Flower; translate en->es."""
+    from producer.demo import run_demo
+
+    raise typer.Exit(run_demo(keep_running=keep_running, bulk_lines=bulk_lines))
+
+
+# --- clients ---------------------------------------------------------------------------------
+def _client(url: str, api_key: str | None) -> MTClient:
+    return MTClient(url, api_key=api_key)
+
+
+def _fail(exc: MTClientError) -> typer.Exit:
+    err_console.print(f"[red]error {exc.status} ({exc.type}):[/red] {exc.message}")
+    return typer.Exit(1)
+
+
+@app.command()
+def translate(
+    texts: Annotated[list[str], typer.Argument(help="Text(s) to translate.")],
+    source: Annotated[str, typer.Option("--from", help="Source language code.")],
+    target: Annotated[str, typer.Option("--to", help="Target language code.")],
+    url: UrlOpt = DEFAULT_URL,
+    api_key: KeyOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Translate text now (interactive lane); one translation per line."""
+    with _client(url, api_key) as mt:
+        try:
+            out = mt.translate(texts, source=source, target=target)
+        except MTClientError as exc:
+            raise _fail(exc) from None
+    if as_json:
+        print(json.dumps(out, ensure_ascii=False))
+    else:
+        for t in out:
+            print(t if t is not None else "<failed>")
+    if any(t is None for t in out):
+        raise typer.Exit(1)
+
+
+@app.command()
+def submit(
+    files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=False, readable=True)],
+    target: Annotated[str, typer.Option("--to", help="Target language code.")],
+    source: Annotated[str, typer.Option("--from", help="Source language code.")] = "en",
+    lane: Annotated[str, typer.Option(help="interactive or bulk.")] = "bulk",
+    out: Annotated[Path, typer.Option("--out", help="Folder for translated files.")] = Path(
+        "mtfleet-output"),
+    wait: Annotated[bool, typer.Option(help="Wait, show progress, write results.")] = True,
+    url: UrlOpt = DEFAULT_URL,
+    api_key: KeyOpt = None,
+) -> None:
+    """Submit files (one job per file, one segment per non-blank line) and write results."""
+    docs = {}
+    jobs = {}
+    with _client(url, api_key) as mt:
+        for path in files:
+            doc = parse_lines(path.read_text(encoding="utf-8"))
+            if not doc.segments:
+                err_console.print(f"[yellow]{path}: no text, skipped[/yellow]")
+                continue
+            try:
+                job = mt.submit(doc.segments, source=source, target=target, lane=lane,
+                                idempotency_key=None)
+            except MTClientError as exc:
+                err_console.print(f"[red]{path}:[/red] {exc.message}")
+                raise typer.Exit(1) from None
+            docs[path] = doc
+            jobs[path] = job
+            console.print(f"{path}: job {job.id} ({len(doc.segments)} segments, {job.status})")
+        if not wait or not jobs:
+            return
+        ok = _follow(mt, jobs, docs, out, target)
+    raise typer.Exit(0 if ok else 1)
+
+
+def _follow(mt: MTClient, jobs: dict, docs: dict, out: Path, target: str) -> bool:  # type: ignore[type-arg]
+    total = sum(j.progress.total for j in jobs.values())
+    pending = dict(jobs)
+    all_ok = True
+    out.mkdir(parents=True, exist_ok=True)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err_console) as bar:
+        task = bar.add_task("translating", total=total)
+        done_counts = {p: 0 for p in jobs}
+        while pending:
+            for path, job in list(pending.items()):
+                job = mt.get(job.id, wait=1.0 if len(pending) == 1 else 0.2)
+                done_counts[path] = job.progress.done + job.progress.failed
+                bar.update(task, completed=sum(done_counts.values()))
+                if job.final:
+                    del pending[path]
+                    result = mt.result(job.id, partial=True)
+                    dest = out / f"{path.stem}.{target}{path.suffix}"
+                    dest.write_text(docs[path].render(result.translations), encoding="utf-8")
+                    msg = f"{path} -> {dest} [{job.status}]"
+                    if result.errors:
+                        all_ok = False
+                        msg += f" ({len(result.errors)} segment(s) failed; source kept there)"
+                    if job.status.value != "succeeded":
+                        all_ok = False
+                    bar.console.print(msg)
+            if pending:
+                time.sleep(0.05)
+    return all_ok
+
+
+@app.command()
+def status(job_id: str, url: UrlOpt = DEFAULT_URL, api_key: KeyOpt = None) -> None:
+    """Print a job's status and progress as JSON."""
+    with _client(url, api_key) as mt:
+        try:
+            job = mt.get(job_id)
+        except MTClientError as exc:
+            raise _fail(exc) from None
+    print(job.model_dump_json(indent=2))
+
+
+@app.command()
+def result(
+    job_id: str,
+    url: UrlOpt = DEFAULT_URL,
+    api_key: KeyOpt = None,
+    partial: Annotated[bool, typer.Option(help="Print what is done so far.")] = False,
+) -> None:
+    """Print a job's result as JSON."""
+    with _client(url, api_key) as mt:
+        try:
+            res = mt.result(job_id, partial=partial)
+        except MTClientError as exc:
+            raise _fail(exc) from None
+    print(json.dumps(res.model_dump(mode="json"), ensure_ascii=False, indent=2))
+
+
+@app.command()
+def cancel(job_id: str, url: UrlOpt = DEFAULT_URL, api_key: KeyOpt = None) -> None:
+    """Cancel a job (chunks not started are skipped)."""
+    with _client(url, api_key) as mt:
+        try:
+            job = mt.cancel(job_id)
+        except MTClientError as exc:
+            raise _fail(exc) from None
+    print(job.model_dump_json(indent=2))
+
+
+@app.command()
+def languages(url: UrlOpt = DEFAULT_URL, api_key: KeyOpt = None) -> None:
+    """List the language pairs the fleet serves."""
+    with _client(url, api_key) as mt:
+        try:
+            data = mt.languages()
+        except MTClientError as exc:
+            raise _fail(exc) from None
+    for p in data["pairs"]:
+        state = "live" if p["live"] else "no live worker"
+        print(f"{p['source']}->{p['target']}\t{p['engine']}\t{p['model']}\t{state}")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

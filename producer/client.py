@@ -1,0 +1,213 @@
+"""Python SDK for the mtfleet HTTP API (httpx), synchronous and asynchronous.
+
+    from producer import MTClient
+    with MTClient("http://127.0.0.1:8000") as mt:
+        mt.translate(["Red shoes"], source="en", target="es")      # -> ["Zapatos rojos"]
+        job = mt.submit(lines, source="en", target="es", lane="bulk")
+        mt.wait(job.id)                                             # long-polls, no busy loop
+        mt.result(job.id).translations
+
+Waiting uses the API's ``?wait=`` long poll, so a waiting client costs one request per
+``poll_s`` seconds at most and wakes as soon as the job is final.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, Field
+
+from core.models import JobStatus, Lane, Progress
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+
+
+class MTClientError(Exception):
+    """An error answer from the API (``status`` is the HTTP status)."""
+
+    def __init__(self, status: int, type_: str, message: str) -> None:
+        super().__init__(f"{status} {type_}: {message}")
+        self.status = status
+        self.type = type_
+        self.message = message
+
+
+class Job(BaseModel):
+    id: str
+    status: JobStatus
+    lane: Lane
+    source_lang: str
+    target_lang: str
+    progress: Progress
+    cached: int = 0
+    created_at: float
+    started_at: float | None = None
+    finished_at: float | None = None
+    error: dict[str, Any] | None = None
+
+    @property
+    def final(self) -> bool:
+        return self.status.final
+
+
+class SegmentError(BaseModel):
+    index: int
+    type: str
+    message: str
+
+
+class JobResult(BaseModel):
+    id: str
+    status: JobStatus
+    translations: list[str | None]
+    errors: list[SegmentError] = Field(default_factory=list)
+
+
+def _check(resp: httpx.Response) -> dict[str, Any]:
+    if resp.status_code >= 400:
+        try:
+            err = resp.json().get("error", {})
+        except ValueError:
+            err = {}
+        raise MTClientError(resp.status_code, err.get("type", "http_error"),
+                            err.get("message", resp.text[:500]))
+    data: dict[str, Any] = resp.json()
+    return data
+
+
+def _job_body(texts: Sequence[str], source: str, target: str, lane: str | None) -> dict[str, Any]:
+    body: dict[str, Any] = {"texts": list(texts), "source_lang": source, "target_lang": target}
+    if lane:
+        body["lane"] = lane
+    return body
+
+
+def _headers(idempotency_key: str | None) -> dict[str, str]:
+    return {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+
+
+class MTClient:
+    def __init__(self, url: str = DEFAULT_URL, *, timeout: float = 30.0,
+                 api_key: str | None = None) -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.http = httpx.Client(base_url=url, timeout=timeout, headers=headers)
+
+    def __enter__(self) -> MTClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.http.close()
+
+    def submit(self, texts: Sequence[str], *, source: str, target: str, lane: str | None = None,
+               idempotency_key: str | None = None) -> Job:
+        resp = self.http.post("/v1/jobs", json=_job_body(texts, source, target, lane),
+                              headers=_headers(idempotency_key))
+        return Job.model_validate(_check(resp))
+
+    def get(self, job_id: str, *, wait: float = 0) -> Job:
+        resp = self.http.get(f"/v1/jobs/{job_id}", params={"wait": wait} if wait else None,
+                             timeout=max(wait + 10, 30))
+        return Job.model_validate(_check(resp))
+
+    def wait(self, job_id: str, *, timeout: float | None = None, poll_s: float = 10.0,
+             on_progress: Callable[[Job], None] | None = None) -> Job:
+        """Block until the job is final (or ``timeout`` passes; then the job as it stands)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            step = poll_s if deadline is None else max(0.0, min(poll_s, deadline - time.monotonic()))
+            job = self.get(job_id, wait=step)
+            if on_progress:
+                on_progress(job)
+            if job.final or (deadline is not None and time.monotonic() >= deadline):
+                return job
+
+    def result(self, job_id: str, *, partial: bool = False) -> JobResult:
+        resp = self.http.get(f"/v1/jobs/{job_id}/result",
+                             params={"partial": "true"} if partial else None)
+        return JobResult.model_validate(_check(resp))
+
+    def cancel(self, job_id: str) -> Job:
+        return Job.model_validate(_check(self.http.delete(f"/v1/jobs/{job_id}")))
+
+    def translate(self, texts: Sequence[str], *, source: str, target: str,
+                  timeout: float | None = None) -> list[str | None]:
+        """Translations aligned with ``texts`` (None where a segment failed)."""
+        body: dict[str, Any] = _job_body(texts, source, target, None)
+        if timeout:
+            body["timeout"] = timeout
+        resp = self.http.post("/v1/translate", json=body,
+                              timeout=max((timeout or 10) + 10, 30))
+        data = _check(resp)
+        if resp.status_code == 202:
+            self.wait(data["id"], timeout=timeout)
+            return self.result(data["id"], partial=True).translations
+        return list(data["translations"])
+
+    def languages(self) -> dict[str, Any]:
+        return _check(self.http.get("/v1/languages"))
+
+
+class AsyncMTClient:
+    def __init__(self, url: str = DEFAULT_URL, *, timeout: float = 30.0,
+                 api_key: str | None = None) -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.http = httpx.AsyncClient(base_url=url, timeout=timeout, headers=headers)
+
+    async def __aenter__(self) -> AsyncMTClient:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    async def submit(self, texts: Sequence[str], *, source: str, target: str,
+                     lane: str | None = None, idempotency_key: str | None = None) -> Job:
+        resp = await self.http.post("/v1/jobs", json=_job_body(texts, source, target, lane),
+                                    headers=_headers(idempotency_key))
+        return Job.model_validate(_check(resp))
+
+    async def get(self, job_id: str, *, wait: float = 0) -> Job:
+        resp = await self.http.get(f"/v1/jobs/{job_id}", params={"wait": wait} if wait else None,
+                                   timeout=max(wait + 10, 30))
+        return Job.model_validate(_check(resp))
+
+    async def wait(self, job_id: str, *, timeout: float | None = None,
+                   poll_s: float = 10.0) -> Job:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            step = poll_s if deadline is None else max(0.0, min(poll_s, deadline - time.monotonic()))
+            job = await self.get(job_id, wait=step)
+            if job.final or (deadline is not None and time.monotonic() >= deadline):
+                return job
+
+    async def result(self, job_id: str, *, partial: bool = False) -> JobResult:
+        resp = await self.http.get(f"/v1/jobs/{job_id}/result",
+                                   params={"partial": "true"} if partial else None)
+        return JobResult.model_validate(_check(resp))
+
+    async def cancel(self, job_id: str) -> Job:
+        return Job.model_validate(_check(await self.http.delete(f"/v1/jobs/{job_id}")))
+
+    async def translate(self, texts: Sequence[str], *, source: str, target: str,
+                        timeout: float | None = None) -> list[str | None]:
+        body: dict[str, Any] = _job_body(texts, source, target, None)
+        if timeout:
+            body["timeout"] = timeout
+        resp = await self.http.post("/v1/translate", json=body,
+                                    timeout=max((timeout or 10) + 10, 30))
+        data = _check(resp)
+        if resp.status_code == 202:
+            await self.wait(data["id"], timeout=timeout)
+            return (await self.result(data["id"], partial=True)).translations
+        return list(data["translations"])
+
+    async def languages(self) -> dict[str, Any]:
+        return _check(await self.http.get("/v1/languages"))

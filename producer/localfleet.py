@@ -1,0 +1,160 @@
+"""A whole fleet on one machine: Redis (reused or private), the API, workers and Flower.
+
+Used by ``mtfleet demo`` and by the end-to-end tests, so both start the fleet exactly the same
+way: each component as its own process through the ``mtfleet`` CLI, as an operator would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+import httpx
+import redis
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def redis_reachable(url: str) -> bool:
+    try:
+        return bool(redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1).ping())
+    except (redis.RedisError, OSError, ValueError):
+        return False
+
+
+@dataclass
+class Proc:
+    name: str
+    popen: subprocess.Popen[bytes]
+    log_path: Path
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def log_tail(self, n: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+
+@dataclass
+class LocalFleet:
+    """Start what is asked for; ``stop()`` ends exactly what this object started."""
+
+    redis_url: str | None = None  # reuse this Redis if reachable, else start a private one
+    workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="mtfleet-")))
+    env: dict[str, str] = field(default_factory=dict)
+    procs: list[Proc] = field(default_factory=list)
+    api_url: str = ""
+    flower_url: str = ""
+
+    # -- processes -----------------------------------------------------------------------------
+    def _spawn(self, name: str, args: list[str], env: dict[str, str] | None = None) -> Proc:
+        log_path = self.workdir / f"{name}.log"
+        log: IO[bytes] = open(log_path, "ab")  # noqa: SIM115 - owned by the child
+        popen = subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **self.env, **(env or {})},
+            cwd=self.workdir, start_new_session=True,
+        )
+        proc = Proc(name, popen, log_path)
+        self.procs.append(proc)
+        return proc
+
+    def _cli(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "producer.cli", *args]
+
+    def start_redis(self) -> str:
+        if self.redis_url and redis_reachable(self.redis_url):
+            self.env["MT_REDIS_URL"] = self.redis_url
+            return self.redis_url
+        exe = shutil.which("redis-server")
+        if exe is None:
+            raise RuntimeError("redis-server not found and no Redis reachable at MT_REDIS_URL")
+        port = free_port()
+        self._spawn("redis", [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                              "--appendonly", "yes", "--dir", str(self.workdir)])
+        url = f"redis://127.0.0.1:{port}/0"
+        self._wait(lambda: redis_reachable(url), 10, "redis-server")
+        self.redis_url = url
+        self.env["MT_REDIS_URL"] = url
+        return url
+
+    def start_api(self, port: int | None = None) -> str:
+        port = port or free_port()
+        proc = self._spawn("api", self._cli("api", "--host", "127.0.0.1", "--port", str(port)))
+        self.api_url = f"http://127.0.0.1:{port}"
+        self._wait(lambda: self._http_ok(f"{self.api_url}/healthz"), 30, "API", proc)
+        return self.api_url
+
+    def start_worker(self, *args: str, name: str = "worker", env: dict[str, str] | None = None) -> Proc:
+        return self._spawn(name, self._cli("worker", *args), env)
+
+    def start_flower(self, port: int | None = None) -> str:
+        port = port or free_port()
+        proc = self._spawn("flower", self._cli("flower", "--port", str(port)))
+        self.flower_url = f"http://127.0.0.1:{port}"
+        auth = (self.env.get("MT_FLOWER_USER", "admin"),
+                self.env.get("MT_FLOWER_PASSWORD", "change-me"))
+        self._wait(lambda: self._http_ok(f"{self.flower_url}/api/workers", auth), 30,
+                   "Flower", proc)
+        return self.flower_url
+
+    def wait_ready(self, timeout: float = 120) -> None:
+        """Until /readyz says every lane has a live worker."""
+        self._wait(lambda: self._http_ok(f"{self.api_url}/readyz"), timeout, "workers")
+
+    # -- helpers -------------------------------------------------------------------------------
+    @staticmethod
+    def _http_ok(url: str, auth: tuple[str, str] | None = None) -> bool:
+        try:
+            return httpx.get(url, timeout=2, auth=auth).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def _wait(self, ok: Callable[[], bool], timeout: float, what: str,
+              proc: Proc | None = None) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if ok():
+                return
+            if proc is not None and not proc.alive():
+                raise RuntimeError(f"{what} exited early:\n{proc.log_tail()}")
+            time.sleep(0.2)
+        tails = "\n".join(f"--- {p.name}\n{p.log_tail(15)}" for p in self.procs)
+        raise RuntimeError(f"{what} not ready after {timeout:.0f}s\n{tails}")
+
+    def stop(self) -> None:
+        for proc in reversed(self.procs):
+            if proc.alive():
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.popen.pid, signal.SIGTERM)
+        for proc in reversed(self.procs):
+            try:
+                proc.popen.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.popen.pid, signal.SIGKILL)
+                proc.popen.wait()
+        self.procs.clear()
+
+    def __enter__(self) -> LocalFleet:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()

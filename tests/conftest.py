@@ -1,0 +1,84 @@
+"""Shared fixtures. Tests are marked by folder (unit / integration / e2e).
+
+Integration and e2e tests never touch the machine's own Redis: they start a private
+``redis-server`` on a free port for the session and flush it between tests.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from producer.localfleet import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = Path(str(item.fspath)).relative_to(ROOT / "tests").parts
+        if parts and parts[0] in {"unit", "integration", "e2e"}:
+            item.add_marker(getattr(pytest.mark, parts[0]))
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[str]:
+    """A private redis-server for this test session (URL)."""
+    exe = shutil.which("redis-server")
+    if exe is None:
+        pytest.fail("redis-server is not installed (make test installs it)")
+    port = free_port()
+    workdir = tempfile.mkdtemp(prefix="mt-test-redis-")
+    proc = subprocess.Popen(
+        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", workdir],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    client = redis.Redis.from_url(url)
+    for _ in range(100):
+        try:
+            if client.ping():
+                break
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    yield url
+    proc.terminate()
+    proc.wait(10)
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture
+def redis_url(redis_server: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The private Redis, flushed, and MT_REDIS_URL pointing at it for this test."""
+    from core.redis_conn import reset
+    from core.settings import get_settings
+
+    redis.Redis.from_url(redis_server).flushall()
+    monkeypatch.setenv("MT_REDIS_URL", redis_server)
+    get_settings.cache_clear()
+    reset()
+    yield redis_server
+    get_settings.cache_clear()
+    reset()
+
+
+@pytest.fixture
+def r(redis_url: str) -> redis.Redis:
+    return redis.Redis.from_url(redis_url, decode_responses=True)
+
+
+def tiny_model_path() -> str:
+    """The locally generated tiny model (``make test`` builds it); skip-free: fail loudly."""
+    path = os.environ.get("MT_TINY_MODEL", str(ROOT / ".cache" / "tiny-model"))
+    if not (Path(path) / "config.json").exists():
+        pytest.fail(f"tiny test model missing at {path}: run `make test` (it generates it)")
+    return path

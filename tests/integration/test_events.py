@@ -1,0 +1,44 @@
+"""CompletionWaiter: wakes on the completion event, never misses a job that finished first."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import redis
+
+from core.events import CompletionWaiter
+from core.models import Lane, SegmentOutcome
+from core.store import JobStore, new_job_id
+
+
+def test_waiter_wakes_when_job_finishes(r: redis.Redis) -> None:
+    store = JobStore(r, result_ttl_s=60)
+    waiter = CompletionWaiter(r)
+    waiter.start()
+    try:
+        job_id = new_job_id()
+        store.create(job_id=job_id, source="en", target="es", lane=Lane.interactive, total=1,
+                     chunks=1, cached={})
+        threading.Timer(
+            0.3, lambda: store.record(job_id, [(0, SegmentOutcome(translation="x"))])
+        ).start()
+        t0 = time.monotonic()
+        done = waiter.wait(job_id, lambda: bool(store.status(job_id).final), timeout=5)  # type: ignore[union-attr]
+        waited = time.monotonic() - t0
+        assert done
+        assert 0.25 < waited < 2.0
+    finally:
+        waiter.stop()
+
+
+def test_waiter_returns_at_once_for_finished_job_and_times_out_otherwise(r: redis.Redis) -> None:
+    waiter = CompletionWaiter(r)
+    waiter.start()
+    try:
+        assert waiter.wait("j1", lambda: True, timeout=5)
+        t0 = time.monotonic()
+        assert not waiter.wait("j2", lambda: False, timeout=0.3)
+        assert time.monotonic() - t0 >= 0.3
+    finally:
+        waiter.stop()

@@ -1,0 +1,162 @@
+"""JobStore on a real Redis: idempotent writes, one final status, one completion event."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+import redis
+
+from core import keys
+from core.errors import JobNotFound
+from core.models import JobStatus, Lane, SegmentOutcome
+from core.store import JobStore, new_job_id
+
+
+@pytest.fixture
+def store(r: redis.Redis) -> JobStore:
+    return JobStore(r, result_ttl_s=600)
+
+
+def make_job(store: JobStore, total: int, cached: dict[int, SegmentOutcome] | None = None) -> str:
+    job_id = new_job_id()
+    store.create(job_id=job_id, source="en", target="es", lane=Lane.bulk, total=total,
+                 chunks=1, cached=cached or {})
+    return job_id
+
+
+def ok(text: str) -> SegmentOutcome:
+    return SegmentOutcome(translation=text)
+
+
+def test_create_sets_ttl_and_queued_status(store: JobStore, r: redis.Redis) -> None:
+    job_id = make_job(store, 3)
+    job = store.get(job_id)
+    assert job.status is JobStatus.queued
+    assert (job.progress.done, job.progress.failed, job.progress.total) == (0, 0, 3)
+    assert 0 < r.ttl(keys.job(job_id)) <= 600
+
+
+def test_fully_cached_job_is_created_succeeded(store: JobStore) -> None:
+    job_id = make_job(store, 2, {0: ok("a"), 1: ok("b")})
+    job = store.get(job_id)
+    assert job.status is JobStatus.succeeded
+    assert job.cached == 2 and job.finished_at is not None
+    assert [o.translation for o in store.results(job_id, 2)] == ["a", "b"]
+
+
+def test_redelivered_results_never_double_count_or_overwrite(store: JobStore) -> None:
+    job_id = make_job(store, 4)
+    store.record(job_id, [(0, ok("uno")), (1, ok("dos"))])
+    # The same chunk again (redelivery) with different text: nothing moves.
+    store.record(job_id, [(0, ok("UNO")), (1, SegmentOutcome(error={"type": "x", "message": "y"}))])
+    job = store.get(job_id)
+    assert (job.progress.done, job.progress.failed) == (2, 0)
+    assert job.status is JobStatus.running
+    assert [o.translation if o else None for o in store.results(job_id, 4)] == [
+        "uno", "dos", None, None]
+    status = store.record(job_id, [(2, ok("tres")), (3, ok("cuatro"))])
+    assert status is JobStatus.succeeded
+    assert store.get(job_id).progress.done == 4
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "final"),
+    [
+        ([True, True], JobStatus.succeeded),
+        ([True, False], JobStatus.partial),
+        ([False, False], JobStatus.failed),
+    ],
+)
+def test_final_status_from_outcomes(store: JobStore, outcomes: list[bool], final: JobStatus) -> None:
+    job_id = make_job(store, len(outcomes))
+    err = SegmentOutcome(error={"type": "engine_error", "message": "boom"})
+    status = store.record(job_id, [(i, ok("t") if good else err) for i, good in enumerate(outcomes)])
+    assert status is final
+
+
+def test_completion_is_announced_exactly_once(store: JobStore, r: redis.Redis) -> None:
+    job_id = make_job(store, 2)
+    pubsub = r.pubsub(ignore_subscribe_messages=True)
+    pubsub.subscribe(keys.JOB_DONE_CHANNEL)
+    time.sleep(0.05)
+    store.record(job_id, [(0, ok("a")), (1, ok("b"))])
+    store.record(job_id, [(0, ok("a")), (1, ok("b"))])  # redelivery after completion
+    got = []
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
+        msg = pubsub.get_message(timeout=0.1)
+        if msg:
+            got.append(msg["data"])
+    assert got == [job_id]
+
+
+def test_concurrent_redeliveries_count_each_segment_once(store: JobStore) -> None:
+    job_id = make_job(store, 200)
+    outcomes = [(i, ok(f"t{i}")) for i in range(200)]
+
+    def deliver() -> None:
+        for start in range(0, 200, 20):
+            store.record(job_id, outcomes[start : start + 20])
+
+    threads = [threading.Thread(target=deliver) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    job = store.get(job_id)
+    assert (job.progress.done, job.progress.failed, job.status) == (200, 0, JobStatus.succeeded)
+
+
+def test_cancel_keeps_finished_results_and_ignores_later_completion(store: JobStore) -> None:
+    job_id = make_job(store, 3)
+    store.record(job_id, [(0, ok("a"))])
+    assert store.cancel(job_id) is JobStatus.cancelled
+    status = store.record(job_id, [(1, ok("b")), (2, ok("c"))])  # a chunk already running
+    assert status is JobStatus.cancelled
+    assert store.get(job_id).status is JobStatus.cancelled
+    assert store.cancel(job_id) is JobStatus.cancelled
+
+
+def test_cancel_of_finished_job_changes_nothing(store: JobStore) -> None:
+    job_id = make_job(store, 1)
+    store.record(job_id, [(0, ok("a"))])
+    assert store.cancel(job_id) is JobStatus.succeeded
+
+
+def test_unknown_job(store: JobStore) -> None:
+    with pytest.raises(JobNotFound):
+        store.get("nope")
+    with pytest.raises(JobNotFound):
+        store.cancel("nope")
+    assert store.record("nope", [(0, ok("a"))]) is None
+    assert store.start_chunk("nope", 0) == (None, 0)
+
+
+def test_start_chunk_counts_deliveries_and_marks_running(store: JobStore) -> None:
+    job_id = make_job(store, 2)
+    assert store.start_chunk(job_id, 0) == (JobStatus.running, 1)
+    assert store.start_chunk(job_id, 0) == (JobStatus.running, 2)
+    assert store.start_chunk(job_id, 1) == (JobStatus.running, 1)
+    assert store.get(job_id).started_at is not None
+
+
+def test_idempotency_key_returns_the_first_job(store: JobStore) -> None:
+    key = keys.idempotency("digest")
+    first, second = new_job_id(), new_job_id()
+    assert store.create(job_id=first, source="en", target="es", lane=Lane.interactive, total=1,
+                        chunks=1, cached={}, idempotency=(key, f"{first} body", 60)) is None
+    existing = store.create(job_id=second, source="en", target="es", lane=Lane.interactive,
+                            total=1, chunks=1, cached={}, idempotency=(key, f"{second} body", 60))
+    assert existing == f"{first} body"
+    with pytest.raises(JobNotFound):
+        store.get(second)
+
+
+def test_fail_marks_unstarted_job_failed_with_reason(store: JobStore) -> None:
+    job_id = make_job(store, 2)
+    store.fail(job_id, {"type": "unavailable", "message": "broker down"})
+    job = store.get(job_id)
+    assert job.status is JobStatus.failed
+    assert job.error == {"type": "unavailable", "message": "broker down"}

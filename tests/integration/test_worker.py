@@ -1,0 +1,165 @@
+"""A real ``celery worker`` process (Apertium engine) against a private Redis, driven through
+the API app in-process: translation, idempotent redelivery, dead-lettering, cancellation."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from core import keys
+from core.broker import make_celery
+from core.models import ChunkMessage, ChunkSegment, Lane
+from core.settings import Settings
+from core.store import JobStore, new_job_id
+from producer.localfleet import LocalFleet
+
+
+@pytest.fixture(scope="module")
+def fleet(redis_server: str) -> Iterator[LocalFleet]:
+    redis.Redis.from_url(redis_server).flushall()
+    f = LocalFleet(redis_url=redis_server, env={"MT_REDIS_URL": redis_server,
+                                                 "MT_HEARTBEAT_S": "1", "MT_MAX_DELIVERIES": "3"})
+    f.start_redis()
+    f.start_worker("--engine", "apertium", "--concurrency", "2")
+    client = redis.Redis.from_url(redis_server, decode_responses=True)
+    deadline = time.monotonic() + 60
+    while not client.smembers(keys.WORKERS):
+        assert time.monotonic() < deadline, f.procs[-1].log_tail()
+        time.sleep(0.2)
+    yield f
+    f.stop()
+
+
+@pytest.fixture(scope="module")
+def settings(fleet: LocalFleet) -> Settings:
+    assert fleet.redis_url
+    return Settings(redis_url=fleet.redis_url, max_deliveries=3)
+
+
+@pytest.fixture(scope="module")
+def api(settings: Settings) -> Iterator[TestClient]:
+    with TestClient(create_app(settings)) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def rd(settings: Settings) -> redis.Redis:
+    return redis.Redis.from_url(settings.redis_url, decode_responses=True)
+
+
+def wait_final(api: TestClient, job_id: str, timeout: float = 30) -> dict:  # type: ignore[type-arg]
+    deadline = time.monotonic() + timeout
+    while True:
+        job = api.get(f"/v1/jobs/{job_id}", params={"wait": 5}).json()
+        if job["status"] in {"succeeded", "partial", "failed", "cancelled"}:
+            return job  # type: ignore[no-any-return]
+        assert time.monotonic() < deadline, job
+        time.sleep(0.05)
+
+
+TEXTS = ["The cat is on the table.", "Red shoes", "The cat is on the table.",
+         "My sister bought a new house.", "  Free shipping  "]
+
+
+def test_job_is_translated_in_order_with_duplicates_once(api: TestClient) -> None:
+    resp = api.post("/v1/jobs", json={"texts": TEXTS, "source_lang": "en", "target_lang": "es"})
+    assert resp.status_code == 202, resp.text
+    job = wait_final(api, resp.json()["id"])
+    assert job["status"] == "succeeded" and job["progress"] == {"done": 5, "failed": 0, "total": 5}
+    out = api.get(f"/v1/jobs/{job['id']}/result").json()["translations"]
+    assert "gato" in out[0] and "mesa" in out[0]
+    assert out[0] == out[2]
+    assert "casa" in out[3]
+    assert out[4].startswith("  ") and out[4].endswith("  ") and out[4].strip()
+
+
+def test_fully_cached_job_completes_at_submission(api: TestClient) -> None:
+    resp = api.post("/v1/jobs", json={"texts": TEXTS, "source_lang": "en", "target_lang": "es"})
+    assert resp.status_code == 200
+    body = resp.json()
+    assert body["status"] == "succeeded" and body["cached"] == 5
+
+
+def test_redelivered_chunk_changes_nothing(api: TestClient, settings: Settings, rd: redis.Redis) -> None:
+    texts = [f"The garden number {i} is green." for i in range(10)]
+    resp = api.post("/v1/jobs", json={"texts": texts, "source_lang": "en", "target_lang": "es"})
+    job_id = resp.json()["id"]
+    wait_final(api, job_id)
+    before = api.get(f"/v1/jobs/{job_id}/result").json()
+    msg = ChunkMessage(job_id=job_id, chunk=0, lane=Lane.interactive, source="en", target="es",
+                       segments=[ChunkSegment(indices=[i], text=t) for i, t in enumerate(texts)],
+                       enqueued_at=time.time())
+    make_celery(settings).send_task(keys.TRANSLATE_TASK, args=[msg.model_dump(mode="json")],
+                                    queue=keys.queue("interactive"))
+    deadline = time.monotonic() + 20
+    while rd.hget(keys.chunk_deliveries(job_id), "0") != "2":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    job = api.get(f"/v1/jobs/{job_id}").json()
+    assert job["progress"] == {"done": 10, "failed": 0, "total": 10}
+    assert api.get(f"/v1/jobs/{job_id}/result").json() == before
+
+
+def test_chunk_over_its_delivery_budget_is_dead_lettered(
+    api: TestClient, settings: Settings, rd: redis.Redis
+) -> None:
+    store = JobStore(rd, result_ttl_s=600)
+    job_id = new_job_id()
+    store.create(job_id=job_id, source="en", target="es", lane=Lane.bulk, total=2, chunks=2,
+                 cached={})
+    rd.hset(keys.chunk_deliveries(job_id), "0", settings.max_deliveries)  # it killed 3 workers
+    celery = make_celery(settings)
+    for n, text in enumerate(["The poison pill.", "The healthy apple."]):
+        msg = ChunkMessage(job_id=job_id, chunk=n, lane=Lane.bulk, source="en", target="es",
+                           segments=[ChunkSegment(indices=[n], text=text)], enqueued_at=time.time())
+        celery.send_task(keys.TRANSLATE_TASK, args=[msg.model_dump(mode="json")],
+                         queue=keys.queue("bulk"))
+    job = wait_final(api, job_id)
+    assert job["status"] == "partial"
+    result = api.get(f"/v1/jobs/{job_id}/result").json()
+    assert result["translations"][0] is None and "manzana" in result["translations"][1]
+    assert result["errors"][0]["type"] == "dead_lettered"
+    dead = [e for e in rd.lrange(keys.DEAD_LETTER, 0, -1) if job_id in e]
+    assert len(dead) == 1
+
+
+def test_cancel_skips_chunks_not_started(api: TestClient) -> None:
+    texts = [f"Line {i} says that the {i % 7} small dogs run in the park." for i in range(4000)]
+    resp = api.post("/v1/jobs", json={"texts": texts, "source_lang": "en", "target_lang": "es",
+                                      "lane": "bulk"})
+    job_id = resp.json()["id"]
+    cancel = api.delete(f"/v1/jobs/{job_id}")
+    assert cancel.status_code == 200 and cancel.json()["status"] == "cancelled"
+    time.sleep(2.0)  # chunks already running may still finish and be kept
+    first = api.get(f"/v1/jobs/{job_id}").json()
+    time.sleep(1.0)
+    second = api.get(f"/v1/jobs/{job_id}").json()
+    assert second["status"] == "cancelled"
+    assert second["progress"] == first["progress"]  # nothing more runs
+    assert second["progress"]["done"] < 4000
+    partial = api.get(f"/v1/jobs/{job_id}/result").json()
+    assert partial["status"] == "cancelled"
+    assert sum(t is not None for t in partial["translations"]) == second["progress"]["done"]
+
+
+def test_pair_no_engine_serves_is_refused(api: TestClient) -> None:
+    resp = api.post("/v1/jobs", json={"texts": ["x"], "source_lang": "en", "target_lang": "fr"})
+    assert resp.status_code == 422
+    err = resp.json()["error"]
+    assert err["type"] == "unsupported_language" and "en->es" in err["message"]
+
+
+def test_languages_and_readiness_come_from_the_registry(api: TestClient) -> None:
+    pairs = api.get("/v1/languages").json()["pairs"]
+    assert {"source": "en", "target": "es", "engine": "apertium", "model": "apertium",
+            "live": True} in pairs
+    ready = api.get("/readyz")
+    assert ready.status_code == 200
+    assert ready.json()["lanes"]["interactive"] and ready.json()["lanes"]["bulk"]
+    metrics = api.get("/metrics").text
+    assert 'mt_queue_depth{lane="bulk"}' in metrics and "mt_live_workers 1.0" in metrics

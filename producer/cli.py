@@ -182,7 +182,7 @@ def submit(
     jobs = {}
     with _client(url, api_key) as mt:
         for path in files:
-            doc = parse_lines(path.read_text(encoding="utf-8"))
+            doc = parse_lines(path.read_bytes().decode("utf-8"))
             if not doc.segments:
                 err_console.print(f"[yellow]{path}: no text, skipped[/yellow]")
                 continue
@@ -194,7 +194,7 @@ def submit(
                 raise typer.Exit(1) from None
             docs[path] = doc
             jobs[path] = job
-            console.print(f"{path}: job {job.id} ({len(doc.segments)} segments, {job.status})")
+            print(f"{path}: job {job.id} ({len(doc.segments)} segments, {job.status})", flush=True)
         if not wait or not jobs:
             return
         ok = _follow(mt, jobs, docs, out, target)
@@ -219,7 +219,7 @@ def _follow(mt: MTClient, jobs: dict, docs: dict, out: Path, target: str) -> boo
                     del pending[path]
                     result = mt.result(job.id, partial=True)
                     dest = out / f"{path.stem}.{target}{path.suffix}"
-                    dest.write_text(docs[path].render(result.translations), encoding="utf-8")
+                    dest.write_bytes(docs[path].render(result.translations).encode("utf-8"))
                     msg = f"{path} -> {dest} [{job.status}]"
                     if result.errors:
                         all_ok = False

@@ -1,0 +1,176 @@
+"""The fleet as a user meets it: separate API, worker and Flower processes, driven through
+the ``mtfleet`` CLI and plain HTTP, with real Spanish from Apertium."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import redis
+
+from producer.client import MTClient
+from producer.localfleet import LocalFleet
+
+FLOWER_AUTH = ("admin", "e2e-secret")
+
+
+@pytest.fixture(scope="module")
+def fleet(redis_server: str) -> Iterator[LocalFleet]:
+    redis.Redis.from_url(redis_server).flushall()
+    f = LocalFleet(redis_url=redis_server, env={
+        "MT_REDIS_URL": redis_server, "MT_HEARTBEAT_S": "1",
+        "MT_FLOWER_PASSWORD": FLOWER_AUTH[1],
+    })
+    f.start_redis()
+    f.start_worker("--engine", "apertium", "--lanes", "interactive,bulk", "--concurrency", "2")
+    f.start_api()
+    f.start_flower()
+    f.wait_ready(60)
+    yield f
+    f.stop()
+
+
+def cli(fleet: LocalFleet, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "producer.cli", *args, "--url", fleet.api_url],
+        capture_output=True, text=True, timeout=120, cwd=cwd,
+        env={**__import__("os").environ, **fleet.env},
+    )
+
+
+def test_cli_translate_prints_spanish(fleet: LocalFleet) -> None:
+    proc = cli(fleet, "translate", "The cat is on the table.", "Red shoes", "--from", "en",
+               "--to", "es")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 2
+    assert "gato" in lines[0] and "mesa" in lines[0]
+    assert "zapatos" in lines[1].lower()
+
+
+def test_cli_submit_files_writes_translations_with_same_lines(
+    fleet: LocalFleet, tmp_path: Path
+) -> None:
+    a = tmp_path / "catalogue.txt"
+    a.write_text("The red shirt is in the house.\n\nMy sister bought a new table.\r\n   \n"
+                 "The garden is green.", encoding="utf-8")
+    b = tmp_path / "ui.txt"
+    b.write_text("Proceed to checkout\nAdd to cart\n", encoding="utf-8")
+    out = tmp_path / "out"
+    proc = cli(fleet, "submit", str(a), str(b), "--to", "es", "--lane", "bulk", "--out", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    ta = (out / "catalogue.es.txt").read_bytes().decode("utf-8")
+    tb = (out / "ui.es.txt").read_bytes().decode("utf-8")
+    assert ta.count("\n") == 4 and "\r\n   \n" in ta and not ta.endswith("\n")
+    assert "camisa" in ta and "casa" in ta and "jardín" in ta
+    assert tb.endswith("\n") and len(tb.splitlines()) == 2 and "carro" in tb
+
+    job_ids = re.findall(r"job ([0-9a-f]{32})", proc.stdout)
+    assert len(job_ids) == 2
+    status = cli(fleet, "status", job_ids[0])
+    assert json.loads(status.stdout)["status"] == "succeeded"
+    result = cli(fleet, "result", job_ids[1])
+    assert json.loads(result.stdout)["translations"] == tb.splitlines()
+
+
+def test_500_segments_as_5_jobs_on_both_lanes_all_back_in_order(fleet: LocalFleet) -> None:
+    jobs = []
+    with MTClient(fleet.api_url) as mt:
+        for j in range(5):
+            texts = [f"The house number {j * 100 + i} is big." for i in range(100)]
+            lane = "interactive" if j % 2 == 0 else "bulk"
+            jobs.append((mt.submit(texts, source="en", target="es", lane=lane), j))
+        for job, j in jobs:
+            done = mt.wait(job.id, timeout=120)
+            assert done.status.value == "succeeded", done
+            assert done.lane.value == ("interactive" if j % 2 == 0 else "bulk")
+            result = mt.result(job.id)
+            assert len(result.translations) == 100 and not result.errors
+            for i, t in enumerate(result.translations):
+                assert t is not None and "casa" in t
+                assert re.findall(r"\d+", t) == [str(j * 100 + i)]
+
+
+def test_sync_translate_over_http_and_cache(fleet: LocalFleet) -> None:
+    body = {"texts": ["Only 3 left in stock.", "Free shipping"], "source_lang": "en",
+            "target_lang": "es"}
+    first = httpx.post(f"{fleet.api_url}/v1/translate", json=body, timeout=30)
+    assert first.status_code == 200
+    assert first.json()["cached"] == 0 and all(first.json()["translations"])
+    again = httpx.post(f"{fleet.api_url}/v1/translate", json=body, timeout=30)
+    assert again.status_code == 200
+    assert again.json()["cached"] == 2
+    assert again.json()["translations"] == first.json()["translations"]
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        ({"texts": [], "source_lang": "en", "target_lang": "es"}, "at least 1"),
+        ({"texts": ["hi"], "source_lang": "xx", "target_lang": "es"}, "supported codes"),
+        ({"texts": ["hi"], "source_lang": "en", "target_lang": "en"}, "both"),
+        ({"texts": ["   "], "source_lang": "en", "target_lang": "es"}, "whitespace"),
+        ({"texts": "hi", "source_lang": "en", "target_lang": "es"}, "list"),
+    ],
+)
+def test_bad_input_is_a_clear_422(fleet: LocalFleet, body: dict, needle: str) -> None:  # type: ignore[type-arg]
+    resp = httpx.post(f"{fleet.api_url}/v1/jobs", json=body, timeout=10)
+    assert resp.status_code == 422
+    assert needle in resp.json()["error"]["message"]
+
+
+def test_unknown_job_is_404_and_unfinished_result_409(fleet: LocalFleet) -> None:
+    assert httpx.get(f"{fleet.api_url}/v1/jobs/nope").status_code == 404
+    assert httpx.get(f"{fleet.api_url}/v1/jobs/nope/result").status_code == 404
+
+
+def test_flower_sees_the_worker_and_every_chunk(fleet: LocalFleet) -> None:
+    assert httpx.get(f"{fleet.flower_url}/api/workers", timeout=10).status_code == 401
+    with MTClient(fleet.api_url) as mt:
+        job = mt.submit([f"The window {i} is open." for i in range(70)], source="en", target="es",
+                        lane="bulk")
+        mt.wait(job.id, timeout=60)
+    deadline = time.monotonic() + 30
+    while True:
+        workers = httpx.get(f"{fleet.flower_url}/api/workers", auth=FLOWER_AUTH, timeout=10).json()
+        tasks = httpx.get(f"{fleet.flower_url}/api/tasks", auth=FLOWER_AUTH, timeout=10).json()
+        mine = [t for t in tasks.values()
+                if t["name"] == "workers.tasks.translate_chunk" and job.id in (t.get("args") or "")]
+        if len(mine) == 3 and all(t["state"] == "SUCCESS" for t in mine):
+            break
+        assert time.monotonic() < deadline, (list(workers), mine)
+        time.sleep(0.5)
+    assert any(name.startswith("cpu@") for name in workers)
+    assert all(t["runtime"] is not None and t["worker"].startswith("cpu@") for t in mine)
+    # Customer text stays out of Flower: args show a summary only.
+    assert all("window" not in (t.get("args") or "") for t in mine)
+
+
+def test_jobs_wait_when_the_fleet_scales_to_zero(fleet: LocalFleet) -> None:
+    """Pairs are remembered after the last worker stops; jobs queue and finish on restart."""
+    worker = next(p for p in fleet.procs if p.name == "worker")
+    worker.popen.terminate()
+    worker.popen.wait(30)
+    deadline = time.monotonic() + 20
+    while httpx.get(f"{fleet.api_url}/readyz").status_code != 503:
+        assert time.monotonic() < deadline
+        time.sleep(0.3)
+    pairs = httpx.get(f"{fleet.api_url}/v1/languages").json()["pairs"]
+    assert {"source": "en", "target": "es", "engine": "apertium", "model": "apertium",
+            "live": False} in pairs
+    with MTClient(fleet.api_url) as mt:
+        job = mt.submit(["The blue lamp is on the chair."], source="en", target="es")
+        assert job.status.value == "queued"
+        time.sleep(1.0)
+        assert mt.get(job.id).status.value == "queued"
+        fleet.start_worker("--engine", "apertium", name="worker-2")
+        done = mt.wait(job.id, timeout=60)
+        assert done.status.value == "succeeded"
+        assert "lámpara" in (mt.result(job.id).translations[0] or "")

@@ -1,0 +1,124 @@
+"""core/cache.py: normalisation, key composition, the Redis round trip, and outage tolerance."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import fakeredis
+import pytest
+import redis
+
+from core.cache import PhraseCache, normalize, rewrap, text_digest
+
+FP = "model-a@1"
+
+
+@pytest.fixture
+def r() -> fakeredis.FakeRedis:
+    return fakeredis.FakeRedis(decode_responses=True)
+
+
+@pytest.fixture
+def cache(r: fakeredis.FakeRedis) -> PhraseCache:
+    return PhraseCache(r, ttl_s=3600)
+
+
+def test_normalize_nfc() -> None:
+    assert normalize("e\u0301") == "é"
+    assert normalize("Cafe\u0301") == normalize("Café")
+
+
+def test_normalize_strips_outer_whitespace_only() -> None:
+    assert normalize("  Red  shoes \n\t") == "Red  shoes"
+
+
+def test_same_normalized_text_same_key() -> None:
+    assert PhraseCache.key(FP, "en", "es", "Café") == PhraseCache.key(
+        FP, "en", "es", " Cafe\u0301\n"
+    )
+    assert text_digest("x ") == text_digest(" x")
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        ("model-b@1", "en", "es", "Red shoes", "-"),
+        (FP, "en", "fr", "Red shoes", "-"),
+        (FP, "de", "es", "Red shoes", "-"),
+        (FP, "en", "es", "Red shoe", "-"),
+        (FP, "en", "es", "red shoes", "-"),
+        (FP, "en", "es", "Red shoes", "glossary-v2"),
+    ],
+)
+def test_key_changes_with_each_component(other: tuple[str, str, str, str, str]) -> None:
+    base = PhraseCache.key(FP, "en", "es", "Red shoes", "-")
+    assert PhraseCache.key(*other) != base
+
+
+def test_key_names_its_components_under_prefix() -> None:
+    key = PhraseCache.key(FP, "en", "es", "Red shoes", "g7")
+    assert key.startswith("mt:cache:")
+    assert FP in key and ":g7:" in key and ":en:es:" in key
+    assert "Red shoes" not in key  # only a digest of the text
+
+
+def test_round_trip_with_ttl(cache: PhraseCache, r: fakeredis.FakeRedis) -> None:
+    cache.put_many(FP, "en", "es", {"Red shoes": "Zapatos rojos", "Blue hat": "Sombrero azul"})
+    got = cache.get_many(FP, "en", "es", ["Red shoes", "Green tie", "Blue hat"])
+    assert got == {"Red shoes": "Zapatos rojos", "Blue hat": "Sombrero azul"}
+    key = PhraseCache.key(FP, "en", "es", "Red shoes")
+    assert 0 < r.ttl(key) <= 3600
+
+
+def test_lookup_by_unnormalized_text_returns_caller_text(cache: PhraseCache) -> None:
+    cache.put_many(FP, "en", "es", {"Red shoes": "Zapatos rojos"})
+    assert cache.get_many(FP, "en", "es", ["  Red shoes\n"]) == {"  Red shoes\n": "Zapatos rojos"}
+
+
+def test_other_model_or_pair_misses(cache: PhraseCache) -> None:
+    cache.put_many(FP, "en", "es", {"Red shoes": "Zapatos rojos"})
+    assert cache.get_many("model-b@1", "en", "es", ["Red shoes"]) == {}
+    assert cache.get_many(FP, "en", "fr", ["Red shoes"]) == {}
+
+
+def test_duplicates_and_empty_inputs(cache: PhraseCache, r: fakeredis.FakeRedis) -> None:
+    cache.put_many(FP, "en", "es", {"a": "A"})
+    assert cache.get_many(FP, "en", "es", ["a", "a", "a"]) == {"a": "A"}
+    assert cache.get_many(FP, "en", "es", []) == {}
+    cache.put_many(FP, "en", "es", {})
+    assert len(r.keys("mt:cache:*")) == 1
+
+
+@pytest.mark.parametrize(
+    ("original", "translation", "expected"),
+    [
+        ("  Red shoes\n", "Zapatos rojos", "  Zapatos rojos\n"),
+        ("Red shoes", "Zapatos rojos", "Zapatos rojos"),
+        ("\tRed shoes", " Zapatos rojos ", "\tZapatos rojos"),
+        ("   ", "ignored", "   "),
+        ("", "ignored", ""),
+    ],
+)
+def test_rewrap(original: str, translation: str, expected: str) -> None:
+    assert rewrap(original, translation) == expected
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_unreachable_cache_is_a_miss_not_an_error() -> None:
+    # Built the way core.redis_conn builds clients (from a URL), with a short connect timeout.
+    client = redis.Redis.from_url(
+        f"redis://127.0.0.1:{_closed_port()}/0",
+        socket_connect_timeout=0.2,
+        decode_responses=True,
+    )
+    cache = PhraseCache(client, ttl_s=60)
+    start = time.monotonic()
+    assert cache.get_many(FP, "en", "es", ["Red shoes"]) == {}
+    cache.put_many(FP, "en", "es", {"Red shoes": "Zapatos rojos"})
+    assert time.monotonic() - start < 3.0

@@ -1,0 +1,118 @@
+"""workers/launcher.py: GPU lists, tensor-parallel groups, and each worker's command and env."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from core.errors import ConfigError
+from workers.launcher import GpuGroup, gpu_groups, parse_gpus, worker_command, worker_env
+
+
+@pytest.mark.parametrize(
+    ("spec", "ids"),
+    [
+        ("0,1,2,3", [0, 1, 2, 3]),
+        ("0-3", [0, 1, 2, 3]),
+        (" 0 , 1 ", [0, 1]),
+        ("0-1,4-5", [0, 1, 4, 5]),
+        ("7", [7]),
+        ("2-2", [2]),
+        ("", []),
+        ("   ", []),
+        (None, []),
+    ],
+)
+def test_parse_gpus(spec: str | None, ids: list[int]) -> None:
+    assert parse_gpus(spec) == ids
+
+
+@pytest.mark.parametrize("spec", ["a", "3-1", "0,0", "-1", "0-3,2", "0,,1", "1.5", "0-"])
+def test_parse_gpus_refuses(spec: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_gpus(spec)
+    assert repr(spec) in info.value.message
+
+
+def test_eight_gpus_tp2() -> None:
+    groups = gpu_groups(list(range(8)), 2)
+    assert [g.gpus for g in groups] == [(0, 1), (2, 3), (4, 5), (6, 7)]
+    assert [g.name for g in groups] == ["gpu0-1", "gpu2-3", "gpu4-5", "gpu6-7"]
+    assert [g.cuda_visible_devices for g in groups] == ["0,1", "2,3", "4,5", "6,7"]
+
+
+def test_four_gpus_tp1() -> None:
+    groups = gpu_groups([0, 1, 2, 3], 1)
+    assert [g.gpus for g in groups] == [(0,), (1,), (2,), (3,)]
+    assert [g.name for g in groups] == ["gpu0", "gpu1", "gpu2", "gpu3"]
+
+
+def test_groups_keep_given_order() -> None:
+    assert [g.gpus for g in gpu_groups([4, 5, 0, 1], 2)] == [(4, 5), (0, 1)]
+
+
+def test_uneven_split_refused_with_counts() -> None:
+    with pytest.raises(ConfigError) as info:
+        gpu_groups([0, 1, 2], 2)
+    msg = info.value.message
+    assert "3 GPUs" in msg
+    assert "groups of 2" in msg
+
+
+def test_no_gpus_tp1_is_one_cpu_worker() -> None:
+    groups = gpu_groups([], 1)
+    assert groups == [GpuGroup(())]
+    assert groups[0].name == "cpu"
+    assert groups[0].cuda_visible_devices == ""
+
+
+@pytest.mark.parametrize("tp", [2, 4])
+def test_no_gpus_with_tp_refused(tp: int) -> None:
+    with pytest.raises(ConfigError):
+        gpu_groups([], tp)
+
+
+@pytest.mark.parametrize("tp", [0, -1])
+def test_tp_below_one_refused(tp: int) -> None:
+    with pytest.raises(ConfigError):
+        gpu_groups([0, 1], tp)
+
+
+def test_worker_env_pins_group() -> None:
+    base = {"PATH": "/usr/bin", "CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"}
+    env = worker_env(GpuGroup((2, 3)), base, tp=2)
+    assert env["CUDA_VISIBLE_DEVICES"] == "2,3"
+    assert env["MT_TENSOR_PARALLEL_SIZE"] == "2"
+    assert env["MT_WORKER_GPUS"] == "2,3"
+    assert env["PATH"] == "/usr/bin"
+    assert base["CUDA_VISIBLE_DEVICES"] == "0,1,2,3,4,5,6,7"  # the caller's dict is untouched
+
+
+def test_worker_env_cpu_group() -> None:
+    env = worker_env(GpuGroup(()), {"PATH": "/usr/bin"}, tp=1)
+    assert env["MT_TENSOR_PARALLEL_SIZE"] == "1"
+    assert env["MT_WORKER_GPUS"] == ""
+    assert "CUDA_VISIBLE_DEVICES" not in env
+
+
+def _option(cmd: list[str], flag: str) -> str:
+    return cmd[cmd.index(flag) + 1]
+
+
+def test_worker_command() -> None:
+    cmd = worker_command(GpuGroup((2, 3)), ["interactive", "bulk"], concurrency=4, loglevel="INFO")
+    assert cmd[:3] == [sys.executable, "-m", "celery"]
+    assert _option(cmd, "-A") == "workers.celery_app"
+    assert "worker" in cmd
+    assert _option(cmd, "--pool") == "threads"
+    assert _option(cmd, "--queues") == "mt.interactive,mt.bulk"
+    assert _option(cmd, "--hostname") == "gpu2-3@%h"
+    assert _option(cmd, "--concurrency") == "4"
+    assert _option(cmd, "--loglevel") == "INFO"
+
+
+def test_worker_command_single_lane_cpu() -> None:
+    cmd = worker_command(GpuGroup(()), ["bulk"], concurrency=1, loglevel="DEBUG")
+    assert _option(cmd, "--queues") == "mt.bulk"
+    assert _option(cmd, "--hostname") == "cpu@%h"

@@ -1,0 +1,102 @@
+"""workers/prompts.py: Hunyuan-MT's two model-card templates, style resolution, chat rendering."""
+
+from __future__ import annotations
+
+import pytest
+
+from workers import prompts
+
+
+class RecordingTemplater:
+    """A tokenizer-shaped fixture: implements the ChatTemplater protocol in a visible format."""
+
+    chat_template = "{% for m in messages %}...{% endfor %}"
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[dict[str, str]], bool, bool]] = []
+
+    def apply_chat_template(
+        self, conversation: list[dict[str, str]], *, tokenize: bool, add_generation_prompt: bool
+    ) -> str:
+        self.calls.append((conversation, tokenize, add_generation_prompt))
+        turns = "".join(f"<|{m['role']}|>{m['content']}<|end|>" for m in conversation)
+        return turns + ("<|assistant|>" if add_generation_prompt else "")
+
+
+class NoTemplate(RecordingTemplater):
+    chat_template = None
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "name"),
+    [("en", "es", "Spanish"), ("fr", "de", "German"), ("ja", "en", "English")],
+)
+def test_hunyuan_xx_to_xx_template(source: str, target: str, name: str) -> None:
+    got = prompts.instruction("Red shoes", source, target, "hunyuan")
+    assert got == (
+        f"Translate the following segment into {name}, without additional explanation."
+        "\n\nRed shoes"
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "name"),
+    [
+        ("en", "zh", "中文"),
+        ("zh", "en", "英语"),
+        ("zh", "es", "西班牙语"),
+        ("en", "zh-Hant", "繁体中文"),
+        ("en", "yue", "粤语"),
+        ("yue", "ja", "日语"),
+    ],
+)
+def test_hunyuan_chinese_template(source: str, target: str, name: str) -> None:
+    got = prompts.instruction("Red shoes", source, target, "hunyuan")
+    assert got == f"把下面的文本翻译成{name}，不要额外解释。\n\nRed shoes"
+
+
+def test_source_text_is_kept_verbatim() -> None:
+    text = "  line one\nline {two} %s  "
+    assert prompts.instruction(text, "en", "es", "hunyuan").endswith("\n\n" + text)
+
+
+def test_chat_style_names_both_languages() -> None:
+    got = prompts.instruction("Hi", "en", "es", "chat")
+    assert "English" in got and "Spanish" in got
+    assert got.endswith("\n\nHi")
+
+
+@pytest.mark.parametrize(
+    ("configured", "model", "style"),
+    [
+        ("auto", "tencent/Hunyuan-MT-7B", "hunyuan"),
+        ("auto", "/models/Hunyuan-MT-7B-fp8", "hunyuan"),
+        ("auto", "Qwen/Qwen2.5-7B-Instruct", "chat"),
+        ("auto", "/tmp/tiny-llama", "chat"),
+        ("hunyuan", "Qwen/Qwen2.5-7B-Instruct", "hunyuan"),
+        ("chat", "tencent/Hunyuan-MT-7B", "chat"),
+    ],
+)
+def test_resolve_style(configured: str, model: str, style: str) -> None:
+    assert prompts.resolve_style(configured, model) == style
+
+
+def test_render_wraps_instruction_as_single_user_turn() -> None:
+    tok = RecordingTemplater()
+    got = prompts.render("Hola", "es", "en", "hunyuan", tok)
+    expected_user = prompts.instruction("Hola", "es", "en", "hunyuan")
+    assert tok.calls == [([{"role": "user", "content": expected_user}], False, True)]
+    assert got == f"<|user|>{expected_user}<|end|><|assistant|>"
+    assert "system" not in got
+
+
+def test_render_without_tokenizer_returns_instruction() -> None:
+    got = prompts.render("Hola", "es", "en", "hunyuan", None)
+    assert got == "Translate the following segment into English, without additional explanation.\n\nHola"
+
+
+def test_render_with_tokenizer_lacking_template_returns_instruction() -> None:
+    tok = NoTemplate()
+    got = prompts.render("Hola", "es", "en", "chat", tok)
+    assert got == prompts.instruction("Hola", "es", "en", "chat")
+    assert tok.calls == []

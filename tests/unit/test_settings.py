@@ -1,0 +1,122 @@
+"""core/settings.py: defaults, the MT_ environment prefix, and values refused at start-up."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from core.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test sees only the MT_ variables it sets itself."""
+    for name in list(os.environ):
+        if name.startswith("MT_"):
+            monkeypatch.delenv(name)
+
+
+def test_defaults() -> None:
+    s = Settings()
+    assert s.redis_url == "redis://127.0.0.1:6379/0"
+    assert s.cache_url is None
+    assert s.engine == "apertium"
+    assert s.model == "tencent/Hunyuan-MT-7B"
+    assert s.prompt_style == "auto"
+    assert s.tensor_parallel_size == 1
+    assert s.lanes == ["interactive", "bulk"]
+    assert s.chunk_size == 32
+    # Hunyuan-MT's recommended sampling.
+    assert (s.top_k, s.top_p, s.temperature, s.repetition_penalty) == (20, 0.6, 0.7, 1.05)
+
+
+def test_reads_mt_prefixed_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MT_REDIS_URL", "redis://redis:6380/2")
+    monkeypatch.setenv("MT_ENGINE", "vllm")
+    monkeypatch.setenv("MT_TENSOR_PARALLEL_SIZE", "2")
+    monkeypatch.setenv("MT_CHUNK_SIZE", "64")
+    monkeypatch.setenv("MT_TOP_P", "0.9")
+    s = Settings()
+    assert s.redis_url == "redis://redis:6380/2"
+    assert s.engine == "vllm"
+    assert s.tensor_parallel_size == 2
+    assert s.chunk_size == 64
+    assert s.top_p == 0.9
+
+
+def test_unprefixed_names_are_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHUNK_SIZE", "7")
+    assert Settings().chunk_size == 32
+
+
+@pytest.mark.parametrize(
+    ("raw", "lanes"),
+    [
+        ("interactive", ["interactive"]),
+        ("bulk", ["bulk"]),
+        ("interactive,bulk", ["interactive", "bulk"]),
+        (" bulk , interactive ", ["bulk", "interactive"]),
+    ],
+)
+def test_lanes_parse_from_comma_list(
+    monkeypatch: pytest.MonkeyPatch, raw: str, lanes: list[str]
+) -> None:
+    monkeypatch.setenv("MT_LANES", raw)
+    assert Settings().lanes == lanes
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("MT_REDIS_URL", "http://x"),
+        ("MT_CACHE_URL", "http://x"),
+        ("MT_TENSOR_PARALLEL_SIZE", "0"),
+        ("MT_CHUNK_SIZE", "0"),
+        ("MT_TOP_P", "1.5"),
+        ("MT_ENGINE", "foo"),
+        ("MT_LANES", "fast"),
+        ("MT_LANES", "interactive,fast"),
+        ("MT_LANES", ","),
+    ],
+)
+def test_bad_values_are_refused(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ValidationError):
+        Settings()
+
+
+def test_cache_url_defaults_to_redis_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MT_REDIS_URL", "redis://state:6379/0")
+    assert Settings().effective_cache_url == "redis://state:6379/0"
+
+
+def test_cache_url_can_differ(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MT_REDIS_URL", "redis://state:6379/0")
+    monkeypatch.setenv("MT_CACHE_URL", "redis://cache:6379/0")
+    s = Settings()
+    assert s.effective_cache_url == "redis://cache:6379/0"
+    assert s.redis_url == "redis://state:6379/0"
+
+
+def test_cli_refuses_bad_setting_before_starting_anything() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MT_")}
+    env["MT_TENSOR_PARALLEL_SIZE"] = "0"
+    proc = subprocess.run(
+        [sys.executable, "-m", "producer.cli", "worker"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=15,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "invalid settings" in proc.stderr
+    assert "tensor_parallel_size" in proc.stderr
+    assert "starting" not in proc.stderr

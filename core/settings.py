@@ -51,7 +51,6 @@ class Settings(BaseSettings):
         3.0, gt=0, description="max_tokens = source tokens x ratio + slack, capped by the model."
     )
     max_tokens_slack: int = Field(16, ge=0, description="Added to the derived max_tokens.")
-    apertium_bin: str = Field("apertium", description="Path of the apertium program.")
     apertium_timeout_s: float = Field(60.0, gt=0, description="Time limit for one apertium call.")
 
     # --- worker ------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-PIP := $(PY) -m pip
+PIP := $(PY) -m pip $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
 TINY_MODEL := .cache/tiny-model
 APT_PACKAGES := redis-server apertium apertium-eng-spa
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

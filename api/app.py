@@ -63,9 +63,16 @@ class BodyLimit:
         resp = errors.error_response(
             413, "payload_too_large", f"request body over {self.limit} bytes"
         )
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"),
-                                (b"content-length", str(len(resp.body)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(resp.body)).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": resp.body})
 
 
@@ -109,7 +116,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(meta.router)
 
     @app.middleware("http")
-    async def _timing(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+    async def _timing(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
         t0 = time.perf_counter()
         response = await call_next(request)
         route = request.scope.get("route")

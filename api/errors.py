@@ -41,7 +41,8 @@ def status_for(exc: MTError) -> int:
 def error_response(status: int, type_: str, message: str, **extra: object) -> JSONResponse:
     headers = {"Retry-After": "1"} if status == 503 else None
     return JSONResponse(
-        {"error": {"type": type_, "message": message, **extra}}, status_code=status,
+        {"error": {"type": type_, "message": message, **extra}},
+        status_code=status,
         headers=headers,
     )
 

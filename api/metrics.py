@@ -17,17 +17,23 @@ REGISTRY = CollectorRegistry(auto_describe=True)
 JOBS = Counter("mt_api_jobs_total", "Jobs accepted", ["lane"], registry=REGISTRY)
 SEGMENTS = Counter("mt_api_segments_total", "Segments accepted", ["lane"], registry=REGISTRY)
 CACHE_LOOKUPS = Counter(
-    "mt_api_cache_lookups_total", "Phrase-cache lookups at submission", ["result"],
+    "mt_api_cache_lookups_total",
+    "Phrase-cache lookups at submission",
+    ["result"],
     registry=REGISTRY,
 )
 REQUESTS = Histogram(
-    "mt_api_request_seconds", "HTTP request latency", ["route", "method", "status"],
+    "mt_api_request_seconds",
+    "HTTP request latency",
+    ["route", "method", "status"],
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
     registry=REGISTRY,
 )
 JOB_LATENCY = Histogram(
-    "mt_api_job_seconds", "Submission-to-final time of jobs waited on by /v1/translate",
-    ["lane"], buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+    "mt_api_job_seconds",
+    "Submission-to-final time of jobs waited on by /v1/translate",
+    ["lane"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
     registry=REGISTRY,
 )
 

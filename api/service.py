@@ -7,6 +7,7 @@ API never answers 2xx for work that is not durably recorded.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -36,9 +37,7 @@ class Submitted:
     created: bool  # False when an Idempotency-Key returned an earlier job
 
 
-def plan_chunks(
-    texts: list[str], cached: set[int], chunk_size: int
-) -> list[list[ChunkSegment]]:
+def plan_chunks(texts: list[str], cached: set[int], chunk_size: int) -> list[list[ChunkSegment]]:
     """Group the uncached texts by identical text (translated once) and cut them into chunks."""
     groups: dict[str, list[int]] = {}
     for i, text in enumerate(texts):
@@ -110,12 +109,21 @@ class JobService:
             body_digest = hashlib.sha256(
                 json.dumps(req.model_dump(mode="json"), sort_keys=True).encode()
             ).hexdigest()[:32]
-            idem = (keys.idempotency(key_digest), f"{job_id} {body_digest}",
-                    self.settings.idempotency_ttl_s)
+            idem = (
+                keys.idempotency(key_digest),
+                f"{job_id} {body_digest}",
+                self.settings.idempotency_ttl_s,
+            )
         try:
             existing = self.store.create(
-                job_id=job_id, source=source, target=target, lane=lane, total=len(req.texts),
-                chunks=len(chunks), cached=cached, idempotency=idem,
+                job_id=job_id,
+                source=source,
+                target=target,
+                lane=lane,
+                total=len(req.texts),
+                chunks=len(chunks),
+                cached=cached,
+                idempotency=idem,
             )
             if existing is not None:
                 assert idem is not None
@@ -144,8 +152,15 @@ class JobService:
         try:
             with self.celery.producer_or_acquire() as producer:
                 for n, segs in enumerate(chunks):
-                    msg = ChunkMessage(job_id=job_id, chunk=n, lane=lane, source=source,
-                                       target=target, segments=segs, enqueued_at=now)
+                    msg = ChunkMessage(
+                        job_id=job_id,
+                        chunk=n,
+                        lane=lane,
+                        source=source,
+                        target=target,
+                        segments=segs,
+                        enqueued_at=now,
+                    )
                     self.celery.send_task(
                         keys.TRANSLATE_TASK,
                         args=[msg.model_dump(mode="json")],
@@ -155,16 +170,18 @@ class JobService:
                         argsrepr=f"({msg.summary()})",
                         kwargsrepr="{}",
                         retry=True,
-                        retry_policy={"max_retries": 2, "interval_start": 0,
-                                      "interval_step": 0.2, "interval_max": 0.5},
+                        retry_policy={
+                            "max_retries": 2,
+                            "interval_start": 0,
+                            "interval_step": 0.2,
+                            "interval_max": 0.5,
+                        },
                     )
         except (OperationalError, redis.RedisError, OSError) as exc:
             log.error("could not enqueue job %s: %s", job_id, exc)
             err = Unavailable(f"broker unavailable, job not accepted: {exc}")
-            try:
+            with contextlib.suppress(redis.RedisError):
                 self.store.fail(job_id, err.as_dict())
-            except redis.RedisError:
-                pass
             raise err from exc
 
     def _served_pairs(self) -> list[tuple[str, str]]:

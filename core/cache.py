@@ -54,7 +54,7 @@ class PhraseCache:
         except redis.RedisError as exc:
             log.warning("phrase cache unavailable, treating as miss: %s", exc)
             return {}
-        return {t: v for t, v in zip(unique, values, strict=True) if v is not None}
+        return {t: str(v) for t, v in zip(unique, values, strict=True) if v is not None}
 
     def put_many(
         self, fingerprint: str, source: str, target: str, pairs: Mapping[str, str]
@@ -76,4 +76,4 @@ def rewrap(original: str, translation: str) -> str:
     if not stripped:
         return original
     start = original.index(stripped)
-    return f"{original[:start]}{translation.strip()}{original[start + len(stripped):]}"
+    return f"{original[:start]}{translation.strip()}{original[start + len(stripped) :]}"

@@ -8,6 +8,7 @@ Pub/sub is at-most-once, so a waiter always re-reads the job's status itself: af
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -89,7 +90,5 @@ class CompletionWaiter:
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, 5.0)
             finally:
-                try:
+                with contextlib.suppress(Exception):  # closing a broken connection
                     pubsub.close()
-                except Exception:  # noqa: BLE001 - closing a broken connection
-                    pass

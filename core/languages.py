@@ -72,8 +72,16 @@ LANGUAGES: dict[str, Language] = {lang.code: lang for lang in _TABLE}
 _BY_ISO3: dict[str, str] = {}
 for _lang in _TABLE:
     _BY_ISO3.setdefault(_lang.iso3, _lang.code)
-_ALIASES = {"zh-tw": "zh-Hant", "zh-hk": "zh-Hant", "zh-hant": "zh-Hant", "zh-hans": "zh",
-            "zh-cn": "zh", "fil": "tl", "iw": "he", "in": "id"}
+_ALIASES = {
+    "zh-tw": "zh-Hant",
+    "zh-hk": "zh-Hant",
+    "zh-hant": "zh-Hant",
+    "zh-hans": "zh",
+    "zh-cn": "zh",
+    "fil": "tl",
+    "iw": "he",
+    "in": "id",
+}
 #: Languages for which Hunyuan-MT's Chinese (ZH<=>XX) prompt applies.
 CHINESE = frozenset({"zh", "zh-Hant", "yue"})
 
@@ -90,11 +98,14 @@ def normalize(code: str) -> str:
         return _ALIASES[low]
     if low in LANGUAGES:
         return low
-    base = low.split("-", 1)[0]
-    if base in LANGUAGES and base != "zh":
+    parts = low.split("-")
+    if parts[0] == "zh":
+        # Script (Hant) or a traditional-script region anywhere in the tag wins.
+        traditional = {"hant", "tw", "hk", "mo"}
+        return "zh-Hant" if traditional & set(parts[1:]) else "zh"
+    base = _ALIASES.get(parts[0], parts[0])
+    if base in LANGUAGES:
         return base
-    if base == "zh":
-        return "zh"
     raise UnsupportedLanguage(
         f"unknown language code {raw!r}; supported codes: {', '.join(supported_codes())}",
         supported=supported_codes(),

@@ -68,7 +68,7 @@ class Registry:
         pipe.execute()
 
     def live_workers(self) -> list[WorkerInfo]:
-        names = sorted(self.r.smembers(keys.WORKERS))
+        names = sorted(str(n) for n in self.r.smembers(keys.WORKERS))
         if not names:
             return []
         raws = self.r.mget([keys.worker(n) for n in names])

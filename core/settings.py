@@ -6,6 +6,7 @@ any socket opens. Every field here is listed in the README's configuration table
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from typing import Annotated, Literal
 
@@ -55,7 +56,8 @@ class Settings(BaseSettings):
 
     # --- worker ------------------------------------------------------------------------------
     lanes: Annotated[list[Literal["interactive", "bulk"]], NoDecode] = Field(
-        default_factory=lambda: ["interactive", "bulk"], description="Lanes a worker consumes."
+        default_factory=lambda: ["interactive", "bulk"],  # type: ignore[arg-type]
+        description="Lanes a worker consumes.",
     )
     worker_concurrency: int = Field(1, ge=1, le=256, description="Chunks a worker runs at once.")
     worker_prefetch: int = Field(
@@ -109,7 +111,9 @@ class Settings(BaseSettings):
     @field_validator("lanes", mode="before")
     @classmethod
     def _split_lanes(cls, v: object) -> object:
-        if isinstance(v, str) and not v.strip().startswith("["):
+        if isinstance(v, str):
+            if v.strip().startswith("["):
+                return json.loads(v)
             return [p.strip() for p in v.split(",") if p.strip()]
         return v
 

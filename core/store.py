@@ -210,7 +210,9 @@ class JobStore:
         present = self.r.hmget(keys.job_results(job_id), [str(i) for i in indices])
         return {i for i, v in zip(indices, present, strict=True) if v is None}
 
-    def record(self, job_id: str, outcomes: Iterable[tuple[int, SegmentOutcome]]) -> JobStatus | None:
+    def record(
+        self, job_id: str, outcomes: Iterable[tuple[int, SegmentOutcome]]
+    ) -> JobStatus | None:
         """Write outcomes idempotently; returns the job status after the write (None: gone)."""
         args: list[Any] = [job_id, time.time(), self.ttl, keys.JOB_DONE_CHANNEL]
         for index, outcome in outcomes:
@@ -225,11 +227,11 @@ class JobStore:
         raw = self.r.hgetall(keys.job(job_id))
         if not raw:
             raise JobNotFound(f"job {job_id} not found (it may have expired)")
-        return parse_job(raw)
+        return parse_job({str(k): str(v) for k, v in raw.items()})
 
     def status(self, job_id: str) -> JobStatus | None:
         raw = self.r.hget(keys.job(job_id), "status")
-        return JobStatus(raw) if raw else None
+        return JobStatus(str(raw)) if raw else None
 
     def results(self, job_id: str, total: int) -> list[SegmentOutcome | None]:
         raw = self.r.hgetall(keys.job_results(job_id))
@@ -237,7 +239,7 @@ class JobStore:
         for k, v in raw.items():
             i = int(k)
             if 0 <= i < total:
-                out[i] = decode_outcome(v)
+                out[i] = decode_outcome(str(v))
         return out
 
 

@@ -22,17 +22,21 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from producer.client import DEFAULT_URL, MTClient, MTClientError
-from producer.lines import parse_lines
+from producer.client import DEFAULT_URL, Job, MTClient, MTClientError
+from producer.lines import LineDocument, parse_lines
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="mtfleet: a self-hosted machine-translation fleet.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="mtfleet: a self-hosted machine-translation fleet.",
+)
 console = Console()
 err_console = Console(stderr=True)
 
 UrlOpt = Annotated[str, typer.Option("--url", envvar="MT_API_URL", help="API base URL.")]
-KeyOpt = Annotated[str | None, typer.Option("--api-key", envvar="MT_API_KEY",
-                                            help="API key (Bearer).")]
+KeyOpt = Annotated[
+    str | None, typer.Option("--api-key", envvar="MT_API_KEY", help="API key (Bearer).")
+]
 
 
 def _settings_or_exit(overrides: dict[str, str]) -> None:
@@ -60,8 +64,16 @@ def api(
     import uvicorn
 
     _settings_or_exit({})
-    uvicorn.run("api.app:create_app", factory=True, host=host, port=port, workers=workers,
-                log_level=log_level, access_log=False, timeout_keep_alive=30)
+    uvicorn.run(
+        "api.app:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level=log_level,
+        access_log=False,
+        timeout_keep_alive=30,
+    )
 
 
 @app.command()
@@ -78,10 +90,16 @@ def worker(
     from core.errors import ConfigError
     from workers.launcher import gpu_groups, parse_gpus, run_workers
 
-    overrides = {k: v for k, v in {
-        "MT_ENGINE": engine, "MT_MODEL": model, "MT_LANES": lanes,
-        "MT_WORKER_CONCURRENCY": str(concurrency) if concurrency else None,
-    }.items() if v is not None}
+    overrides = {
+        k: v
+        for k, v in {
+            "MT_ENGINE": engine,
+            "MT_MODEL": model,
+            "MT_LANES": lanes,
+            "MT_WORKER_CONCURRENCY": str(concurrency) if concurrency else None,
+        }.items()
+        if v is not None
+    }
     _settings_or_exit(overrides)
     from core.settings import get_settings
 
@@ -91,11 +109,18 @@ def worker(
     except ConfigError as exc:
         err_console.print(f"[red]{exc.message}[/red]")
         raise typer.Exit(2) from None
-    err_console.print(f"starting {len(groups)} worker(s): {', '.join(g.name for g in groups)} "
-                      f"engine={settings.engine} lanes={','.join(settings.lanes)}")
-    code = run_workers(gpus=gpus, tp=tp, lanes=list(settings.lanes),
-                       concurrency=settings.worker_concurrency, loglevel=loglevel,
-                       env_overrides=overrides)
+    err_console.print(
+        f"starting {len(groups)} worker(s): {', '.join(g.name for g in groups)} "
+        f"engine={settings.engine} lanes={','.join(settings.lanes)}"
+    )
+    code = run_workers(
+        gpus=gpus,
+        tp=tp,
+        lanes=list(settings.lanes),
+        concurrency=settings.worker_concurrency,
+        loglevel=loglevel,
+        env_overrides=overrides,
+    )
     raise typer.Exit(code)
 
 
@@ -114,9 +139,17 @@ def flower(
         # Given through the environment so the password is not visible in `ps`.
         "FLOWER_BASIC_AUTH": f"{s.flower_user}:{s.flower_password.get_secret_value()}",
     }
-    args = [sys.executable, "-m", "celery", "--broker", s.redis_url, "flower",
-            f"--address={host or s.flower_host}", f"--port={port or s.flower_port}",
-            "--purge_offline_workers=60"]
+    args = [
+        sys.executable,
+        "-m",
+        "celery",
+        "--broker",
+        s.redis_url,
+        "flower",
+        f"--address={host or s.flower_host}",
+        f"--port={port or s.flower_port}",
+        "--purge_offline_workers=60",
+    ]
     os.execvpe(sys.executable, args, env)
 
 
@@ -172,14 +205,15 @@ def submit(
     source: Annotated[str, typer.Option("--from", help="Source language code.")] = "en",
     lane: Annotated[str, typer.Option(help="interactive or bulk.")] = "bulk",
     out: Annotated[Path, typer.Option("--out", help="Folder for translated files.")] = Path(
-        "mtfleet-output"),
+        "mtfleet-output"
+    ),
     wait: Annotated[bool, typer.Option(help="Wait, show progress, write results.")] = True,
     url: UrlOpt = DEFAULT_URL,
     api_key: KeyOpt = None,
 ) -> None:
     """Submit files (one job per file, one segment per non-blank line) and write results."""
-    docs = {}
-    jobs = {}
+    docs: dict[Path, LineDocument] = {}
+    jobs: dict[Path, Job] = {}
     with _client(url, api_key) as mt:
         for path in files:
             doc = parse_lines(path.read_bytes().decode("utf-8"))
@@ -187,8 +221,9 @@ def submit(
                 err_console.print(f"[yellow]{path}: no text, skipped[/yellow]")
                 continue
             try:
-                job = mt.submit(doc.segments, source=source, target=target, lane=lane,
-                                idempotency_key=None)
+                job = mt.submit(
+                    doc.segments, source=source, target=target, lane=lane, idempotency_key=None
+                )
             except MTClientError as exc:
                 err_console.print(f"[red]{path}:[/red] {exc.message}")
                 raise typer.Exit(1) from None
@@ -201,13 +236,20 @@ def submit(
     raise typer.Exit(0 if ok else 1)
 
 
-def _follow(mt: MTClient, jobs: dict, docs: dict, out: Path, target: str) -> bool:  # type: ignore[type-arg]
+def _follow(
+    mt: MTClient, jobs: dict[Path, Job], docs: dict[Path, LineDocument], out: Path, target: str
+) -> bool:
     total = sum(j.progress.total for j in jobs.values())
     pending = dict(jobs)
     all_ok = True
     out.mkdir(parents=True, exist_ok=True)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err_console) as bar:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+    ) as bar:
         task = bar.add_task("translating", total=total)
         done_counts = {p: 0 for p in jobs}
         while pending:

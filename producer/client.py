@@ -72,8 +72,9 @@ def _check(resp: httpx.Response) -> dict[str, Any]:
             err = resp.json().get("error", {})
         except ValueError:
             err = {}
-        raise MTClientError(resp.status_code, err.get("type", "http_error"),
-                            err.get("message", resp.text[:500]))
+        raise MTClientError(
+            resp.status_code, err.get("type", "http_error"), err.get("message", resp.text[:500])
+        )
     data: dict[str, Any] = resp.json()
     return data
 
@@ -90,8 +91,9 @@ def _headers(idempotency_key: str | None) -> dict[str, str]:
 
 
 class MTClient:
-    def __init__(self, url: str = DEFAULT_URL, *, timeout: float = 30.0,
-                 api_key: str | None = None) -> None:
+    def __init__(
+        self, url: str = DEFAULT_URL, *, timeout: float = 30.0, api_key: str | None = None
+    ) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.http = httpx.Client(base_url=url, timeout=timeout, headers=headers)
 
@@ -104,23 +106,44 @@ class MTClient:
     def close(self) -> None:
         self.http.close()
 
-    def submit(self, texts: Sequence[str], *, source: str, target: str, lane: str | None = None,
-               idempotency_key: str | None = None) -> Job:
-        resp = self.http.post("/v1/jobs", json=_job_body(texts, source, target, lane),
-                              headers=_headers(idempotency_key))
+    def submit(
+        self,
+        texts: Sequence[str],
+        *,
+        source: str,
+        target: str,
+        lane: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Job:
+        resp = self.http.post(
+            "/v1/jobs",
+            json=_job_body(texts, source, target, lane),
+            headers=_headers(idempotency_key),
+        )
         return Job.model_validate(_check(resp))
 
     def get(self, job_id: str, *, wait: float = 0) -> Job:
-        resp = self.http.get(f"/v1/jobs/{job_id}", params={"wait": wait} if wait else None,
-                             timeout=max(wait + 10, 30))
+        resp = self.http.get(
+            f"/v1/jobs/{job_id}",
+            params={"wait": wait} if wait else None,
+            timeout=max(wait + 10, 30),
+        )
         return Job.model_validate(_check(resp))
 
-    def wait(self, job_id: str, *, timeout: float | None = None, poll_s: float = 10.0,
-             on_progress: Callable[[Job], None] | None = None) -> Job:
+    def wait(
+        self,
+        job_id: str,
+        *,
+        timeout: float | None = None,
+        poll_s: float = 10.0,
+        on_progress: Callable[[Job], None] | None = None,
+    ) -> Job:
         """Block until the job is final (or ``timeout`` passes; then the job as it stands)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            step = poll_s if deadline is None else max(0.0, min(poll_s, deadline - time.monotonic()))
+            step = (
+                poll_s if deadline is None else max(0.0, min(poll_s, deadline - time.monotonic()))
+            )
             job = self.get(job_id, wait=step)
             if on_progress:
                 on_progress(job)
@@ -128,21 +151,22 @@ class MTClient:
                 return job
 
     def result(self, job_id: str, *, partial: bool = False) -> JobResult:
-        resp = self.http.get(f"/v1/jobs/{job_id}/result",
-                             params={"partial": "true"} if partial else None)
+        resp = self.http.get(
+            f"/v1/jobs/{job_id}/result", params={"partial": "true"} if partial else None
+        )
         return JobResult.model_validate(_check(resp))
 
     def cancel(self, job_id: str) -> Job:
         return Job.model_validate(_check(self.http.delete(f"/v1/jobs/{job_id}")))
 
-    def translate(self, texts: Sequence[str], *, source: str, target: str,
-                  timeout: float | None = None) -> list[str | None]:
+    def translate(
+        self, texts: Sequence[str], *, source: str, target: str, timeout: float | None = None
+    ) -> list[str | None]:
         """Translations aligned with ``texts`` (None where a segment failed)."""
         body: dict[str, Any] = _job_body(texts, source, target, None)
         if timeout:
             body["timeout"] = timeout
-        resp = self.http.post("/v1/translate", json=body,
-                              timeout=max((timeout or 10) + 10, 30))
+        resp = self.http.post("/v1/translate", json=body, timeout=max((timeout or 10) + 10, 30))
         data = _check(resp)
         if resp.status_code == 202:
             self.wait(data["id"], timeout=timeout)
@@ -154,8 +178,9 @@ class MTClient:
 
 
 class AsyncMTClient:
-    def __init__(self, url: str = DEFAULT_URL, *, timeout: float = 30.0,
-                 api_key: str | None = None) -> None:
+    def __init__(
+        self, url: str = DEFAULT_URL, *, timeout: float = 30.0, api_key: str | None = None
+    ) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.http = httpx.AsyncClient(base_url=url, timeout=timeout, headers=headers)
 
@@ -168,41 +193,58 @@ class AsyncMTClient:
     async def aclose(self) -> None:
         await self.http.aclose()
 
-    async def submit(self, texts: Sequence[str], *, source: str, target: str,
-                     lane: str | None = None, idempotency_key: str | None = None) -> Job:
-        resp = await self.http.post("/v1/jobs", json=_job_body(texts, source, target, lane),
-                                    headers=_headers(idempotency_key))
+    async def submit(
+        self,
+        texts: Sequence[str],
+        *,
+        source: str,
+        target: str,
+        lane: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Job:
+        resp = await self.http.post(
+            "/v1/jobs",
+            json=_job_body(texts, source, target, lane),
+            headers=_headers(idempotency_key),
+        )
         return Job.model_validate(_check(resp))
 
     async def get(self, job_id: str, *, wait: float = 0) -> Job:
-        resp = await self.http.get(f"/v1/jobs/{job_id}", params={"wait": wait} if wait else None,
-                                   timeout=max(wait + 10, 30))
+        resp = await self.http.get(
+            f"/v1/jobs/{job_id}",
+            params={"wait": wait} if wait else None,
+            timeout=max(wait + 10, 30),
+        )
         return Job.model_validate(_check(resp))
 
-    async def wait(self, job_id: str, *, timeout: float | None = None,
-                   poll_s: float = 10.0) -> Job:
+    async def wait(self, job_id: str, *, timeout: float | None = None, poll_s: float = 10.0) -> Job:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            step = poll_s if deadline is None else max(0.0, min(poll_s, deadline - time.monotonic()))
+            step = (
+                poll_s if deadline is None else max(0.0, min(poll_s, deadline - time.monotonic()))
+            )
             job = await self.get(job_id, wait=step)
             if job.final or (deadline is not None and time.monotonic() >= deadline):
                 return job
 
     async def result(self, job_id: str, *, partial: bool = False) -> JobResult:
-        resp = await self.http.get(f"/v1/jobs/{job_id}/result",
-                                   params={"partial": "true"} if partial else None)
+        resp = await self.http.get(
+            f"/v1/jobs/{job_id}/result", params={"partial": "true"} if partial else None
+        )
         return JobResult.model_validate(_check(resp))
 
     async def cancel(self, job_id: str) -> Job:
         return Job.model_validate(_check(await self.http.delete(f"/v1/jobs/{job_id}")))
 
-    async def translate(self, texts: Sequence[str], *, source: str, target: str,
-                        timeout: float | None = None) -> list[str | None]:
+    async def translate(
+        self, texts: Sequence[str], *, source: str, target: str, timeout: float | None = None
+    ) -> list[str | None]:
         body: dict[str, Any] = _job_body(texts, source, target, None)
         if timeout:
             body["timeout"] = timeout
-        resp = await self.http.post("/v1/translate", json=body,
-                                    timeout=max((timeout or 10) + 10, 30))
+        resp = await self.http.post(
+            "/v1/translate", json=body, timeout=max((timeout or 10) + 10, 30)
+        )
         data = _check(resp)
         if resp.status_code == 202:
             await self.wait(data["id"], timeout=timeout)

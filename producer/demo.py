@@ -58,10 +58,14 @@ def run_demo(*, keep_running: bool, bulk_lines: int) -> int:
         api_url = fleet.start_api()
         console.print(f"[bold]API[/bold]     {api_url}  (OpenAPI: {api_url}/docs)")
         flower_url = fleet.start_flower()
-        console.print(f"[bold]Flower[/bold]  {flower_url}  (user admin, password "
-                      f"{fleet.env['MT_FLOWER_PASSWORD']!r})")
+        console.print(
+            f"[bold]Flower[/bold]  {flower_url}  (user admin, password "
+            f"{fleet.env['MT_FLOWER_PASSWORD']!r})"
+        )
         fleet.wait_ready(120)
-        console.print(f"fleet ready in {time.monotonic() - t_start:.1f}s; logs in {fleet.workdir}\n")
+        console.print(
+            f"fleet ready in {time.monotonic() - t_start:.1f}s; logs in {fleet.workdir}\n"
+        )
 
         with MTClient(api_url) as mt:
             t0 = time.perf_counter()
@@ -76,9 +80,11 @@ def run_demo(*, keep_running: bool, bulk_lines: int) -> int:
             for src, tgt in zip(ECOMMERCE, first, strict=True):
                 table.add_row(src, tgt or "[red]failed[/red]")
             console.print(table)
-            console.print(f"{len(ECOMMERCE)} strings: {t_first * 1000:.0f} ms (first request; "
-                          f"a later demo run finds them cached); {t_cached * 1000:.0f} ms again "
-                          f"from the phrase cache (identical: {first == again})\n")
+            console.print(
+                f"{len(ECOMMERCE)} strings: {t_first * 1000:.0f} ms (first request; "
+                f"a later demo run finds them cached); {t_cached * 1000:.0f} ms again "
+                f"from the phrase cache (identical: {first == again})\n"
+            )
 
             lines = catalogue_lines(bulk_lines)
             t0 = time.perf_counter()
@@ -94,8 +100,10 @@ def run_demo(*, keep_running: bool, bulk_lines: int) -> int:
                 table.add_row(str(i), src, tgt or "[red]failed[/red]")
             console.print(table)
             ok = sum(t is not None for t in res.translations)
-            console.print(f"bulk job {done.status.value}: {ok}/{len(lines)} lines in "
-                          f"{t_bulk:.2f}s ({len(lines) / t_bulk:.0f} segments/s end to end)")
+            console.print(
+                f"bulk job {done.status.value}: {ok}/{len(lines)} lines in "
+                f"{t_bulk:.2f}s ({len(lines) / t_bulk:.0f} segments/s end to end)"
+            )
         console.print(f"\nFlower (workers, every chunk as a task): {flower_url}")
         if keep_running:
             console.print("[bold]--keep-running:[/bold] the fleet stays up; press Ctrl-C to stop.")

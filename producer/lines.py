@@ -35,9 +35,11 @@ class LineDocument:
 def parse_lines(text: str) -> LineDocument:
     lines: list[str] = []
     endings: list[str] = []
+    # Every line boundary Python knows (\n, \r\n, form feed, U+2028, ...) ends a segment and
+    # is kept verbatim as that line's ending, so no control character reaches a segment.
     for raw in text.splitlines(keepends=True):
-        body = raw.rstrip("\r\n")
+        body = raw.splitlines()[0] if raw.splitlines() else ""
         lines.append(body)
-        endings.append(raw[len(body):])
+        endings.append(raw[len(body) :])
     segment_lines = [i for i, line in enumerate(lines) if line.strip()]
     return LineDocument(lines, endings, segment_lines)

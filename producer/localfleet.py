@@ -69,8 +69,12 @@ class LocalFleet:
         log_path = self.workdir / f"{name}.log"
         log: IO[bytes] = open(log_path, "ab")  # noqa: SIM115 - owned by the child
         popen = subprocess.Popen(
-            args, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **self.env, **(env or {})},
-            cwd=self.workdir, start_new_session=True,
+            args,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **self.env, **(env or {})},
+            cwd=self.workdir,
+            start_new_session=True,
         )
         proc = Proc(name, popen, log_path)
         self.procs.append(proc)
@@ -87,8 +91,22 @@ class LocalFleet:
         if exe is None:
             raise RuntimeError("redis-server not found and no Redis reachable at MT_REDIS_URL")
         port = free_port()
-        self._spawn("redis", [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                              "--appendonly", "yes", "--dir", str(self.workdir)])
+        self._spawn(
+            "redis",
+            [
+                exe,
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "yes",
+                "--dir",
+                str(self.workdir),
+            ],
+        )
         url = f"redis://127.0.0.1:{port}/0"
         self._wait(lambda: redis_reachable(url), 10, "redis-server")
         self.redis_url = url
@@ -102,17 +120,22 @@ class LocalFleet:
         self._wait(lambda: self._http_ok(f"{self.api_url}/healthz"), 30, "API", proc)
         return self.api_url
 
-    def start_worker(self, *args: str, name: str = "worker", env: dict[str, str] | None = None) -> Proc:
+    def start_worker(
+        self, *args: str, name: str = "worker", env: dict[str, str] | None = None
+    ) -> Proc:
         return self._spawn(name, self._cli("worker", *args), env)
 
     def start_flower(self, port: int | None = None) -> str:
         port = port or free_port()
         proc = self._spawn("flower", self._cli("flower", "--port", str(port)))
         self.flower_url = f"http://127.0.0.1:{port}"
-        auth = (self.env.get("MT_FLOWER_USER", "admin"),
-                self.env.get("MT_FLOWER_PASSWORD", "change-me"))
-        self._wait(lambda: self._http_ok(f"{self.flower_url}/api/workers", auth), 30,
-                   "Flower", proc)
+        auth = (
+            self.env.get("MT_FLOWER_USER", "admin"),
+            self.env.get("MT_FLOWER_PASSWORD", "change-me"),
+        )
+        self._wait(
+            lambda: self._http_ok(f"{self.flower_url}/api/workers", auth), 30, "Flower", proc
+        )
         return self.flower_url
 
     def wait_ready(self, timeout: float = 120) -> None:
@@ -127,8 +150,9 @@ class LocalFleet:
         except httpx.HTTPError:
             return False
 
-    def _wait(self, ok: Callable[[], bool], timeout: float, what: str,
-              proc: Proc | None = None) -> None:
+    def _wait(
+        self, ok: Callable[[], bool], timeout: float, what: str, proc: Proc | None = None
+    ) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if ok():

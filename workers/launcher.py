@@ -56,7 +56,9 @@ def parse_gpus(spec: str | None) -> list[int]:
             else:
                 ids.append(int(part))
         except ValueError:
-            raise ConfigError(f"bad GPU list {spec!r}: use ids like 0,1,2,3 or a range 0-3") from None
+            raise ConfigError(
+                f"bad GPU list {spec!r}: use ids like 0,1,2,3 or a range 0-3"
+            ) from None
     if any(i < 0 for i in ids) or len(set(ids)) != len(ids):
         raise ConfigError(f"bad GPU list {spec!r}: ids must be distinct and >= 0")
     return ids
@@ -82,13 +84,24 @@ def worker_command(group: GpuGroup, lanes: list[str], concurrency: int, loglevel
     from core import keys
 
     return [
-        sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker",
-        "--pool", "threads",
-        "--concurrency", str(concurrency),
-        "--queues", ",".join(keys.queue(lane) for lane in lanes),
-        "--hostname", f"{group.name}@%h",
-        "--loglevel", loglevel,
-        "--without-gossip", "--without-mingle",
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "workers.celery_app",
+        "worker",
+        "--pool",
+        "threads",
+        "--concurrency",
+        str(concurrency),
+        "--queues",
+        ",".join(keys.queue(lane) for lane in lanes),
+        "--hostname",
+        f"{group.name}@%h",
+        "--loglevel",
+        loglevel,
+        "--without-gossip",
+        "--without-mingle",
         "-E",
     ]
 
@@ -155,7 +168,12 @@ class Supervisor:
 
 
 def run_workers(
-    *, gpus: str | None, tp: int, lanes: list[str], concurrency: int, loglevel: str,
+    *,
+    gpus: str | None,
+    tp: int,
+    lanes: list[str],
+    concurrency: int,
+    loglevel: str,
     env_overrides: dict[str, str],
 ) -> int:
     groups = gpu_groups(parse_gpus(gpus), tp)

@@ -23,8 +23,14 @@ DEAD_LETTERED = Counter("mt_worker_dead_lettered_total", "Chunks sent to the dea
 
 
 def observe_chunk(
-    *, lane: str, segments: int, translated: int, cached: int, failed: int,
-    engine_seconds: float, latency_s: float,
+    *,
+    lane: str,
+    segments: int,
+    translated: int,
+    cached: int,
+    failed: int,
+    engine_seconds: float,
+    latency_s: float,
 ) -> None:
     CHUNKS.labels(lane).inc()
     SEGMENTS.labels(lane, "translated").inc(max(segments - cached - failed, 0))

@@ -3,7 +3,8 @@
 Hunyuan-MT-7B gets exactly the two templates of its model card, as a single user turn with no
 system prompt:
 
-* ZH<=>XX (Chinese on either side): ``把下面的文本翻译成<target_language>，不要额外解释。\\n\\n<source_text>``
+* ZH<=>XX (Chinese on either side):
+  ``把下面的文本翻译成<target_language>，不要额外解释。\\n\\n<source_text>``
   with the target's Chinese name;
 * XX<=>XX: ``Translate the following segment into <target_language>, without additional
   explanation.\\n\\n<source_text>`` with the target's English name.

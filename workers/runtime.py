@@ -55,8 +55,13 @@ class WorkerRuntime:
                 t0 = time.monotonic()
                 self.engine.load()
                 self._loaded = True
-                log.info("engine %s (%s) loaded in %.1fs; pairs: %d", self.engine.name,
-                         self.engine.model, time.monotonic() - t0, len(self.engine.pairs()))
+                log.info(
+                    "engine %s (%s) loaded in %.1fs; pairs: %d",
+                    self.engine.name,
+                    self.engine.model,
+                    time.monotonic() - t0,
+                    len(self.engine.pairs()),
+                )
 
     def info(self) -> WorkerInfo:
         return WorkerInfo(
@@ -122,8 +127,10 @@ class WorkerRuntime:
             idxs = [i for i in seg.indices if i in pending]
             hit = cached.get(seg.text)
             if hit is not None:
-                outcomes += [(i, SegmentOutcome(translation=rewrap(seg.text, hit), cached=True))
-                             for i in idxs]
+                outcomes += [
+                    (i, SegmentOutcome(translation=rewrap(seg.text, hit), cached=True))
+                    for i in idxs
+                ]
                 cache_hits += len(idxs)
                 continue
             norm = normalize(seg.text)
@@ -168,7 +175,9 @@ class WorkerRuntime:
             "job_status": final.value if final else None,
         }
 
-    def _dead_letter(self, msg: ChunkMessage, indices: list[int], deliveries: int) -> dict[str, Any]:
+    def _dead_letter(
+        self, msg: ChunkMessage, indices: list[int], deliveries: int
+    ) -> dict[str, Any]:
         reason = (
             f"chunk {msg.chunk} was delivered {deliveries} times without finishing "
             f"(limit MT_MAX_DELIVERIES={self.settings.max_deliveries}); it was dead-lettered"
@@ -176,15 +185,20 @@ class WorkerRuntime:
         log.error("dead-lettering job %s chunk %s: %s", msg.job_id, msg.chunk, reason)
         self.redis.lpush(
             keys.DEAD_LETTER,
-            json.dumps({"job_id": msg.job_id, "chunk": msg.chunk, "reason": reason,
-                        "at": time.time(), "lane": msg.lane.value}),
+            json.dumps(
+                {
+                    "job_id": msg.job_id,
+                    "chunk": msg.chunk,
+                    "reason": reason,
+                    "at": time.time(),
+                    "lane": msg.lane.value,
+                }
+            ),
         )
         err = DeadLettered(reason).as_dict()
         final = self.store.record(msg.job_id, [(i, SegmentOutcome(error=err)) for i in indices])
         metrics.DEAD_LETTERED.inc()
         return {"dead_lettered": True, "job_status": final.value if final else None}
-
-
 
 
 __all__ = ["JobStatus", "WorkerRuntime"]

@@ -26,7 +26,9 @@ def _split_outer_space(text: str) -> tuple[str, str, str]:
     return text[:start], core, text[start + len(core) :]
 
 
-def translate_isolated(engine: Engine, requests: Sequence[TranslationRequest]) -> list[SegmentOutcome]:
+def translate_isolated(
+    engine: Engine, requests: Sequence[TranslationRequest]
+) -> list[SegmentOutcome]:
     """One outcome per request, same order; never raises for a segment's own failure."""
     outcomes: list[SegmentOutcome | None] = [None] * len(requests)
     runnable: list[int] = []
@@ -59,8 +61,10 @@ def translate_isolated(engine: Engine, requests: Sequence[TranslationRequest]) -
                 )
         except Exception as exc:  # noqa: BLE001 - isolate, then report per segment
             if len(idxs) == 1:
-                err = exc if isinstance(exc, EngineError) else EngineError(
-                    f"{type(exc).__name__}: {exc}"
+                err = (
+                    exc
+                    if isinstance(exc, EngineError)
+                    else EngineError(f"{type(exc).__name__}: {exc}")
                 )
                 log.warning("segment failed in %s: %s", engine.name, err.message)
                 outcomes[idxs[0]] = SegmentOutcome(error=err.as_dict())
@@ -76,8 +80,10 @@ def translate_isolated(engine: Engine, requests: Sequence[TranslationRequest]) -
                 )
             else:
                 lead, trail = spaces[i]
-                outcomes[i] = SegmentOutcome(translation=f"{lead}{text}{trail}")
+                outcomes[i] = SegmentOutcome(translation=f"{lead}{text.strip()}{trail}")
 
     run(runnable)
-    return [o if o is not None else SegmentOutcome(error={"type": "internal", "message": "lost"})
-            for o in outcomes]
+    return [
+        o if o is not None else SegmentOutcome(error={"type": "internal", "message": "lost"})
+        for o in outcomes
+    ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Response
 
@@ -13,8 +13,10 @@ from core.models import JobRecord, JobStatus
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
-ERRORS = {
-    404: {"model": ErrorPublic}, 409: {"model": ErrorPublic}, 422: {"model": ErrorPublic},
+ERRORS: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorPublic},
+    409: {"model": ErrorPublic},
+    422: {"model": ErrorPublic},
     503: {"model": ErrorPublic},
 }
 
@@ -30,12 +32,19 @@ def job_result(services: Services, job: JobRecord) -> JobResultPublic:
     for i, o in enumerate(outcomes):
         translations.append(o.translation if o is not None and o.ok else None)
         if o is not None and o.error:
-            errs.append(SegmentError(index=i, type=str(o.error.get("type", "error")),
-                                     message=str(o.error.get("message", ""))))
+            errs.append(
+                SegmentError(
+                    index=i,
+                    type=str(o.error.get("type", "error")),
+                    message=str(o.error.get("message", "")),
+                )
+            )
     return JobResultPublic(id=job.id, status=job.status, translations=translations, errors=errs)
 
 
-@router.post("", status_code=202, response_model=JobPublic, responses={200: {"model": JobPublic}, **ERRORS})
+@router.post(
+    "", status_code=202, response_model=JobPublic, responses={200: {"model": JobPublic}, **ERRORS}
+)
 def create_job(
     body: JobCreate,
     services: ServicesDep,

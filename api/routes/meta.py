@@ -18,16 +18,20 @@ router = APIRouter(tags=["meta"])
 def list_languages(services: ServicesDep) -> LanguagesPublic:
     """Language pairs the fleet serves (remembered after workers stop; ``live`` says whether a
     worker serves the pair right now) and the language codes mtfleet knows."""
-    live_pairs = {
-        (a, b) for w in services.registry.live_workers() for a, b in w.pairs
-    }
+    live_pairs = {(a, b) for w in services.registry.live_workers() for a, b in w.pairs}
     pairs = [
-        PairPublic(source=p.source, target=p.target, engine=p.engine, model=p.model,
-                   live=(p.source, p.target) in live_pairs)
+        PairPublic(
+            source=p.source,
+            target=p.target,
+            engine=p.engine,
+            model=p.model,
+            live=(p.source, p.target) in live_pairs,
+        )
         for p in sorted(services.registry.pairs().values(), key=lambda p: (p.source, p.target))
     ]
-    langs = [LanguagePublic(code=lang.code, name=lang.english)
-             for lang in languages.LANGUAGES.values()]
+    langs = [
+        LanguagePublic(code=lang.code, name=lang.english) for lang in languages.LANGUAGES.values()
+    ]
     return LanguagesPublic(pairs=pairs, languages=langs)
 
 

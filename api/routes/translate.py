@@ -34,8 +34,12 @@ def translate(
     answer is 202 with the job, to be fetched from ``/v1/jobs/{id}/result``.
     """
     t0 = time.monotonic()
-    job_req = JobCreate(texts=body.texts, source_lang=body.source_lang,
-                        target_lang=body.target_lang, lane=Lane.interactive)
+    job_req = JobCreate(
+        texts=body.texts,
+        source_lang=body.source_lang,
+        target_lang=body.target_lang,
+        lane=Lane.interactive,
+    )
     job = services.jobs.submit(job_req, idempotency_key).job
     timeout = body.timeout or services.settings.translate_timeout_s
     if not job.status.final:
@@ -49,5 +53,10 @@ def translate(
         return JobPublic(**job.model_dump(include=set(JobPublic.model_fields)))
     metrics.JOB_LATENCY.labels("interactive").observe(time.monotonic() - t0)
     result = job_result(services, job)
-    return TranslatePublic(id=job.id, status=job.status, translations=result.translations,
-                           errors=result.errors, cached=job.cached)
+    return TranslatePublic(
+        id=job.id,
+        status=job.status,
+        translations=result.translations,
+        errors=result.errors,
+        cached=job.cached,
+    )

@@ -24,10 +24,14 @@ FLOWER_AUTH = ("admin", "e2e-secret")
 @pytest.fixture(scope="module")
 def fleet(redis_server: str) -> Iterator[LocalFleet]:
     redis.Redis.from_url(redis_server).flushall()
-    f = LocalFleet(redis_url=redis_server, env={
-        "MT_REDIS_URL": redis_server, "MT_HEARTBEAT_S": "1",
-        "MT_FLOWER_PASSWORD": FLOWER_AUTH[1],
-    })
+    f = LocalFleet(
+        redis_url=redis_server,
+        env={
+            "MT_REDIS_URL": redis_server,
+            "MT_HEARTBEAT_S": "1",
+            "MT_FLOWER_PASSWORD": FLOWER_AUTH[1],
+        },
+    )
     f.start_redis()
     f.start_worker("--engine", "apertium", "--lanes", "interactive,bulk", "--concurrency", "2")
     f.start_api()
@@ -40,14 +44,18 @@ def fleet(redis_server: str) -> Iterator[LocalFleet]:
 def cli(fleet: LocalFleet, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "producer.cli", *args, "--url", fleet.api_url],
-        capture_output=True, text=True, timeout=120, cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
         env={**__import__("os").environ, **fleet.env},
     )
 
 
 def test_cli_translate_prints_spanish(fleet: LocalFleet) -> None:
-    proc = cli(fleet, "translate", "The cat is on the table.", "Red shoes", "--from", "en",
-               "--to", "es")
+    proc = cli(
+        fleet, "translate", "The cat is on the table.", "Red shoes", "--from", "en", "--to", "es"
+    )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert len(lines) == 2
@@ -59,8 +67,11 @@ def test_cli_submit_files_writes_translations_with_same_lines(
     fleet: LocalFleet, tmp_path: Path
 ) -> None:
     a = tmp_path / "catalogue.txt"
-    a.write_text("The red shirt is in the house.\n\nMy sister bought a new table.\r\n   \n"
-                 "The garden is green.", encoding="utf-8")
+    a.write_text(
+        "The red shirt is in the house.\n\nMy sister bought a new table.\r\n   \n"
+        "The garden is green.",
+        encoding="utf-8",
+    )
     b = tmp_path / "ui.txt"
     b.write_text("Proceed to checkout\nAdd to cart\n", encoding="utf-8")
     out = tmp_path / "out"
@@ -99,8 +110,11 @@ def test_500_segments_as_5_jobs_on_both_lanes_all_back_in_order(fleet: LocalFlee
 
 
 def test_sync_translate_over_http_and_cache(fleet: LocalFleet) -> None:
-    body = {"texts": ["Only 3 left in stock.", "Free shipping"], "source_lang": "en",
-            "target_lang": "es"}
+    body = {
+        "texts": ["Only 3 left in stock.", "Free shipping"],
+        "source_lang": "en",
+        "target_lang": "es",
+    }
     first = httpx.post(f"{fleet.api_url}/v1/translate", json=body, timeout=30)
     assert first.status_code == 200
     assert first.json()["cached"] == 0 and all(first.json()["translations"])
@@ -134,15 +148,19 @@ def test_unknown_job_is_404_and_unfinished_result_409(fleet: LocalFleet) -> None
 def test_flower_sees_the_worker_and_every_chunk(fleet: LocalFleet) -> None:
     assert httpx.get(f"{fleet.flower_url}/api/workers", timeout=10).status_code == 401
     with MTClient(fleet.api_url) as mt:
-        job = mt.submit([f"The window {i} is open." for i in range(70)], source="en", target="es",
-                        lane="bulk")
+        job = mt.submit(
+            [f"The window {i} is open." for i in range(70)], source="en", target="es", lane="bulk"
+        )
         mt.wait(job.id, timeout=60)
     deadline = time.monotonic() + 30
     while True:
         workers = httpx.get(f"{fleet.flower_url}/api/workers", auth=FLOWER_AUTH, timeout=10).json()
         tasks = httpx.get(f"{fleet.flower_url}/api/tasks", auth=FLOWER_AUTH, timeout=10).json()
-        mine = [t for t in tasks.values()
-                if t["name"] == "workers.tasks.translate_chunk" and job.id in (t.get("args") or "")]
+        mine = [
+            t
+            for t in tasks.values()
+            if t["name"] == "workers.tasks.translate_chunk" and job.id in (t.get("args") or "")
+        ]
         if len(mine) == 3 and all(t["state"] == "SUCCESS" for t in mine):
             break
         assert time.monotonic() < deadline, (list(workers), mine)
@@ -163,8 +181,13 @@ def test_jobs_wait_when_the_fleet_scales_to_zero(fleet: LocalFleet) -> None:
         assert time.monotonic() < deadline
         time.sleep(0.3)
     pairs = httpx.get(f"{fleet.api_url}/v1/languages").json()["pairs"]
-    assert {"source": "en", "target": "es", "engine": "apertium", "model": "apertium",
-            "live": False} in pairs
+    assert {
+        "source": "en",
+        "target": "es",
+        "engine": "apertium",
+        "model": "apertium",
+        "live": False,
+    } in pairs
     with MTClient(fleet.api_url) as mt:
         job = mt.submit(["The blue lamp is on the chair."], source="en", target="es")
         assert job.status.value == "queued"

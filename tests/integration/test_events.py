@@ -18,8 +18,15 @@ def test_waiter_wakes_when_job_finishes(r: redis.Redis) -> None:
     waiter.start()
     try:
         job_id = new_job_id()
-        store.create(job_id=job_id, source="en", target="es", lane=Lane.interactive, total=1,
-                     chunks=1, cached={})
+        store.create(
+            job_id=job_id,
+            source="en",
+            target="es",
+            lane=Lane.interactive,
+            total=1,
+            chunks=1,
+            cached={},
+        )
         threading.Timer(
             0.3, lambda: store.record(job_id, [(0, SegmentOutcome(translation="x"))])
         ).start()

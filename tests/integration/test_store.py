@@ -21,8 +21,15 @@ def store(r: redis.Redis) -> JobStore:
 
 def make_job(store: JobStore, total: int, cached: dict[int, SegmentOutcome] | None = None) -> str:
     job_id = new_job_id()
-    store.create(job_id=job_id, source="en", target="es", lane=Lane.bulk, total=total,
-                 chunks=1, cached=cached or {})
+    store.create(
+        job_id=job_id,
+        source="en",
+        target="es",
+        lane=Lane.bulk,
+        total=total,
+        chunks=1,
+        cached=cached or {},
+    )
     return job_id
 
 
@@ -55,7 +62,11 @@ def test_redelivered_results_never_double_count_or_overwrite(store: JobStore) ->
     assert (job.progress.done, job.progress.failed) == (2, 0)
     assert job.status is JobStatus.running
     assert [o.translation if o else None for o in store.results(job_id, 4)] == [
-        "uno", "dos", None, None]
+        "uno",
+        "dos",
+        None,
+        None,
+    ]
     status = store.record(job_id, [(2, ok("tres")), (3, ok("cuatro"))])
     assert status is JobStatus.succeeded
     assert store.get(job_id).progress.done == 4
@@ -69,10 +80,14 @@ def test_redelivered_results_never_double_count_or_overwrite(store: JobStore) ->
         ([False, False], JobStatus.failed),
     ],
 )
-def test_final_status_from_outcomes(store: JobStore, outcomes: list[bool], final: JobStatus) -> None:
+def test_final_status_from_outcomes(
+    store: JobStore, outcomes: list[bool], final: JobStatus
+) -> None:
     job_id = make_job(store, len(outcomes))
     err = SegmentOutcome(error={"type": "engine_error", "message": "boom"})
-    status = store.record(job_id, [(i, ok("t") if good else err) for i, good in enumerate(outcomes)])
+    status = store.record(
+        job_id, [(i, ok("t") if good else err) for i, good in enumerate(outcomes)]
+    )
     assert status is final
 
 
@@ -145,10 +160,29 @@ def test_start_chunk_counts_deliveries_and_marks_running(store: JobStore) -> Non
 def test_idempotency_key_returns_the_first_job(store: JobStore) -> None:
     key = keys.idempotency("digest")
     first, second = new_job_id(), new_job_id()
-    assert store.create(job_id=first, source="en", target="es", lane=Lane.interactive, total=1,
-                        chunks=1, cached={}, idempotency=(key, f"{first} body", 60)) is None
-    existing = store.create(job_id=second, source="en", target="es", lane=Lane.interactive,
-                            total=1, chunks=1, cached={}, idempotency=(key, f"{second} body", 60))
+    assert (
+        store.create(
+            job_id=first,
+            source="en",
+            target="es",
+            lane=Lane.interactive,
+            total=1,
+            chunks=1,
+            cached={},
+            idempotency=(key, f"{first} body", 60),
+        )
+        is None
+    )
+    existing = store.create(
+        job_id=second,
+        source="en",
+        target="es",
+        lane=Lane.interactive,
+        total=1,
+        chunks=1,
+        cached={},
+        idempotency=(key, f"{second} body", 60),
+    )
     assert existing == f"{first} body"
     with pytest.raises(JobNotFound):
         store.get(second)

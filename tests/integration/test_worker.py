@@ -22,8 +22,10 @@ from producer.localfleet import LocalFleet
 @pytest.fixture(scope="module")
 def fleet(redis_server: str) -> Iterator[LocalFleet]:
     redis.Redis.from_url(redis_server).flushall()
-    f = LocalFleet(redis_url=redis_server, env={"MT_REDIS_URL": redis_server,
-                                                 "MT_HEARTBEAT_S": "1", "MT_MAX_DELIVERIES": "3"})
+    f = LocalFleet(
+        redis_url=redis_server,
+        env={"MT_REDIS_URL": redis_server, "MT_HEARTBEAT_S": "1", "MT_MAX_DELIVERIES": "3"},
+    )
     f.start_redis()
     f.start_worker("--engine", "apertium", "--concurrency", "2")
     client = redis.Redis.from_url(redis_server, decode_responses=True)
@@ -62,8 +64,13 @@ def wait_final(api: TestClient, job_id: str, timeout: float = 30) -> dict:  # ty
         time.sleep(0.05)
 
 
-TEXTS = ["The cat is on the table.", "Red shoes", "The cat is on the table.",
-         "My sister bought a new house.", "  Free shipping  "]
+TEXTS = [
+    "The cat is on the table.",
+    "Red shoes",
+    "The cat is on the table.",
+    "My sister bought a new house.",
+    "  Free shipping  ",
+]
 
 
 def test_job_is_translated_in_order_with_duplicates_once(api: TestClient) -> None:
@@ -85,17 +92,26 @@ def test_fully_cached_job_completes_at_submission(api: TestClient) -> None:
     assert body["status"] == "succeeded" and body["cached"] == 5
 
 
-def test_redelivered_chunk_changes_nothing(api: TestClient, settings: Settings, rd: redis.Redis) -> None:
+def test_redelivered_chunk_changes_nothing(
+    api: TestClient, settings: Settings, rd: redis.Redis
+) -> None:
     texts = [f"The garden number {i} is green." for i in range(10)]
     resp = api.post("/v1/jobs", json={"texts": texts, "source_lang": "en", "target_lang": "es"})
     job_id = resp.json()["id"]
     wait_final(api, job_id)
     before = api.get(f"/v1/jobs/{job_id}/result").json()
-    msg = ChunkMessage(job_id=job_id, chunk=0, lane=Lane.interactive, source="en", target="es",
-                       segments=[ChunkSegment(indices=[i], text=t) for i, t in enumerate(texts)],
-                       enqueued_at=time.time())
-    make_celery(settings).send_task(keys.TRANSLATE_TASK, args=[msg.model_dump(mode="json")],
-                                    queue=keys.queue("interactive"))
+    msg = ChunkMessage(
+        job_id=job_id,
+        chunk=0,
+        lane=Lane.interactive,
+        source="en",
+        target="es",
+        segments=[ChunkSegment(indices=[i], text=t) for i, t in enumerate(texts)],
+        enqueued_at=time.time(),
+    )
+    make_celery(settings).send_task(
+        keys.TRANSLATE_TASK, args=[msg.model_dump(mode="json")], queue=keys.queue("interactive")
+    )
     deadline = time.monotonic() + 20
     while rd.hget(keys.chunk_deliveries(job_id), "0") != "2":
         assert time.monotonic() < deadline
@@ -110,15 +126,24 @@ def test_chunk_over_its_delivery_budget_is_dead_lettered(
 ) -> None:
     store = JobStore(rd, result_ttl_s=600)
     job_id = new_job_id()
-    store.create(job_id=job_id, source="en", target="es", lane=Lane.bulk, total=2, chunks=2,
-                 cached={})
+    store.create(
+        job_id=job_id, source="en", target="es", lane=Lane.bulk, total=2, chunks=2, cached={}
+    )
     rd.hset(keys.chunk_deliveries(job_id), "0", settings.max_deliveries)  # it killed 3 workers
     celery = make_celery(settings)
     for n, text in enumerate(["The poison pill.", "The healthy apple."]):
-        msg = ChunkMessage(job_id=job_id, chunk=n, lane=Lane.bulk, source="en", target="es",
-                           segments=[ChunkSegment(indices=[n], text=text)], enqueued_at=time.time())
-        celery.send_task(keys.TRANSLATE_TASK, args=[msg.model_dump(mode="json")],
-                         queue=keys.queue("bulk"))
+        msg = ChunkMessage(
+            job_id=job_id,
+            chunk=n,
+            lane=Lane.bulk,
+            source="en",
+            target="es",
+            segments=[ChunkSegment(indices=[n], text=text)],
+            enqueued_at=time.time(),
+        )
+        celery.send_task(
+            keys.TRANSLATE_TASK, args=[msg.model_dump(mode="json")], queue=keys.queue("bulk")
+        )
     job = wait_final(api, job_id)
     assert job["status"] == "partial"
     result = api.get(f"/v1/jobs/{job_id}/result").json()
@@ -130,8 +155,9 @@ def test_chunk_over_its_delivery_budget_is_dead_lettered(
 
 def test_cancel_skips_chunks_not_started(api: TestClient) -> None:
     texts = [f"Line {i} says that the {i % 7} small dogs run in the park." for i in range(4000)]
-    resp = api.post("/v1/jobs", json={"texts": texts, "source_lang": "en", "target_lang": "es",
-                                      "lane": "bulk"})
+    resp = api.post(
+        "/v1/jobs", json={"texts": texts, "source_lang": "en", "target_lang": "es", "lane": "bulk"}
+    )
     job_id = resp.json()["id"]
     cancel = api.delete(f"/v1/jobs/{job_id}")
     assert cancel.status_code == 200 and cancel.json()["status"] == "cancelled"
@@ -156,8 +182,13 @@ def test_pair_no_engine_serves_is_refused(api: TestClient) -> None:
 
 def test_languages_and_readiness_come_from_the_registry(api: TestClient) -> None:
     pairs = api.get("/v1/languages").json()["pairs"]
-    assert {"source": "en", "target": "es", "engine": "apertium", "model": "apertium",
-            "live": True} in pairs
+    assert {
+        "source": "en",
+        "target": "es",
+        "engine": "apertium",
+        "model": "apertium",
+        "live": True,
+    } in pairs
     ready = api.get("/readyz")
     assert ready.status_code == 200
     assert ready.json()["lanes"]["interactive"] and ready.json()["lanes"]["bulk"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from api.schemas import TextsIn
 from producer.lines import parse_lines
 
 SHAPES = [
@@ -22,6 +23,8 @@ SHAPES = [
     "mixed\nends\r\nhere\n",
     "old mac\rline\r",
     "unicode ñandú\n中文\n😀",
+    "form\x0cfeed\n",
+    "para\u2028sep\x85nel\n",
 ]
 
 
@@ -67,12 +70,7 @@ def test_render_wrong_length(n: int) -> None:
         doc.render(["x"] * n)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: str.splitlines also splits on \\x0c, \\x85, \\u2028 ... and leaves the "
-    "separator inside the segment (the API then rejects \\x0c and \\x85 as control characters)",
-)
-@pytest.mark.parametrize("sep", ["\x0c", "\x85", "\u2028"])
-def test_other_line_separators_stay_out_of_segments(sep: str) -> None:
+@pytest.mark.parametrize("sep", ["\x0b", "\x0c", "\x1c", "\x85"])
+def test_segments_of_a_text_file_are_accepted_by_the_api(sep: str) -> None:
     doc = parse_lines(f"Page one{sep}Page two\n")
-    assert all(sep not in s for s in doc.segments)
+    TextsIn(texts=doc.segments, source_lang="en", target_lang="es")

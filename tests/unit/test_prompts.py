@@ -34,8 +34,7 @@ class NoTemplate(RecordingTemplater):
 def test_hunyuan_xx_to_xx_template(source: str, target: str, name: str) -> None:
     got = prompts.instruction("Red shoes", source, target, "hunyuan")
     assert got == (
-        f"Translate the following segment into {name}, without additional explanation."
-        "\n\nRed shoes"
+        f"Translate the following segment into {name}, without additional explanation.\n\nRed shoes"
     )
 
 
@@ -92,7 +91,10 @@ def test_render_wraps_instruction_as_single_user_turn() -> None:
 
 def test_render_without_tokenizer_returns_instruction() -> None:
     got = prompts.render("Hola", "es", "en", "hunyuan", None)
-    assert got == "Translate the following segment into English, without additional explanation.\n\nHola"
+    assert (
+        got
+        == "Translate the following segment into English, without additional explanation.\n\nHola"
+    )
 
 
 def test_render_with_tokenizer_lacking_template_returns_instruction() -> None:

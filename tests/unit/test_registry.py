@@ -83,12 +83,12 @@ def test_leave_removes_liveness_keeps_pairs(reg: Registry, r: fakeredis.FakeRedi
 
 
 def test_beat_refreshes_ttl_and_pair_timestamp(reg: Registry, r: fakeredis.FakeRedis) -> None:
-    reg.beat(info(), ttl_s=0.2)
+    reg.beat(info(), ttl_s=0.5)
     first = reg.pair("en", "es")
     assert first is not None
-    time.sleep(0.12)
-    reg.beat(info(), ttl_s=0.2)
-    time.sleep(0.12)  # past the first beat's expiry, within the second's
+    time.sleep(0.3)
+    reg.beat(info(), ttl_s=0.5)
+    time.sleep(0.3)  # past the first beat's expiry, within the second's
     assert [w.name for w in reg.live_workers()] == ["gpu0@host"]
     second = reg.pair("en", "es")
     assert second is not None and second.updated > first.updated

@@ -120,3 +120,8 @@ def test_cli_refuses_bad_setting_before_starting_anything() -> None:
     assert "invalid settings" in proc.stderr
     assert "tensor_parallel_size" in proc.stderr
     assert "starting" not in proc.stderr
+
+
+def test_lanes_parse_from_json_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MT_LANES", '["bulk"]')
+    assert Settings().lanes == ["bulk"]

@@ -9,6 +9,7 @@ characters escaped, newlines as superblanks) and read back the same way.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -119,10 +120,8 @@ class _Pipeline:
 
     def close(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, 9)
-            except ProcessLookupError:
-                pass
             self.proc.wait()
         self.proc = None
 

@@ -60,5 +60,5 @@ class Engine(ABC):
     def translate(self, requests: Sequence[TranslationRequest]) -> list[str]:
         """One translation per request, same order."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Release processes and memory (worker shutdown)."""

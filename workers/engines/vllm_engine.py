@@ -49,12 +49,24 @@ class VllmEngine(Engine):
         self._max_model_len = 0
         sampling = {
             k: getattr(settings, k)
-            for k in ("temperature", "top_p", "top_k", "repetition_penalty", "seed",
-                      "max_tokens_ratio", "max_tokens_slack", "dtype")
+            for k in (
+                "temperature",
+                "top_p",
+                "top_k",
+                "repetition_penalty",
+                "seed",
+                "max_tokens_ratio",
+                "max_tokens_slack",
+                "dtype",
+            )
         }
         ident = json.dumps(
-            {"model": model_revision(settings.model), "prompt": prompts.PROMPT_VERSION,
-             "style": self.style, "sampling": sampling},
+            {
+                "model": model_revision(settings.model),
+                "prompt": prompts.PROMPT_VERSION,
+                "style": self.style,
+                "sampling": sampling,
+            },
             sort_keys=True,
         )
         self._fingerprint = "vllm-" + hashlib.sha256(ident.encode()).hexdigest()[:16]

@@ -1,0 +1,33 @@
+"""Architecture rules that keep the API image small: it never imports workers, torch or vLLM."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def test_api_process_never_imports_workers_or_engines() -> None:
+    code = (
+        "import sys, json\n"
+        "from api.app import create_app\n"
+        "create_app()\n"
+        "import producer.cli\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "{'workers', 'torch', 'vllm', 'transformers'})))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == []
+
+
+def test_worker_task_module_does_not_load_an_engine_at_import() -> None:
+    code = (
+        "import sys, json\n"
+        "import workers.tasks\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "{'torch', 'vllm'} or m.startswith('workers.engines.'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == []

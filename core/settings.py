@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     dtype: str = Field("auto", description="vLLM dtype (auto, bfloat16, float16, float32).")
     max_model_len: int | None = Field(None, gt=0, description="vLLM max_model_len override.")
     gpu_memory_utilization: float = Field(0.90, gt=0, le=1, description="vLLM memory share.")
+    enforce_eager: bool = Field(
+        False, description="Skip CUDA graphs / torch.compile (faster start, slower decode)."
+    )
     trust_remote_code: bool = Field(False, description="Allow model repos to run their code.")
     seed: int = Field(0, description="Sampling seed (vllm).")
     temperature: float = Field(0.7, ge=0, le=2, description="Sampling temperature (0 = greedy).")

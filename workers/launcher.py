@@ -69,8 +69,8 @@ def gpu_groups(gpus: list[int], tp: int) -> list[GpuGroup]:
     if tp < 1:
         raise ConfigError("--tp must be >= 1")
     if not gpus:
-        if tp > 1:
-            raise ConfigError(f"--tp {tp} needs GPUs: pass --gpus with a multiple of {tp} ids")
+        # One CPU engine; with tp > 1 vLLM-CPU runs tp ranks on this host's cores
+        # (VLLM_CPU_OMP_THREADS_BIND assigns them, e.g. "0|1").
         return [GpuGroup(())]
     if len(gpus) % tp:
         raise ConfigError(

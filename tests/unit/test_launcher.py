@@ -68,9 +68,13 @@ def test_no_gpus_tp1_is_one_cpu_worker() -> None:
 
 
 @pytest.mark.parametrize("tp", [2, 4])
-def test_no_gpus_with_tp_refused(tp: int) -> None:
-    with pytest.raises(ConfigError):
-        gpu_groups([], tp)
+def test_no_gpus_with_tp_is_one_cpu_engine_of_tp_ranks(tp: int) -> None:
+    """vLLM-CPU runs tensor parallelism across cores: one worker, tp ranks."""
+    groups = gpu_groups([], tp)
+    assert groups == [GpuGroup(())]
+    env = worker_env(groups[0], {}, tp=tp)
+    assert env["MT_TENSOR_PARALLEL_SIZE"] == str(tp)
+    assert "CUDA_VISIBLE_DEVICES" not in env
 
 
 @pytest.mark.parametrize("tp", [0, -1])

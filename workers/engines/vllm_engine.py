@@ -83,6 +83,7 @@ class VllmEngine(Engine):
             "seed": s.seed,
             "trust_remote_code": s.trust_remote_code,
             "gpu_memory_utilization": s.gpu_memory_utilization,
+            "enforce_eager": s.enforce_eager,
             # Interactive work first: requests carry priority (lower runs first).
             "scheduling_policy": "priority",
         }
@@ -103,7 +104,7 @@ class VllmEngine(Engine):
         llm, self.llm = self.llm, None
         if llm is not None:
             try:
-                llm.llm_engine.engine_core.shutdown()
+                llm.llm_engine.engine_core.shutdown(timeout=10)
             except Exception as exc:  # noqa: BLE001 - best effort on the way out
                 log.debug("vLLM shutdown: %s", exc)
 

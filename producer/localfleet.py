@@ -37,6 +37,26 @@ def redis_reachable(url: str) -> bool:
         return False
 
 
+def redis_server_command(port: int, workdir: Path, *, appendonly: bool) -> list[str]:
+    """A private redis-server on 127.0.0.1:port keeping its files in workdir."""
+    exe = shutil.which("redis-server")
+    if exe is None:
+        raise RuntimeError("redis-server not found (apt-get install redis-server)")
+    return [
+        exe,
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "yes" if appendonly else "no",
+        "--dir",
+        str(workdir),
+    ]
+
+
 @dataclass
 class Proc:
     name: str
@@ -87,26 +107,8 @@ class LocalFleet:
         if self.redis_url and redis_reachable(self.redis_url):
             self.env["MT_REDIS_URL"] = self.redis_url
             return self.redis_url
-        exe = shutil.which("redis-server")
-        if exe is None:
-            raise RuntimeError("redis-server not found and no Redis reachable at MT_REDIS_URL")
         port = free_port()
-        self._spawn(
-            "redis",
-            [
-                exe,
-                "--port",
-                str(port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "yes",
-                "--dir",
-                str(self.workdir),
-            ],
-        )
+        self._spawn("redis", redis_server_command(port, self.workdir, appendonly=True))
         url = f"redis://127.0.0.1:{port}/0"
         self._wait(lambda: redis_reachable(url), 10, "redis-server")
         self.redis_url = url

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from producer.localfleet import free_port
+from producer.localfleet import free_port, redis_server_command
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,25 +32,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[str]:
     """A private redis-server for this test session (URL)."""
-    exe = shutil.which("redis-server")
-    if exe is None:
-        pytest.fail("redis-server is not installed (make test installs it)")
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="mt-test-redis-")
     proc = subprocess.Popen(
-        [
-            exe,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            workdir,
-        ],
+        redis_server_command(port, Path(workdir), appendonly=False),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -24,7 +24,11 @@ from core.store import JobStore
 
 
 class BodyLimit:
-    """Refuse bodies over ``limit`` bytes with 413, with or without a Content-Length."""
+    """Refuse bodies over ``limit`` bytes with 413 before the app parses them.
+
+    With a Content-Length the check is immediate; a chunked body is read up to the limit
+    (memory stays bounded) and replayed to the app in one piece.
+    """
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app = app
@@ -34,30 +38,34 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        for name, value in scope.get("headers", ()):
-            if name == b"content-length":
-                try:
-                    too_big = int(value) > self.limit
-                except ValueError:
-                    too_big = True
-                if too_big:
-                    await self._reject(send)
-                    return
-        seen = 0
-
-        async def limited() -> Message:
-            nonlocal seen
+        length = dict(scope.get("headers", ())).get(b"content-length")
+        if length is not None:
+            if not length.isdigit() or int(length) > self.limit:
+                await self._reject(send)
+                return
+            await self.app(scope, receive, send)
+            return
+        body = bytearray()
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _TooLarge
-            return message
+            if message["type"] != "http.request":  # client went away
+                return
+            body += message.get("body", b"")
+            if len(body) > self.limit:
+                await self._reject(send)
+                return
+            if not message.get("more_body", False):
+                break
+        replayed = False
 
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await self._reject(send)
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
 
     async def _reject(self, send: Send) -> None:
         resp = errors.error_response(
@@ -74,10 +82,6 @@ class BodyLimit:
             }
         )
         await send({"type": "http.response.body", "body": resp.body})
-
-
-class _TooLarge(Exception):
-    pass
 
 
 def build_services(settings: Settings) -> Services:

@@ -38,11 +38,20 @@ def status_for(exc: MTError) -> int:
     return 500
 
 
-def error_response(status: int, type_: str, message: str, **extra: object) -> JSONResponse:
-    headers = {"Retry-After": "1"} if status == 503 else None
+HTTP_TYPES = {
+    400: "invalid_input",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+}
+
+
+def error_response(code: int, type_: str, message: str, **extra: object) -> JSONResponse:
+    headers = {"Retry-After": "1"} if code == 503 else None
     return JSONResponse(
         {"error": {"type": type_, "message": message, **extra}},
-        status_code=status,
+        status_code=code,
         headers=headers,
     )
 
@@ -64,7 +73,8 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return error_response(exc.status_code, "http_error", str(exc.detail))
+        type_ = HTTP_TYPES.get(exc.status_code, "http_error")
+        return error_response(exc.status_code, type_, str(exc.detail))
 
     @app.exception_handler(redis.RedisError)
     async def _redis(_: Request, exc: redis.RedisError) -> JSONResponse:

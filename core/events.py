@@ -85,7 +85,9 @@ class CompletionWaiter:
                     msg = pubsub.get_message(timeout=1.0)
                     if msg and msg.get("type") == "message":
                         self._wake(str(msg["data"]))
-            except (redis.RedisError, OSError) as exc:
+            except Exception as exc:  # noqa: BLE001 - the listener must outlive any failure
+                if self._stop.is_set():
+                    break
                 log.warning("job-done listener lost Redis (%s); retrying", exc)
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, 5.0)

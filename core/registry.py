@@ -24,6 +24,8 @@ class WorkerInfo(BaseModel):
     pairs: list[tuple[str, str]]
     lanes: list[str]
     gpus: list[int] = Field(default_factory=list)
+    cuda_visible_devices: str | None = None  # as the worker process itself sees it
+    tensor_parallel_size: int = 1
     host: str = ""
     pid: int = 0
     started_at: float = 0.0

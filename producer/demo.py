@@ -102,7 +102,8 @@ def run_demo(*, keep_running: bool, bulk_lines: int) -> int:
             ok = sum(t is not None for t in res.translations)
             console.print(
                 f"bulk job {done.status.value}: {ok}/{len(lines)} lines in "
-                f"{t_bulk:.2f}s ({len(lines) / t_bulk:.0f} segments/s end to end)"
+                f"{t_bulk:.2f}s ({len(lines) / t_bulk:.0f} segments/s end to end; "
+                f"{done.cached} answered from the phrase cache at submission)"
             )
         console.print(f"\nFlower (workers, every chunk as a task): {flower_url}")
         if keep_running:

@@ -72,6 +72,8 @@ class WorkerRuntime:
             pairs=self.engine.pairs(),
             lanes=list(self.settings.lanes),
             gpus=self.gpus,
+            cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
+            tensor_parallel_size=self.settings.tensor_parallel_size,
             host=socket.gethostname(),
             pid=os.getpid(),
             started_at=time.time(),

@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Response
+from fastapi import APIRouter, Header
+from fastapi.responses import JSONResponse
 
 from api import metrics
 from api.deps import ServicesDep
@@ -24,9 +25,8 @@ router = APIRouter(prefix="/v1", tags=["translate"])
 def translate(
     body: TranslateCreate,
     services: ServicesDep,
-    response: Response,
     idempotency_key: Annotated[str | None, Header(max_length=256)] = None,
-) -> TranslatePublic | JobPublic:
+) -> TranslatePublic:
     """Translate on the interactive lane and answer with the translations (200).
 
     Cached phrases answer at once. Otherwise the request waits for the job without polling (a
@@ -48,9 +48,12 @@ def translate(
         )
         job = services.store.get(job.id)
     if not job.status.final:
-        response.status_code = 202
-        response.headers["Location"] = f"/v1/jobs/{job.id}"
-        return JobPublic(**job.model_dump(include=set(JobPublic.model_fields)))
+        pending = JobPublic(**job.model_dump(include=set(JobPublic.model_fields)))
+        return JSONResponse(  # type: ignore[return-value]
+            pending.model_dump(mode="json"),
+            status_code=202,
+            headers={"Location": f"/v1/jobs/{job.id}"},
+        )
     metrics.JOB_LATENCY.labels("interactive").observe(time.monotonic() - t0)
     result = job_result(services, job)
     return TranslatePublic(

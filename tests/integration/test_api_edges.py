@@ -1,0 +1,144 @@
+"""The API on a real Redis at its edges: malformed input is a clear 4xx (never a 5xx), and a
+Redis outage is a quick 503 — never a 202 for work that was not recorded."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from core.registry import Registry, WorkerInfo
+from core.settings import Settings
+from producer.localfleet import free_port
+
+BODY = {"texts": ["Red shoes"], "source_lang": "en", "target_lang": "es"}
+
+
+@pytest.fixture
+def api(redis_url: str, r: redis.Redis) -> Iterator[TestClient]:
+    # A registered pair (as a worker's heartbeat leaves it), so requests get past routing.
+    Registry(r).beat(
+        WorkerInfo(
+            name="w@test",
+            engine="apertium",
+            model="apertium",
+            fingerprint="fp",
+            pairs=[("en", "es")],
+            lanes=["interactive", "bulk"],
+        ),
+        ttl_s=60,
+    )
+    settings = Settings(
+        redis_url=redis_url,
+        max_request_bytes=64 * 1024,
+        max_segment_chars=100,
+        max_segments_per_job=20,
+    )
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        yield client
+
+
+@pytest.mark.parametrize(
+    ("content", "headers", "status"),
+    [
+        (b"{not json", {"content-type": "application/json"}, 422),
+        (
+            b'{"texts": ["\xff\xfe bad utf-8"], "source_lang": "en", "target_lang": "es"}',
+            {"content-type": "application/json"},
+            400,
+        ),
+        (b"[1, 2, 3]", {"content-type": "application/json"}, 422),
+        (b"texts=hello", {"content-type": "application/x-www-form-urlencoded"}, 422),
+        (b"", {"content-type": "application/json"}, 422),
+    ],
+)
+def test_malformed_bodies_are_422(
+    api: TestClient, content: bytes, headers: dict[str, str], status: int
+) -> None:
+    resp = api.post("/v1/jobs", content=content, headers=headers)
+    assert resp.status_code == status, resp.text
+    assert resp.json()["error"]["type"] == "invalid_input"
+
+
+@pytest.mark.parametrize(
+    ("patch", "needle"),
+    [
+        ({"texts": ["x" * 101]}, "limit is 100"),
+        ({"texts": ["a"] * 21}, "limit is 20"),
+        ({"texts": ["nul\x00here"]}, "control character U+0000"),
+        ({"texts": ["\ud800"]}, "surrogate"),
+        ({"source_lang": "e"}, "source_lang"),
+        ({"source_lang": "en" * 20}, "source_lang"),
+        ({"lane": "fast"}, "lane"),
+        ({"unexpected": 1}, "unexpected"),
+        ({"texts": [1, 2]}, "texts"),
+    ],
+)
+def test_invalid_fields_are_clear_422(api: TestClient, patch: dict, needle: str) -> None:  # type: ignore[type-arg]
+    # json.dumps escapes what httpx could not encode (a lone surrogate travels as \\ud800).
+    resp = api.post(
+        "/v1/jobs",
+        content=json.dumps({**BODY, **patch}),
+        headers={"content-type": "application/json"},
+    )
+    assert resp.status_code == 422, resp.text
+    assert needle in resp.json()["error"]["message"]
+
+
+def test_oversized_bodies_are_413_with_and_without_content_length(api: TestClient) -> None:
+    big = b'{"texts": ["' + b"a" * 70_000 + b'"], "source_lang": "en", "target_lang": "es"}'
+    resp = api.post("/v1/jobs", content=big, headers={"content-type": "application/json"})
+    assert resp.status_code == 413 and resp.json()["error"]["type"] == "payload_too_large"
+
+    def chunks() -> Iterator[bytes]:
+        for i in range(0, len(big), 8192):
+            yield big[i : i + 8192]
+
+    resp = api.post("/v1/jobs", content=chunks(), headers={"content-type": "application/json"})
+    assert resp.status_code == 413
+
+
+def test_idempotency_key_reused_with_another_body_is_409(api: TestClient) -> None:
+    first = api.post("/v1/jobs", json=BODY, headers={"Idempotency-Key": "k1"})
+    again = api.post("/v1/jobs", json=BODY, headers={"Idempotency-Key": "k1"})
+    other = api.post(
+        "/v1/jobs", json={**BODY, "texts": ["Blue shoes"]}, headers={"Idempotency-Key": "k1"}
+    )
+    assert first.status_code == 202 and again.json()["id"] == first.json()["id"]
+    assert other.status_code == 409 and other.json()["error"]["type"] == "idempotency_conflict"
+
+
+def test_unfinished_result_is_409_unless_partial(api: TestClient) -> None:
+    job = api.post("/v1/jobs", json=BODY).json()  # no worker consumes it here
+    resp = api.get(f"/v1/jobs/{job['id']}/result")
+    assert resp.status_code == 409 and "partial=true" in resp.json()["error"]["message"]
+    partial = api.get(f"/v1/jobs/{job['id']}/result", params={"partial": "true"}).json()
+    assert partial["translations"] == [None] and partial["status"] == "queued"
+
+
+def test_translate_answers_202_with_the_job_when_no_worker_finishes_in_time(
+    api: TestClient,
+) -> None:
+    t0 = time.monotonic()
+    resp = api.post("/v1/translate", json={**BODY, "timeout": 0.5})
+    assert 0.5 <= time.monotonic() - t0 < 3
+    assert resp.status_code == 202 and resp.headers["location"] == f"/v1/jobs/{resp.json()['id']}"
+
+
+def test_redis_down_is_a_quick_503_and_health_stays_up() -> None:
+    dead = Settings(redis_url=f"redis://127.0.0.1:{free_port()}/0")
+    with TestClient(create_app(dead), raise_server_exceptions=False) as client:
+        t0 = time.monotonic()
+        resp = client.post("/v1/jobs", json=BODY)
+        assert resp.status_code == 503 and resp.json()["error"]["type"] == "unavailable"
+        assert resp.headers["retry-after"] == "1"
+        assert time.monotonic() - t0 < 10
+        assert client.get("/v1/jobs/abc").status_code == 503
+        assert client.get("/healthz").status_code == 200
+        assert client.get("/readyz").status_code == 503
+        assert client.get("/metrics").status_code == 200

@@ -1,0 +1,75 @@
+"""`mtfleet worker --gpus ...`: one pinned, named worker per GPU group, restarted if it dies."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+
+import psutil
+import pytest
+import redis
+
+from core.registry import Registry, WorkerInfo
+from producer.localfleet import LocalFleet, Proc
+
+
+@pytest.fixture
+def launcher(redis_url: str) -> Iterator[tuple[LocalFleet, Proc]]:
+    fleet = LocalFleet(redis_url=redis_url, env={"MT_REDIS_URL": redis_url, "MT_HEARTBEAT_S": "1"})
+    fleet.start_redis()
+    proc = fleet.start_worker("--engine", "apertium", "--gpus", "0-3", "--tp", "2")
+    yield fleet, proc
+    fleet.stop()
+
+
+def live(registry: Registry, n: int, timeout: float = 60) -> dict[str, WorkerInfo]:
+    deadline = time.monotonic() + timeout
+    while True:
+        workers = {w.name.split("@")[0]: w for w in registry.live_workers()}
+        if len(workers) == n:
+            return workers
+        assert time.monotonic() < deadline, workers
+        time.sleep(0.2)
+
+
+def test_one_worker_per_gpu_group_pinned_and_restarted(
+    launcher: tuple[LocalFleet, Proc], r: redis.Redis
+) -> None:
+    _, proc = launcher
+    registry = Registry(r)
+    workers = live(registry, 2)
+    assert {name: w.gpus for name, w in workers.items()} == {"gpu0-1": [0, 1], "gpu2-3": [2, 3]}
+    for w in workers.values():
+        # What each worker process itself sees (Celery's process title hides /proc/PID/environ).
+        assert w.cuda_visible_devices == ",".join(map(str, w.gpus))
+        assert w.tensor_parallel_size == 2
+        assert psutil.Process(w.pid).ppid() == proc.popen.pid  # children of the supervisor
+
+    victim = workers["gpu2-3"].pid
+    os.kill(victim, signal.SIGKILL)
+    deadline = time.monotonic() + 60
+    while True:
+        now = {w.name.split("@")[0]: w.pid for w in registry.live_workers()}
+        if now.get("gpu2-3") not in (None, victim) and psutil.pid_exists(now["gpu2-3"]):
+            break
+        assert time.monotonic() < deadline, now
+        time.sleep(0.3)
+    assert now["gpu0-1"] == workers["gpu0-1"].pid  # the other group was left alone
+
+
+def test_uneven_gpu_split_is_refused_before_anything_starts(redis_url: str) -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "producer.cli", "worker", "--gpus", "0,1,2", "--tp", "2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "MT_REDIS_URL": redis_url},
+    )
+    assert out.returncode == 2
+    assert "3 GPUs cannot be split into tensor-parallel groups of 2" in out.stderr
+    assert not redis.Redis.from_url(redis_url).keys("mt:worker:*")

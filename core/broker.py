@@ -30,6 +30,9 @@ def make_celery(settings: Settings, name: str = "mtfleet") -> Celery:
         # At-least-once: ack after the chunk is done; a lost worker's chunk comes back.
         task_acks_late=True,
         task_reject_on_worker_lost=True,
+        # A chunk whose task raised is not acknowledged either: the broker redelivers it after
+        # the visibility timeout (the delivery counter stops poison chunks from looping).
+        task_acks_on_failure_or_timeout=False,
         # kombu's Redis transport restores unacked messages after this many seconds; it must
         # exceed the longest chunk (see README: reliability).
         broker_transport_options={"visibility_timeout": settings.visibility_timeout_s},

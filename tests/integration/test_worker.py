@@ -194,3 +194,23 @@ def test_languages_and_readiness_come_from_the_registry(api: TestClient) -> None
     assert ready.json()["lanes"]["interactive"] and ready.json()["lanes"]["bulk"]
     metrics = api.get("/metrics").text
     assert 'mt_queue_depth{lane="bulk"}' in metrics and "mt_live_workers 1.0" in metrics
+
+
+def test_malformed_message_is_dead_lettered_and_the_worker_goes_on(
+    api: TestClient, settings: Settings, rd: redis.Redis
+) -> None:
+    celery = make_celery(settings)
+    result = celery.send_task(
+        keys.TRANSLATE_TASK,
+        args=[{"job_id": "x", "segments": "nope"}],
+        queue=keys.queue("interactive"),
+    )
+    deadline = time.monotonic() + 20
+    while not any(result.id in e for e in rd.lrange(keys.DEAD_LETTER, 0, -1)):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    resp = api.post(
+        "/v1/translate",
+        json={"texts": ["The small dog."], "source_lang": "en", "target_lang": "es"},
+    )
+    assert resp.status_code == 200 and "perro" in resp.json()["translations"][0]

@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import math
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,11 @@ class VllmEngine(Engine):
         self.settings = settings
         self.style = prompts.resolve_style(settings.prompt_style, settings.model)
         self.llm: Any = None
+        # vLLM's offline LLM class is not thread-safe; Celery's threads pool may call us from
+        # several threads at once. One generate() at a time; each is a whole batch.
+        self._generate_lock = threading.Lock()
+        # HF fast tokenizers can raise "Already borrowed" when shared across threads.
+        self._tokenizer_lock = threading.Lock()
         self.tokenizer: Any = None
         self._limits = EngineLimits(max_sequences=256, max_batch_tokens=4096, max_input_tokens=0)
         self._max_model_len = 0
@@ -128,9 +134,10 @@ class VllmEngine(Engine):
         return [(a, b) for a in codes for b in codes if a != b]
 
     def _prompt_ids(self, req: TranslationRequest) -> tuple[list[int], int]:
-        prompt = prompts.render(req.text, req.source, req.target, self.style, self.tokenizer)
-        ids = self.tokenizer.encode(prompt, add_special_tokens=False)
-        src_tokens = len(self.tokenizer.encode(req.text, add_special_tokens=False))
+        with self._tokenizer_lock:
+            prompt = prompts.render(req.text, req.source, req.target, self.style, self.tokenizer)
+            ids = self.tokenizer.encode(prompt, add_special_tokens=False)
+            src_tokens = len(self.tokenizer.encode(req.text, add_special_tokens=False))
         return ids, src_tokens
 
     def _max_tokens(self, prompt_len: int, src_tokens: int) -> int:
@@ -171,7 +178,8 @@ class VllmEngine(Engine):
                     max_tokens=self._max_tokens(len(ids), src_tokens),
                 )
             )
-        outputs = self.llm.generate(
-            inputs, params, use_tqdm=False, priority=[r.priority for r in requests]
-        )
+        with self._generate_lock:
+            outputs = self.llm.generate(
+                inputs, params, use_tqdm=False, priority=[r.priority for r in requests]
+            )
         return [o.outputs[0].text.strip() for o in outputs]

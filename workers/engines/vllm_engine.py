@@ -136,7 +136,9 @@ class VllmEngine(Engine):
     def _prompt_ids(self, req: TranslationRequest) -> tuple[list[int], int]:
         with self._tokenizer_lock:
             prompt = prompts.render(req.text, req.source, req.target, self.style, self.tokenizer)
-            ids = self.tokenizer.encode(prompt, add_special_tokens=False)
+            # A chat template writes its own BOS; a bare instruction needs the tokenizer's.
+            templated = bool(getattr(self.tokenizer, "chat_template", None))
+            ids = self.tokenizer.encode(prompt, add_special_tokens=not templated)
             src_tokens = len(self.tokenizer.encode(req.text, add_special_tokens=False))
         return ids, src_tokens
 

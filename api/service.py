@@ -135,7 +135,7 @@ class JobService:
                 return Submitted(self.store.get(old_id), created=False)
         except redis.RedisError as exc:
             raise Unavailable(f"job store unavailable: {exc}") from exc
-        self._enqueue(job_id, source, target, lane, chunks)
+        self._enqueue(job_id, source, target, lane, chunks, idem[0] if idem else "")
         metrics.JOBS.labels(lane.value).inc()
         metrics.SEGMENTS.labels(lane.value).inc(len(req.texts))
         metrics.CACHE_LOOKUPS.labels("hit").inc(len(cached))
@@ -146,7 +146,13 @@ class JobService:
             raise Unavailable(f"job store unavailable: {exc}") from exc
 
     def _enqueue(
-        self, job_id: str, source: str, target: str, lane: Lane, chunks: list[list[ChunkSegment]]
+        self,
+        job_id: str,
+        source: str,
+        target: str,
+        lane: Lane,
+        chunks: list[list[ChunkSegment]],
+        idem_key: str,
     ) -> None:
         now = time.time()
         try:
@@ -181,7 +187,7 @@ class JobService:
             log.error("could not enqueue job %s: %s", job_id, exc)
             err = Unavailable(f"broker unavailable, job not accepted: {exc}")
             with contextlib.suppress(redis.RedisError):
-                self.store.fail(job_id, err.as_dict())
+                self.store.fail(job_id, err.as_dict(), idempotency_key=idem_key)
             raise err from exc
 
     def _served_pairs(self) -> list[tuple[str, str]]:

@@ -65,6 +65,13 @@ class EngineError(MTError):
     code = "engine_error"
 
 
+class EngineUnavailable(EngineError):
+    """The engine cannot serve anything (failed to load, its process died). Fatal for the
+    worker: the chunk goes back to the queue and the worker restarts."""
+
+    code = "engine_unavailable"
+
+
 class SegmentTooLong(EngineError):
     """A segment does not fit the model's context; it fails alone."""
 

@@ -47,7 +47,7 @@ class ChunkSegment(BaseModel):
 class ChunkMessage(BaseModel):
     """What one Celery task carries: a slice of one job's segments."""
 
-    v: int = CHUNK_VERSION
+    v: int = Field(CHUNK_VERSION, le=CHUNK_VERSION, description="message format version")
     job_id: str
     chunk: int = Field(ge=0)
     lane: Lane

@@ -34,10 +34,11 @@ if KEYS[3] ~= '' then
   redis.call('SET', KEYS[3], ARGV[3], 'EX', tonumber(ARGV[2]))
 end
 local n_meta = tonumber(ARGV[4])
-redis.call('HSET', KEYS[1], unpack(ARGV, 5, 4 + n_meta))
+-- One field per HSET: unpack() of thousands of values would exceed Lua's stack.
+for i = 5, 4 + n_meta, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 redis.call('EXPIRE', KEYS[1], ttl)
 if #ARGV > 4 + n_meta then
-  redis.call('HSET', KEYS[2], unpack(ARGV, 5 + n_meta, #ARGV))
+  for i = 5 + n_meta, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
   redis.call('EXPIRE', KEYS[2], ttl)
 end
 return false
@@ -98,11 +99,16 @@ return status
 """
 
 _FAIL = """
--- KEYS: job   ARGV: job_id, now, channel, error_json: fail a job that cannot run at all
+-- KEYS: job, idem (or '')   ARGV: job_id, now, channel, error_json
+-- Fail a job that cannot run at all, and free its Idempotency-Key so a retry makes a new job.
 local status = redis.call('HGET', KEYS[1], 'status')
 if status == 'queued' or status == 'running' then
   redis.call('HSET', KEYS[1], 'status', 'failed', 'finished_at', ARGV[2], 'error', ARGV[4])
   redis.call('PUBLISH', ARGV[3], ARGV[1])
+end
+if KEYS[2] ~= '' then
+  local v = redis.call('GET', KEYS[2])
+  if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
 end
 return status
 """
@@ -187,10 +193,14 @@ class JobStore:
             raise JobNotFound(f"job {job_id} not found (it may have expired)")
         return JobStatus(status)
 
-    def fail(self, job_id: str, error: dict[str, Any]) -> None:
-        """Fail a whole job that cannot run (e.g. its chunks could not be enqueued)."""
+    def fail(self, job_id: str, error: dict[str, Any], idempotency_key: str = "") -> None:
+        """Fail a whole job that cannot run (e.g. its chunks could not be enqueued).
+
+        ``idempotency_key`` (the Redis key) is released if it still points at this job, so a
+        client retrying after the 503 gets a new job rather than this failed one.
+        """
         self._fail(
-            keys=[keys.job(job_id)],
+            keys=[keys.job(job_id), idempotency_key],
             args=[job_id, time.time(), keys.JOB_DONE_CHANNEL, json.dumps(error)],
         )
 

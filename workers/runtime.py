@@ -18,7 +18,7 @@ from typing import Any
 
 from core import keys
 from core.cache import PhraseCache, normalize, rewrap
-from core.errors import DeadLettered
+from core.errors import DeadLettered, EngineUnavailable
 from core.models import ChunkMessage, JobStatus, Lane, SegmentOutcome
 from core.redis_conn import connect
 from core.registry import Registry, WorkerInfo
@@ -53,7 +53,12 @@ class WorkerRuntime:
         with self._engine_lock:
             if not self._loaded:
                 t0 = time.monotonic()
-                self.engine.load()
+                try:
+                    self.engine.load()
+                except Exception as exc:
+                    raise EngineUnavailable(
+                        f"engine {self.engine.name} failed to load: {exc}"
+                    ) from exc
                 self._loaded = True
                 log.info(
                     "engine %s (%s) loaded in %.1fs; pairs: %d",
@@ -93,12 +98,13 @@ class WorkerRuntime:
                     log.warning("heartbeat failed: %s", exc)
                 self._stop.wait(self.settings.heartbeat_s)
 
-        self.registry.beat(info, ttl_s=ttl)
         self._beat_thread = threading.Thread(target=beat, name="registry-heartbeat", daemon=True)
         self._beat_thread.start()
 
     def stop(self) -> None:
         self._stop.set()
+        if self._beat_thread is not None:
+            self._beat_thread.join(timeout=5)  # no beat may land after we leave
         try:
             self.registry.leave(self.name)
         except Exception as exc:  # noqa: BLE001 - Redis may be gone at shutdown

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from core.errors import EngineError, EngineOutputMismatch, SegmentTooLong
+from core.errors import EngineError, EngineOutputMismatch, EngineUnavailable, SegmentTooLong
 from core.models import SegmentOutcome
 from workers.engines.base import Engine, TranslationRequest
 
@@ -59,6 +59,8 @@ def translate_isolated(
                 raise EngineOutputMismatch(
                     f"engine {engine.name} returned {len(texts)} outputs for {len(batch)} inputs"
                 )
+        except EngineUnavailable:
+            raise  # nothing can succeed on this engine: the chunk goes back to the queue
         except Exception as exc:  # noqa: BLE001 - isolate, then report per segment
             if len(idxs) == 1:
                 err = (

@@ -194,3 +194,41 @@ def test_fail_marks_unstarted_job_failed_with_reason(store: JobStore) -> None:
     job = store.get(job_id)
     assert job.status is JobStatus.failed
     assert job.error == {"type": "unavailable", "message": "broker down"}
+
+
+def test_thousands_of_cached_segments_fit_in_one_create(store: JobStore) -> None:
+    cached = {i: ok(f"t{i}") for i in range(10_000)}
+    job_id = make_job(store, 10_000, cached)
+    assert store.get(job_id).status is JobStatus.succeeded
+    assert store.results(job_id, 10_000)[9_999] == ok("t9999")
+
+
+def test_failing_a_job_releases_its_idempotency_key(store: JobStore, r: redis.Redis) -> None:
+    key = keys.idempotency("retry-me")
+    first = new_job_id()
+    store.create(
+        job_id=first,
+        source="en",
+        target="es",
+        lane=Lane.bulk,
+        total=1,
+        chunks=1,
+        cached={},
+        idempotency=(key, f"{first} body", 60),
+    )
+    store.fail(first, {"type": "unavailable", "message": "broker down"}, idempotency_key=key)
+    assert r.get(key) is None
+    second = new_job_id()
+    assert (
+        store.create(
+            job_id=second,
+            source="en",
+            target="es",
+            lane=Lane.bulk,
+            total=1,
+            chunks=1,
+            cached={},
+            idempotency=(key, f"{second} body", 60),
+        )
+        is None
+    )

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from core.errors import EngineError
+from core.errors import EngineUnavailable
 from core.settings import Settings
 from workers import prompts
 from workers.engines.base import Engine, EngineLimits, TranslationRequest
@@ -161,7 +161,7 @@ class VllmEngine(Engine):
 
     def translate(self, requests: Sequence[TranslationRequest]) -> list[str]:
         if self.llm is None:
-            raise EngineError("vLLM engine used before load()")
+            raise EngineUnavailable("vLLM engine used before load() or after close()")
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
@@ -180,8 +180,13 @@ class VllmEngine(Engine):
                     max_tokens=self._max_tokens(len(ids), src_tokens),
                 )
             )
+        from vllm.v1.engine.exceptions import EngineDeadError
+
         with self._generate_lock:
-            outputs = self.llm.generate(
-                inputs, params, use_tqdm=False, priority=[r.priority for r in requests]
-            )
+            try:
+                outputs = self.llm.generate(
+                    inputs, params, use_tqdm=False, priority=[r.priority for r in requests]
+                )
+            except EngineDeadError as exc:
+                raise EngineUnavailable(f"vLLM engine died: {exc}") from exc
         return [o.outputs[0].text.strip() for o in outputs]

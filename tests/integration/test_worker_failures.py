@@ -1,0 +1,62 @@
+"""Workers that cannot work must not eat chunks: a worker whose engine fails to load exits
+(and is restarted by the launcher) without taking messages; the job waits for a good worker."""
+
+from __future__ import annotations
+
+import time
+
+import redis
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from core import keys
+from core.registry import Registry, WorkerInfo
+from core.settings import Settings
+from producer.localfleet import LocalFleet
+
+
+def test_worker_with_broken_engine_takes_nothing_and_job_waits(
+    redis_url: str, r: redis.Redis
+) -> None:
+    # The pair is known (a healthy worker served it before), so the API accepts the job.
+    Registry(r).beat(
+        WorkerInfo(
+            name="earlier@host",
+            engine="apertium",
+            model="apertium",
+            fingerprint="apertium-x",
+            pairs=[("en", "es")],
+            lanes=["interactive"],
+        ),
+        ttl_s=0.5,
+    )
+    fleet = LocalFleet(redis_url=redis_url, env={"MT_REDIS_URL": redis_url, "MT_HEARTBEAT_S": "1"})
+    fleet.start_redis()
+    try:
+        with TestClient(create_app(Settings(redis_url=redis_url))) as api:
+            job = api.post(
+                "/v1/jobs",
+                json={"texts": ["The small dog."], "source_lang": "en", "target_lang": "es"},
+            ).json()
+            broken = fleet.start_worker(
+                "--engine", "vllm", "--model", "/nonexistent/model", name="broken"
+            )
+            deadline = time.monotonic() + 90
+            while (
+                "engine failed to load" not in broken.log_tail(200)
+                or broken.log_tail(400).count("exited with") < 2
+            ):
+                assert time.monotonic() < deadline, broken.log_tail()
+                time.sleep(0.5)
+            # Restarted (with backoff) and never registered, never consumed the chunk.
+            assert not Registry(r).live_workers()
+            assert r.llen(keys.queue("interactive")) == 1
+            assert api.get(f"/v1/jobs/{job['id']}").json()["status"] == "queued"
+
+            fleet.start_worker("--engine", "apertium", name="good")
+            done = api.get(f"/v1/jobs/{job['id']}", params={"wait": 30}).json()
+            assert done["status"] == "succeeded"
+            result = api.get(f"/v1/jobs/{job['id']}/result").json()
+            assert "perro" in result["translations"][0]
+    finally:
+        fleet.stop()

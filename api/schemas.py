@@ -82,6 +82,12 @@ class SegmentError(BaseModel):
     message: str
 
 
+class SegmentWarning(BaseModel):
+    index: int
+    type: str
+    message: str
+
+
 class JobResultPublic(BaseModel):
     id: str
     status: JobStatus
@@ -89,12 +95,17 @@ class JobResultPublic(BaseModel):
         description="Aligned with the submitted texts; null where a segment failed or is not done."
     )
     errors: list[SegmentError] = Field(default_factory=list)
+    warnings: list[SegmentWarning] = Field(
+        default_factory=list,
+        description="Translations delivered but flagged (e.g. truncated); never cached.",
+    )
 
 
 class TranslatePublic(BaseModel):
     id: str
     status: JobStatus
     translations: list[str | None]
+    warnings: list[SegmentWarning] = Field(default_factory=list)
     cached: int = Field(0, description="Segments answered from the phrase cache.")
     errors: list[SegmentError] = Field(default_factory=list)
 

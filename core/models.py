@@ -63,10 +63,13 @@ class ChunkMessage(BaseModel):
 
 
 class SegmentOutcome(BaseModel):
-    """Result of one segment: a translation or an error ({type, message})."""
+    """Result of one segment: a translation or an error ({type, message}), plus warnings
+    ({type, message}) about a translation that was delivered but failed a soft check (it is
+    never cached)."""
 
     translation: str | None = None
     error: dict[str, Any] | None = None
+    warnings: list[dict[str, Any]] = Field(default_factory=list)
     cached: bool = False
 
     @property

@@ -64,6 +64,7 @@ class JobResult(BaseModel):
     status: JobStatus
     translations: list[str | None]
     errors: list[SegmentError] = Field(default_factory=list)
+    warnings: list[SegmentError] = Field(default_factory=list)
 
 
 def _check(resp: httpx.Response) -> dict[str, Any]:

@@ -154,12 +154,12 @@ class WorkerRuntime:
         elapsed = time.monotonic() - t0
         to_cache = {}
         for norm, outcome in zip(texts, results, strict=True):
-            if outcome.ok and outcome.translation is not None:
+            if outcome.ok and outcome.translation is not None and not outcome.warnings:
                 to_cache[norm] = outcome.translation
             for i in todo[norm]:
                 if outcome.ok and outcome.translation is not None:
                     text = rewrap(original_of[i], outcome.translation)
-                    outcomes.append((i, SegmentOutcome(translation=text)))
+                    outcomes.append((i, outcome.model_copy(update={"translation": text})))
                 else:
                     outcomes.append((i, outcome))
         self.cache.put_many(fp, msg.source, msg.target, to_cache)

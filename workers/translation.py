@@ -3,7 +3,8 @@
 Pure logic over the engine contract (no Redis): segments that cannot fit are refused before the
 call; a batch that raises is split in halves until the failing segment is isolated
 (O(log n) extra calls for one bad segment); outer whitespace is kept around each translation;
-empty output for non-empty input is a failed segment (never cached).
+empty output for non-empty input is a failed segment; output the engine cut off at its token
+limit is delivered with a ``truncated`` warning. Neither is ever cached.
 """
 
 from __future__ import annotations
@@ -13,9 +14,14 @@ from collections.abc import Sequence
 
 from core.errors import EngineError, EngineOutputMismatch, EngineUnavailable, SegmentTooLong
 from core.models import SegmentOutcome
-from workers.engines.base import Engine, TranslationRequest
+from workers.engines.base import Engine, Translation, TranslationRequest
 
 log = logging.getLogger(__name__)
+
+TRUNCATED = {
+    "type": "truncated",
+    "message": "the engine stopped at its token limit; the translation may be cut off",
+}
 
 
 def _split_outer_space(text: str) -> tuple[str, str, str]:
@@ -75,14 +81,20 @@ def translate_isolated(
             run(idxs[:mid])
             run(idxs[mid:])
             return
-        for i, text in zip(idxs, texts, strict=True):
+        for i, out in zip(idxs, texts, strict=True):
+            text = out.text if isinstance(out, Translation) else out
+            warnings = []
+            if isinstance(out, Translation) and out.truncated:
+                warnings.append(TRUNCATED)
             if not text.strip():
                 outcomes[i] = SegmentOutcome(
                     error={"type": "empty_output", "message": "the engine returned no text"}
                 )
             else:
                 lead, trail = spaces[i]
-                outcomes[i] = SegmentOutcome(translation=f"{lead}{text.strip()}{trail}")
+                outcomes[i] = SegmentOutcome(
+                    translation=f"{lead}{text.strip()}{trail}", warnings=warnings
+                )
 
     run(runnable)
     return [

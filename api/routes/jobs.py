@@ -7,7 +7,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Response
 
 from api.deps import Services, ServicesDep
-from api.schemas import ErrorPublic, JobCreate, JobPublic, JobResultPublic, SegmentError
+from api.schemas import (
+    ErrorPublic,
+    JobCreate,
+    JobPublic,
+    JobResultPublic,
+    SegmentError,
+    SegmentWarning,
+)
 from core.errors import JobNotFinished
 from core.models import JobRecord, JobStatus
 
@@ -29,9 +36,12 @@ def job_result(services: Services, job: JobRecord) -> JobResultPublic:
     outcomes = services.store.results(job.id, job.progress.total)
     translations: list[str | None] = []
     errs: list[SegmentError] = []
+    warns: list[SegmentWarning] = []
     for i, o in enumerate(outcomes):
         translations.append(o.translation if o is not None and o.ok else None)
-        if o is not None and o.error:
+        if o is None:
+            continue
+        if o.error:
             errs.append(
                 SegmentError(
                     index=i,
@@ -39,7 +49,15 @@ def job_result(services: Services, job: JobRecord) -> JobResultPublic:
                     message=str(o.error.get("message", "")),
                 )
             )
-    return JobResultPublic(id=job.id, status=job.status, translations=translations, errors=errs)
+        warns += [
+            SegmentWarning(
+                index=i, type=str(w.get("type", "warning")), message=str(w.get("message", ""))
+            )
+            for w in o.warnings
+        ]
+    return JobResultPublic(
+        id=job.id, status=job.status, translations=translations, errors=errs, warnings=warns
+    )
 
 
 @router.post(

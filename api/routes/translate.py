@@ -61,5 +61,6 @@ def translate(
         status=job.status,
         translations=result.translations,
         errors=result.errors,
+        warnings=result.warnings,
         cached=job.cached,
     )

@@ -70,8 +70,13 @@ def test_job_results_align_with_inputs(fleet: LocalFleet, redis_server: str) -> 
         job = mt.submit(texts, source="en", target="fr", lane="bulk")
         done = mt.wait(job.id, timeout=240)
         assert done.status.value == "succeeded"
-        batch = mt.result(job.id).translations
+        result = mt.result(job.id)
+        batch = result.translations
         assert len(batch) == 27 and all(batch)
+        # A random model never emits EOS, so every output stops at max_tokens: delivered with a
+        # "truncated" warning and kept out of the phrase cache.
+        assert sorted(w.index for w in result.warnings if w.type == "truncated") == list(range(27))
+        assert not list(redis.Redis.from_url(redis_server).scan_iter("mt:cache:*"))
         assert batch[24] == batch[25] == batch[26]
         # Translate a few segments again, alone, with the phrase cache emptied: greedy decoding
         # of the same prompt gives the same text, so each batch output sits at its input's index.

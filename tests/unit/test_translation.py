@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from core.errors import EngineError
-from workers.engines.base import Engine, EngineLimits, TranslationRequest
+from core.errors import EngineError, EngineUnavailable
+from workers.engines.base import Engine, EngineLimits, Translation, TranslationRequest
 from workers.translation import translate_isolated
 
 
@@ -236,3 +236,28 @@ def test_request_fields_passed_through() -> None:
 
     translate_isolated(Spy(), [TranslationRequest(" x ", "de", "fr", priority=1)])
     assert seen == [TranslationRequest("x", "de", "fr", 1)]
+
+
+class TruncatingEngine(UpperEngine):
+    """Reports that it cut off every segment longer than three words."""
+
+    def translate(self, requests: Sequence[TranslationRequest]) -> list[str | Translation]:  # type: ignore[override]
+        return [Translation(r.text.upper(), truncated=len(r.text.split()) > 3) for r in requests]
+
+
+class DeadEngine(UpperEngine):
+    def translate(self, requests: Sequence[TranslationRequest]) -> list[str]:
+        raise EngineUnavailable("engine process died")
+
+
+def test_truncated_output_is_delivered_with_a_warning() -> None:
+    out = translate_isolated(TruncatingEngine(), reqs("one two", "one two three four"))
+    assert [o.translation for o in out] == ["ONE TWO", "ONE TWO THREE FOUR"]
+    assert out[0].warnings == []
+    assert [w["type"] for w in out[1].warnings] == ["truncated"]
+    assert all(o.ok for o in out)
+
+
+def test_engine_unavailable_is_not_turned_into_segment_failures() -> None:
+    with pytest.raises(EngineUnavailable):
+        translate_isolated(DeadEngine(), reqs("a", "b", "c"))

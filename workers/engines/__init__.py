@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from core.settings import Settings
-from workers.engines.base import Engine, EngineLimits, TranslationRequest
+from workers.engines.base import Engine, EngineLimits, Translation, TranslationRequest
 
 
 def create_engine(settings: Settings) -> Engine:
@@ -19,4 +19,4 @@ def create_engine(settings: Settings) -> Engine:
     raise ValueError(f"unknown engine {settings.engine!r}")
 
 
-__all__ = ["Engine", "EngineLimits", "TranslationRequest", "create_engine"]
+__all__ = ["Engine", "EngineLimits", "Translation", "TranslationRequest", "create_engine"]

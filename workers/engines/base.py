@@ -21,6 +21,14 @@ class TranslationRequest:
 
 
 @dataclass(frozen=True)
+class Translation:
+    """An engine's output with what it knows about it (engines may also return plain str)."""
+
+    text: str
+    truncated: bool = False  # generation hit its token limit: the text is probably cut off
+
+
+@dataclass(frozen=True)
 class EngineLimits:
     max_sequences: int  # segments the engine takes in one call
     max_batch_tokens: int  # tokens (input) it takes in one call
@@ -57,7 +65,7 @@ class Engine(ABC):
         return None
 
     @abstractmethod
-    def translate(self, requests: Sequence[TranslationRequest]) -> list[str]:
+    def translate(self, requests: Sequence[TranslationRequest]) -> Sequence[str | Translation]:
         """One translation per request, same order."""
 
     def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default

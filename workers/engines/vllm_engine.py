@@ -19,7 +19,7 @@ from typing import Any
 from core.errors import EngineUnavailable
 from core.settings import Settings
 from workers import prompts
-from workers.engines.base import Engine, EngineLimits, TranslationRequest
+from workers.engines.base import Engine, EngineLimits, Translation, TranslationRequest
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +159,7 @@ class VllmEngine(Engine):
             )
         return None
 
-    def translate(self, requests: Sequence[TranslationRequest]) -> list[str]:
+    def translate(self, requests: Sequence[TranslationRequest]) -> list[Translation]:
         if self.llm is None:
             raise EngineUnavailable("vLLM engine used before load() or after close()")
         from vllm import SamplingParams
@@ -189,4 +189,7 @@ class VllmEngine(Engine):
                 )
             except EngineDeadError as exc:
                 raise EngineUnavailable(f"vLLM engine died: {exc}") from exc
-        return [o.outputs[0].text.strip() for o in outputs]
+        return [
+            Translation(o.outputs[0].text.strip(), truncated=o.outputs[0].finish_reason == "length")
+            for o in outputs
+        ]

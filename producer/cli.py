@@ -17,15 +17,17 @@ import time
 from pathlib import Path
 from typing import Annotated
 
+import httpx
 import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from producer.client import DEFAULT_URL, Job, MTClient, MTClientError
+from producer.client import DEFAULT_URL, Job, JobTimeout, MTClient, MTClientError
 from producer.lines import LineDocument, parse_lines
 
 app = typer.Typer(
+    pretty_exceptions_enable=False,
     add_completion=False,
     no_args_is_help=True,
     help="mtfleet: a self-hosted machine-translation fleet.",
@@ -182,11 +184,12 @@ def translate(
     url: UrlOpt = DEFAULT_URL,
     api_key: KeyOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait in all.")] = 60.0,
 ) -> None:
     """Translate text now (interactive lane); one translation per line."""
     with _client(url, api_key) as mt:
         try:
-            out = mt.translate(texts, source=source, target=target)
+            out = mt.translate(texts, source=source, target=target, timeout=timeout)
         except MTClientError as exc:
             raise _fail(exc) from None
     if as_json:
@@ -326,7 +329,14 @@ def languages(url: UrlOpt = DEFAULT_URL, api_key: KeyOpt = None) -> None:
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except httpx.HTTPError as exc:
+        err_console.print(f"[red]cannot talk to the API:[/red] {type(exc).__name__}: {exc}")
+        sys.exit(1)
+    except JobTimeout as exc:
+        err_console.print(f"[yellow]{exc}[/yellow]; fetch it later: mtfleet result {exc.job_id}")
+        sys.exit(1)
 
 
 if __name__ == "__main__":

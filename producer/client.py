@@ -35,6 +35,14 @@ class MTClientError(Exception):
         self.message = message
 
 
+class JobTimeout(TimeoutError):
+    """A job did not finish within the time the caller gave; it goes on running."""
+
+    def __init__(self, job_id: str, timeout: float) -> None:
+        super().__init__(f"job {job_id} not finished after {timeout:.0f}s; it is still running")
+        self.job_id = job_id
+
+
 class Job(BaseModel):
     id: str
     status: JobStatus
@@ -85,6 +93,12 @@ def _job_body(texts: Sequence[str], source: str, target: str, lane: str | None) 
     if lane:
         body["lane"] = lane
     return body
+
+
+def _translate_body(
+    texts: Sequence[str], source: str, target: str, server_wait: float
+) -> dict[str, Any]:
+    return {**_job_body(texts, source, target, None), "timeout": server_wait}
 
 
 def _headers(idempotency_key: str | None) -> dict[str, str]:
@@ -161,18 +175,27 @@ class MTClient:
         return Job.model_validate(_check(self.http.delete(f"/v1/jobs/{job_id}")))
 
     def translate(
-        self, texts: Sequence[str], *, source: str, target: str, timeout: float | None = None
+        self, texts: Sequence[str], *, source: str, target: str, timeout: float = 60.0
     ) -> list[str | None]:
-        """Translations aligned with ``texts`` (None where a segment failed)."""
-        body: dict[str, Any] = _job_body(texts, source, target, None)
-        if timeout:
-            body["timeout"] = timeout
-        resp = self.http.post("/v1/translate", json=body, timeout=max((timeout or 10) + 10, 30))
+        """Translations aligned with ``texts``; None where a segment failed.
+
+        Waits at most ``timeout`` seconds in all (the server holds the request, then the job is
+        long-polled); raises :class:`JobTimeout` (with ``job_id``) if it is not done by then.
+        """
+        deadline = time.monotonic() + timeout
+        server_wait = min(timeout, 300.0)
+        resp = self.http.post(
+            "/v1/translate",
+            json=_translate_body(texts, source, target, server_wait),
+            timeout=server_wait + 10,
+        )
         data = _check(resp)
-        if resp.status_code == 202:
-            self.wait(data["id"], timeout=timeout)
-            return self.result(data["id"], partial=True).translations
-        return list(data["translations"])
+        if resp.status_code != 202:
+            return list(data["translations"])
+        job = self.wait(data["id"], timeout=max(0.0, deadline - time.monotonic()))
+        if not job.final:
+            raise JobTimeout(job.id, timeout)
+        return self.result(job.id).translations
 
     def languages(self) -> dict[str, Any]:
         return _check(self.http.get("/v1/languages"))
@@ -238,19 +261,23 @@ class AsyncMTClient:
         return Job.model_validate(_check(await self.http.delete(f"/v1/jobs/{job_id}")))
 
     async def translate(
-        self, texts: Sequence[str], *, source: str, target: str, timeout: float | None = None
+        self, texts: Sequence[str], *, source: str, target: str, timeout: float = 60.0
     ) -> list[str | None]:
-        body: dict[str, Any] = _job_body(texts, source, target, None)
-        if timeout:
-            body["timeout"] = timeout
+        """As :meth:`MTClient.translate`."""
+        deadline = time.monotonic() + timeout
+        server_wait = min(timeout, 300.0)
         resp = await self.http.post(
-            "/v1/translate", json=body, timeout=max((timeout or 10) + 10, 30)
+            "/v1/translate",
+            json=_translate_body(texts, source, target, server_wait),
+            timeout=server_wait + 10,
         )
         data = _check(resp)
-        if resp.status_code == 202:
-            await self.wait(data["id"], timeout=timeout)
-            return (await self.result(data["id"], partial=True)).translations
-        return list(data["translations"])
+        if resp.status_code != 202:
+            return list(data["translations"])
+        job = await self.wait(data["id"], timeout=max(0.0, deadline - time.monotonic()))
+        if not job.final:
+            raise JobTimeout(job.id, timeout)
+        return (await self.result(job.id)).translations
 
     async def languages(self) -> dict[str, Any]:
         return _check(await self.http.get("/v1/languages"))

@@ -1,7 +1,9 @@
 """Plain-text files as jobs: one segment per non-blank line, reassembled byte for byte.
 
-Blank and whitespace-only lines are not sent; they (and ``\\r\\n`` line ends) come back exactly
-as they were, so the translated file has the same line structure as the source.
+Blank and whitespace-only lines are not sent; they and every line ending (``\\n``, ``\\r\\n``,
+form feeds and the other boundaries ``str.splitlines`` knows) come back exactly as they were,
+so the translated file has the same line structure as the source. Other control characters
+inside a line are refused by the API (422) like any other request's.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ def parse_lines(text: str) -> LineDocument:
     lines: list[str] = []
     endings: list[str] = []
     # Every line boundary Python knows (\n, \r\n, form feed, U+2028, ...) ends a segment and
-    # is kept verbatim as that line's ending, so no control character reaches a segment.
+    # is kept verbatim as that line's ending.
     for raw in text.splitlines(keepends=True):
         body = raw.splitlines()[0] if raw.splitlines() else ""
         lines.append(body)

@@ -1,8 +1,7 @@
 """The worker-side Celery app (``celery -A workers.celery_app worker``).
 
-Engines load in ``worker_init`` (before the consumer takes any message) when the pool runs in
-this process (threads/solo, the default); under a prefork pool they load lazily in each child,
-never before the fork.
+The engine loads in ``worker_init``, before the consumer takes any message, in this process:
+only the ``threads`` (default) and ``solo`` pools are accepted (see ``workers.lifecycle``).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import httpx
 import pytest
 import redis
 
-from producer.client import MTClient
+from producer.client import JobTimeout, MTClient
 from producer.localfleet import LocalFleet
 
 FLOWER_AUTH = ("admin", "e2e-secret")
@@ -214,6 +214,9 @@ def test_jobs_wait_when_the_fleet_scales_to_zero(fleet: LocalFleet) -> None:
         "live": False,
     } in pairs
     with MTClient(fleet.api_url) as mt:
+        with pytest.raises(JobTimeout) as waited:
+            mt.translate(["The white bag."], source="en", target="es", timeout=1.5)
+        assert mt.get(waited.value.job_id).status.value == "queued"
         job = mt.submit(["The blue lamp is on the chair."], source="en", target="es")
         assert job.status.value == "queued"
         time.sleep(1.0)

@@ -149,8 +149,9 @@ class _Pipeline:
             writer.join()
             parts = bytes(buf).split(b"\0")
             if any(parts[len(texts) :]):
-                log.warning("apertium returned extra output; restarting its pipeline")
+                # Out of step with our segments: nothing from this call can be trusted.
                 self.close()
+                raise EngineError("apertium returned more segments than it was given")
             return [unescape(p.decode("utf-8", errors="replace")) for p in parts[: len(texts)]]
 
     @staticmethod

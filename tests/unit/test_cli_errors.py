@@ -1,0 +1,22 @@
+"""The CLI fails cleanly (exit 1, one line, no traceback) when the API cannot be reached."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from producer.localfleet import free_port
+
+
+def test_unreachable_api_is_a_one_line_error() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    for args in (["translate", "hi", "--from", "en", "--to", "es"], ["status", "abc"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "producer.cli", *args, "--url", url],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == 1
+        assert "cannot talk to the API: ConnectError" in proc.stderr
+        assert "Traceback" not in proc.stderr

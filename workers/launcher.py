@@ -107,8 +107,12 @@ def worker_command(group: GpuGroup, lanes: list[str], concurrency: int, loglevel
     ]
 
 
-def worker_env(group: GpuGroup, base: dict[str, str], tp: int) -> dict[str, str]:
+def worker_env(group: GpuGroup, base: dict[str, str], tp: int, index: int = 0) -> dict[str, str]:
+    """The environment of the ``index``-th worker: its GPUs, its TP size, its metrics port
+    (``MT_WORKER_METRICS_PORT`` + index, so workers on one host do not collide)."""
     env = dict(base)
+    if env.get("MT_WORKER_METRICS_PORT"):
+        env["MT_WORKER_METRICS_PORT"] = str(int(env["MT_WORKER_METRICS_PORT"]) + index)
     if group.gpus:
         env["CUDA_VISIBLE_DEVICES"] = group.cuda_visible_devices
         env["MT_TENSOR_PARALLEL_SIZE"] = str(len(group.gpus))
@@ -211,7 +215,7 @@ def run_workers(
     groups = gpu_groups(parse_gpus(gpus), tp)
     base = {**os.environ, **env_overrides}
     commands = [
-        (g.name, worker_command(g, lanes, concurrency, loglevel), worker_env(g, base, tp))
-        for g in groups
+        (g.name, worker_command(g, lanes, concurrency, loglevel), worker_env(g, base, tp, i))
+        for i, g in enumerate(groups)
     ]
     return Supervisor(commands).run()

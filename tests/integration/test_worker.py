@@ -16,7 +16,7 @@ from core.broker import make_celery
 from core.models import ChunkMessage, ChunkSegment, Lane
 from core.settings import Settings
 from core.store import JobStore, new_job_id
-from producer.localfleet import LocalFleet
+from producer.localfleet import LocalFleet, free_port
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,12 @@ def fleet(redis_server: str) -> Iterator[LocalFleet]:
     redis.Redis.from_url(redis_server).flushall()
     f = LocalFleet(
         redis_url=redis_server,
-        env={"MT_REDIS_URL": redis_server, "MT_HEARTBEAT_S": "1", "MT_MAX_DELIVERIES": "3"},
+        env={
+            "MT_REDIS_URL": redis_server,
+            "MT_HEARTBEAT_S": "1",
+            "MT_MAX_DELIVERIES": "3",
+            "MT_WORKER_METRICS_PORT": str(free_port()),
+        },
     )
     f.start_redis()
     f.start_worker("--engine", "apertium", "--concurrency", "2")
@@ -214,3 +219,18 @@ def test_malformed_message_is_dead_lettered_and_the_worker_goes_on(
         json={"texts": ["The small dog."], "source_lang": "en", "target_lang": "es"},
     )
     assert resp.status_code == 200 and "perro" in resp.json()["translations"][0]
+
+
+def test_worker_serves_prometheus_metrics(fleet: LocalFleet) -> None:
+    import httpx
+
+    port = fleet.env["MT_WORKER_METRICS_PORT"]
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+    translated = [
+        line
+        for line in text.splitlines()
+        if line.startswith('mt_worker_segments_total{lane="interactive",outcome="translated"}')
+    ]
+    assert translated and float(translated[0].split()[-1]) >= 5
+    assert "mt_worker_engine_seconds_count" in text
+    assert 'mt_worker_chunk_latency_seconds_count{lane="bulk"}' in text

@@ -120,3 +120,13 @@ def test_worker_command_single_lane_cpu() -> None:
     cmd = worker_command(GpuGroup(()), ["bulk"], concurrency=1, loglevel="DEBUG")
     assert _option(cmd, "--queues") == "mt.bulk"
     assert _option(cmd, "--hostname") == "cpu@%h"
+
+
+def test_each_worker_gets_its_own_metrics_port() -> None:
+    groups = gpu_groups([0, 1, 2, 3], 1)
+    ports = [
+        worker_env(g, {"MT_WORKER_METRICS_PORT": "9100"}, 1, i)["MT_WORKER_METRICS_PORT"]
+        for i, g in enumerate(groups)
+    ]
+    assert ports == ["9100", "9101", "9102", "9103"]
+    assert "MT_WORKER_METRICS_PORT" not in worker_env(groups[0], {}, 1, 2)

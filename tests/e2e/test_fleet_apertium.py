@@ -101,6 +101,7 @@ def test_500_segments_as_5_jobs_on_both_lanes_all_back_in_order(fleet: LocalFlee
         for job, j in jobs:
             done = mt.wait(job.id, timeout=120)
             assert done.status.value == "succeeded", done
+            assert (done.progress.done, done.progress.failed, done.progress.total) == (100, 0, 100)
             assert done.lane.value == ("interactive" if j % 2 == 0 else "bulk")
             result = mt.result(job.id)
             assert len(result.translations) == 100 and not result.errors

@@ -19,6 +19,10 @@ from core.store import JobStore, new_job_id
 from producer.localfleet import LocalFleet, free_port
 
 
+def cache_url(redis_server: str) -> str:
+    return redis_server.rsplit("/", 1)[0] + "/1"
+
+
 @pytest.fixture(scope="module")
 def fleet(redis_server: str) -> Iterator[LocalFleet]:
     redis.Redis.from_url(redis_server).flushall()
@@ -29,6 +33,8 @@ def fleet(redis_server: str) -> Iterator[LocalFleet]:
             "MT_HEARTBEAT_S": "1",
             "MT_MAX_DELIVERIES": "3",
             "MT_WORKER_METRICS_PORT": str(free_port()),
+            # The phrase cache on its own database (as it would be on its own LRU instance).
+            "MT_CACHE_URL": cache_url(redis_server),
         },
     )
     f.start_redis()
@@ -45,7 +51,9 @@ def fleet(redis_server: str) -> Iterator[LocalFleet]:
 @pytest.fixture(scope="module")
 def settings(fleet: LocalFleet) -> Settings:
     assert fleet.redis_url
-    return Settings(redis_url=fleet.redis_url, max_deliveries=3)
+    return Settings(
+        redis_url=fleet.redis_url, cache_url=cache_url(fleet.redis_url), max_deliveries=3
+    )
 
 
 @pytest.fixture(scope="module")
@@ -90,11 +98,14 @@ def test_job_is_translated_in_order_with_duplicates_once(api: TestClient) -> Non
     assert out[4].startswith("  ") and out[4].endswith("  ") and out[4].strip()
 
 
-def test_fully_cached_job_completes_at_submission(api: TestClient) -> None:
+def test_fully_cached_job_completes_at_submission(api: TestClient, settings: Settings) -> None:
     resp = api.post("/v1/jobs", json={"texts": TEXTS, "source_lang": "en", "target_lang": "es"})
     assert resp.status_code == 200
     body = resp.json()
     assert body["status"] == "succeeded" and body["cached"] == 5
+    # The cache lives where MT_CACHE_URL says, apart from job state.
+    assert list(redis.Redis.from_url(settings.effective_cache_url).scan_iter("mt:cache:*"))
+    assert not list(redis.Redis.from_url(settings.redis_url).scan_iter("mt:cache:*"))
 
 
 def test_redelivered_chunk_changes_nothing(

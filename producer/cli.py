@@ -171,11 +171,6 @@ def _client(url: str, api_key: str | None) -> MTClient:
     return MTClient(url, api_key=api_key)
 
 
-def _fail(exc: MTClientError) -> typer.Exit:
-    err_console.print(f"[red]error {exc.status} ({exc.type}):[/red] {exc.message}")
-    return typer.Exit(1)
-
-
 @app.command()
 def translate(
     texts: Annotated[list[str], typer.Argument(help="Text(s) to translate.")],
@@ -188,10 +183,7 @@ def translate(
 ) -> None:
     """Translate text now (interactive lane); one translation per line."""
     with _client(url, api_key) as mt:
-        try:
-            out = mt.translate(texts, source=source, target=target, timeout=timeout)
-        except MTClientError as exc:
-            raise _fail(exc) from None
+        out = mt.translate(texts, source=source, target=target, timeout=timeout)
     if as_json:
         print(json.dumps(out, ensure_ascii=False))
     else:
@@ -281,10 +273,7 @@ def _follow(
 def status(job_id: str, url: UrlOpt = DEFAULT_URL, api_key: KeyOpt = None) -> None:
     """Print a job's status and progress as JSON."""
     with _client(url, api_key) as mt:
-        try:
-            job = mt.get(job_id)
-        except MTClientError as exc:
-            raise _fail(exc) from None
+        job = mt.get(job_id)
     print(job.model_dump_json(indent=2))
 
 
@@ -297,10 +286,7 @@ def result(
 ) -> None:
     """Print a job's result as JSON."""
     with _client(url, api_key) as mt:
-        try:
-            res = mt.result(job_id, partial=partial)
-        except MTClientError as exc:
-            raise _fail(exc) from None
+        res = mt.result(job_id, partial=partial)
     print(json.dumps(res.model_dump(mode="json"), ensure_ascii=False, indent=2))
 
 
@@ -308,10 +294,7 @@ def result(
 def cancel(job_id: str, url: UrlOpt = DEFAULT_URL, api_key: KeyOpt = None) -> None:
     """Cancel a job (chunks not started are skipped)."""
     with _client(url, api_key) as mt:
-        try:
-            job = mt.cancel(job_id)
-        except MTClientError as exc:
-            raise _fail(exc) from None
+        job = mt.cancel(job_id)
     print(job.model_dump_json(indent=2))
 
 
@@ -319,10 +302,7 @@ def cancel(job_id: str, url: UrlOpt = DEFAULT_URL, api_key: KeyOpt = None) -> No
 def languages(url: UrlOpt = DEFAULT_URL, api_key: KeyOpt = None) -> None:
     """List the language pairs the fleet serves."""
     with _client(url, api_key) as mt:
-        try:
-            data = mt.languages()
-        except MTClientError as exc:
-            raise _fail(exc) from None
+        data = mt.languages()
     for p in data["pairs"]:
         state = "live" if p["live"] else "no live worker"
         print(f"{p['source']}->{p['target']}\t{p['engine']}\t{p['model']}\t{state}")
@@ -331,6 +311,9 @@ def languages(url: UrlOpt = DEFAULT_URL, api_key: KeyOpt = None) -> None:
 def main() -> None:
     try:
         app()
+    except MTClientError as exc:
+        err_console.print(f"[red]error {exc.status} ({exc.type}):[/red] {exc.message}")
+        sys.exit(1)
     except httpx.HTTPError as exc:
         err_console.print(f"[red]cannot talk to the API:[/red] {type(exc).__name__}: {exc}")
         sys.exit(1)

@@ -8,8 +8,9 @@ import time
 import redis
 
 from core.events import CompletionWaiter
-from core.models import Lane, SegmentOutcome
+from core.models import SegmentOutcome
 from core.store import JobStore, new_job_id
+from tests.integration.test_store import make_job
 
 
 def test_waiter_wakes_when_job_finishes(r: redis.Redis) -> None:
@@ -18,15 +19,7 @@ def test_waiter_wakes_when_job_finishes(r: redis.Redis) -> None:
     waiter.start()
     try:
         job_id = new_job_id()
-        store.create(
-            job_id=job_id,
-            source="en",
-            target="es",
-            lane=Lane.interactive,
-            total=1,
-            chunks=1,
-            cached={},
-        )
+        make_job(store, 1, job_id=job_id)
         threading.Timer(
             0.3, lambda: store.record(job_id, [(0, SegmentOutcome(translation="x"))])
         ).start()

@@ -19,9 +19,17 @@ def store(r: redis.Redis) -> JobStore:
     return JobStore(r, result_ttl_s=600)
 
 
-def make_job(store: JobStore, total: int, cached: dict[int, SegmentOutcome] | None = None) -> str:
-    job_id = new_job_id()
-    store.create(
+def make_job(
+    store: JobStore,
+    total: int,
+    cached: dict[int, SegmentOutcome] | None = None,
+    *,
+    job_id: str | None = None,
+    idem_key: str | None = None,
+) -> str:
+    """Create a job; with ``idem_key`` returns the key's earlier value, else the new job id."""
+    job_id = job_id or new_job_id()
+    existing = store.create(
         job_id=job_id,
         source="en",
         target="es",
@@ -29,8 +37,9 @@ def make_job(store: JobStore, total: int, cached: dict[int, SegmentOutcome] | No
         total=total,
         chunks=1,
         cached=cached or {},
+        idempotency=(idem_key, f"{job_id} body", 60) if idem_key else None,
     )
-    return job_id
+    return existing if idem_key and existing else job_id
 
 
 def ok(text: str) -> SegmentOutcome:
@@ -160,29 +169,8 @@ def test_start_chunk_counts_deliveries_and_marks_running(store: JobStore) -> Non
 def test_idempotency_key_returns_the_first_job(store: JobStore) -> None:
     key = keys.idempotency("digest")
     first, second = new_job_id(), new_job_id()
-    assert (
-        store.create(
-            job_id=first,
-            source="en",
-            target="es",
-            lane=Lane.interactive,
-            total=1,
-            chunks=1,
-            cached={},
-            idempotency=(key, f"{first} body", 60),
-        )
-        is None
-    )
-    existing = store.create(
-        job_id=second,
-        source="en",
-        target="es",
-        lane=Lane.interactive,
-        total=1,
-        chunks=1,
-        cached={},
-        idempotency=(key, f"{second} body", 60),
-    )
+    assert make_job(store, 1, job_id=first, idem_key=key) == first
+    existing = make_job(store, 1, job_id=second, idem_key=key)
     assert existing == f"{first} body"
     with pytest.raises(JobNotFound):
         store.get(second)
@@ -205,30 +193,8 @@ def test_thousands_of_cached_segments_fit_in_one_create(store: JobStore) -> None
 
 def test_failing_a_job_releases_its_idempotency_key(store: JobStore, r: redis.Redis) -> None:
     key = keys.idempotency("retry-me")
-    first = new_job_id()
-    store.create(
-        job_id=first,
-        source="en",
-        target="es",
-        lane=Lane.bulk,
-        total=1,
-        chunks=1,
-        cached={},
-        idempotency=(key, f"{first} body", 60),
-    )
+    first = make_job(store, 1, idem_key=key)
     store.fail(first, {"type": "unavailable", "message": "broker down"}, idempotency_key=key)
     assert r.get(key) is None
     second = new_job_id()
-    assert (
-        store.create(
-            job_id=second,
-            source="en",
-            target="es",
-            lane=Lane.bulk,
-            total=1,
-            chunks=1,
-            cached={},
-            idempotency=(key, f"{second} body", 60),
-        )
-        is None
-    )
+    assert make_job(store, 1, job_id=second, idem_key=key) == second

@@ -42,7 +42,8 @@ def make_celery(settings: Settings, name: str = "mtfleet") -> Celery:
         worker_send_task_events=True,
         task_send_sent_event=True,
         task_track_started=True,
-        worker_prefetch_multiplier=settings.worker_prefetch,
+        # One message per execution slot at most; the worker's pull window lowers it further.
+        worker_prefetch_multiplier=1,
         worker_cancel_long_running_tasks_on_connection_loss=False,
         worker_hijack_root_logger=False,
     )

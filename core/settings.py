@@ -7,13 +7,14 @@ any socket opens. Every field here is listed in the README's configuration table
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-EngineName = Literal["vllm", "apertium"]
+_PLUGIN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
 class Settings(BaseSettings):
@@ -29,7 +30,11 @@ class Settings(BaseSettings):
     )
 
     # --- engine ------------------------------------------------------------------------------
-    engine: EngineName = Field("apertium", description="Engine a worker runs: vllm or apertium.")
+    engine: str = Field(
+        "apertium",
+        description="Engine a worker runs: vllm, apertium, or a plugin as module:Class "
+        "(a workers.engines.Engine subclass built with the settings).",
+    )
     model: str = Field(
         "tencent/Hunyuan-MT-7B", description="vLLM model name or local path (vllm engine)."
     )
@@ -62,9 +67,21 @@ class Settings(BaseSettings):
         default_factory=lambda: ["interactive", "bulk"],  # type: ignore[arg-type]
         description="Lanes a worker consumes.",
     )
-    worker_concurrency: int = Field(1, ge=1, le=256, description="Chunks a worker runs at once.")
-    worker_prefetch: int = Field(
-        1, ge=1, le=64, description="Messages reserved per execution slot (Celery prefetch)."
+    worker_concurrency: int = Field(
+        32,
+        ge=1,
+        le=512,
+        description="Most chunks a worker holds at once (threads); the adaptive pull window "
+        "stays at or below it.",
+    )
+    pull_ahead_s: float = Field(
+        2.0, gt=0, description="Seconds of measured throughput a worker pulls ahead."
+    )
+    interactive_latency_s: float = Field(
+        0.5,
+        gt=0,
+        description="Interactive latency target: a batch-engine call is sized to last at most "
+        "half of it.",
     )
     heartbeat_s: float = Field(5.0, gt=0, description="Worker registry heartbeat period.")
     max_deliveries: int = Field(
@@ -109,6 +126,13 @@ class Settings(BaseSettings):
     def _redis_scheme(cls, v: str | None) -> str | None:
         if v is not None and not v.startswith(("redis://", "rediss://", "unix://")):
             raise ValueError("must be a redis://, rediss:// or unix:// URL")
+        return v
+
+    @field_validator("engine")
+    @classmethod
+    def _engine_name(cls, v: str) -> str:
+        if v not in {"vllm", "apertium"} and not _PLUGIN.match(v):
+            raise ValueError("must be vllm, apertium or module:Class")
         return v
 
     @field_validator("lanes", mode="before")

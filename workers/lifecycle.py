@@ -58,7 +58,10 @@ def _load_engine(sender: Any = None, **_: Any) -> None:
 
 @worker_ready.connect
 def _start_heartbeat(sender: Any = None, **_: Any) -> None:
-    runtime().start_heartbeat(getattr(sender, "hostname", None))
+    rt = runtime()
+    rt.start_heartbeat(getattr(sender, "hostname", None))
+    # The sender is the consumer: its QoS is the prefetch count the pull window steers.
+    rt.start_control(getattr(sender, "qos", None))
 
 
 @worker_shutdown.connect

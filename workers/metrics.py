@@ -1,16 +1,40 @@
-"""Worker-side Prometheus metrics (served on ``MT_WORKER_METRICS_PORT`` when set)."""
+"""Worker-side Prometheus metrics (served on ``MT_WORKER_METRICS_PORT`` when set).
+
+Rates come from counters (``rate(mt_worker_segments_total[1m])`` is segments/s); the README's
+metrics section lists the PromQL for each figure an operator watches.
+"""
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram, start_http_server
+from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
 SEGMENTS = Counter(
     "mt_worker_segments_total", "Segments finished by this worker", ["lane", "outcome"]
 )
 CHUNKS = Counter("mt_worker_chunks_total", "Chunks processed by this worker", ["lane"])
+TOKENS = Counter(
+    "mt_worker_tokens_total", "Tokens through the engine (in: source, out: generated)", ["dir"]
+)
+CACHE_LOOKUPS = Counter(
+    "mt_worker_cache_lookups_total", "Phrase-cache lookups by workers", ["result"]
+)
+ENGINE_BUSY = Counter(
+    "mt_worker_engine_busy_seconds_total",
+    "Seconds the engine had work (rate() of this is the engine's busy fraction)",
+)
+BATCH_SEGMENTS = Histogram(
+    "mt_worker_batch_segments",
+    "Segments per engine call (batch engines) or in flight when work is fed (streaming)",
+    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
+)
+BATCH_TOKENS = Histogram(
+    "mt_worker_batch_tokens",
+    "Input tokens per engine call (batch engines) or per feed (streaming engines)",
+    buckets=(16, 64, 256, 1024, 2048, 4096, 8192, 16384, 65536),
+)
 ENGINE_SECONDS = Histogram(
     "mt_worker_engine_seconds",
-    "Wall time of one engine call (one chunk's distinct texts)",
+    "Wall time of one batch-engine call",
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
 )
 LATENCY = Histogram(
@@ -19,25 +43,35 @@ LATENCY = Histogram(
     ["lane"],
     buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800),
 )
+JOB_LATENCY = Histogram(
+    "mt_job_latency_seconds",
+    "Submission-to-final time of jobs (observed by the worker that finishes them)",
+    ["lane"],
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 7200),
+)
+BUFFERED = Gauge("mt_worker_buffered_segments", "Segments waiting in the scheduler", ["lane"])
+INFLIGHT = Gauge("mt_worker_inflight_segments", "Segments inside a streaming engine")
+WINDOW = Gauge("mt_worker_pull_window_chunks", "Chunks this worker may hold (prefetch count)")
+THROUGHPUT = Gauge(
+    "mt_worker_throughput_segments_per_busy_second", "Measured engine throughput (pull window)"
+)
+COST_FIXED = Gauge("mt_worker_cost_fixed_seconds", "Cost model: fixed seconds per engine call")
+COST_PER_TOKEN = Gauge("mt_worker_cost_per_token_seconds", "Cost model: seconds per input token")
 DEAD_LETTERED = Counter("mt_worker_dead_lettered_total", "Chunks sent to the dead-letter list")
 
 
-def observe_chunk(
-    *,
-    lane: str,
-    segments: int,
-    translated: int,
-    cached: int,
-    failed: int,
-    engine_seconds: float,
-    latency_s: float,
-) -> None:
+def observe_batch(segments: int, tokens: int, seconds: float | None) -> None:
+    BATCH_SEGMENTS.observe(segments)
+    BATCH_TOKENS.observe(tokens)
+    if seconds is not None:
+        ENGINE_SECONDS.observe(seconds)
+
+
+def observe_chunk(*, lane: str, segments: int, cached: int, failed: int, latency_s: float) -> None:
     CHUNKS.labels(lane).inc()
     SEGMENTS.labels(lane, "translated").inc(max(segments - cached - failed, 0))
     SEGMENTS.labels(lane, "cached").inc(cached)
     SEGMENTS.labels(lane, "failed").inc(failed)
-    if translated:
-        ENGINE_SECONDS.observe(engine_seconds)
     LATENCY.labels(lane).observe(max(latency_s, 0.0))
 
 

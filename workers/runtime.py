@@ -1,4 +1,4 @@
-"""Everything a worker process holds: engine, job store, phrase cache, registry heartbeat.
+"""Everything a worker process holds: engine, scheduler, job store, phrase cache, heartbeat.
 
 :meth:`WorkerRuntime.process` is the body of one chunk. It may run more than once for the same
 chunk (at-least-once delivery) and is written to be idempotent: segments that already have a
@@ -25,8 +25,9 @@ from core.registry import Registry, WorkerInfo
 from core.settings import Settings
 from core.store import JobStore
 from workers import metrics
+from workers.batching import pull_window
 from workers.engines import Engine, TranslationRequest, create_engine
-from workers.translation import translate_isolated
+from workers.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +42,11 @@ class WorkerRuntime:
         self.registry = Registry(self.redis)
         self._engine_lock = threading.Lock()
         self._loaded = False
+        self._scheduler: Scheduler | None = None
         self._stop = threading.Event()
         self._beat_thread: threading.Thread | None = None
+        self._control_thread: threading.Thread | None = None
+        self._chunk_segments = float(settings.chunk_size)  # running mean segments per chunk
         self.name = f"{os.getpid()}@{socket.gethostname()}"
         self.gpus: list[int] = [
             int(g) for g in os.environ.get("MT_WORKER_GPUS", "").split(",") if g.strip()
@@ -59,6 +63,14 @@ class WorkerRuntime:
                     raise EngineUnavailable(
                         f"engine {self.engine.name} failed to load: {exc}"
                     ) from exc
+                self._scheduler = Scheduler(
+                    self.engine,
+                    latency_target_s=(
+                        self.settings.interactive_latency_s
+                        if "interactive" in self.settings.lanes
+                        else None
+                    ),
+                )
                 self._loaded = True
                 log.info(
                     "engine %s (%s) loaded in %.1fs; pairs: %d",
@@ -67,6 +79,12 @@ class WorkerRuntime:
                     time.monotonic() - t0,
                     len(self.engine.pairs()),
                 )
+
+    @property
+    def scheduler(self) -> Scheduler:
+        self.load()
+        assert self._scheduler is not None
+        return self._scheduler
 
     def info(self) -> WorkerInfo:
         return WorkerInfo(
@@ -101,14 +119,57 @@ class WorkerRuntime:
         self._beat_thread = threading.Thread(target=beat, name="registry-heartbeat", daemon=True)
         self._beat_thread.start()
 
+    def start_control(self, qos: Any = None) -> None:
+        """Once a second: fold scheduler figures into metrics and resize the pull window.
+
+        ``qos`` is the Celery consumer's prefetch control (kombu ``QoS``); the consumer's loop
+        applies a changed value before its next fetch.
+        """
+
+        def control() -> None:
+            while not self._stop.wait(1.0):
+                try:
+                    self.adjust_window(qos)
+                except Exception as exc:  # noqa: BLE001 - metrics must not kill the worker
+                    log.warning("window control failed: %s", exc)
+
+        self._control_thread = threading.Thread(target=control, name="mt-window", daemon=True)
+        self._control_thread.start()
+
+    def adjust_window(self, qos: Any = None) -> int:
+        sched = self.scheduler
+        rate = sched.tick()
+        window = pull_window(
+            chunk_size=max(1, round(self._chunk_segments)),
+            max_chunks=self.settings.worker_concurrency,
+            keep_full_segments=sched.keep_full_segments(),
+            rate=rate,
+            pull_ahead_s=self.settings.pull_ahead_s,
+            visibility_timeout_s=self.settings.visibility_timeout_s,
+        )
+        metrics.WINDOW.set(window)
+        metrics.THROUGHPUT.set(rate or 0.0)
+        metrics.COST_FIXED.set(sched.cost.fixed_s)
+        metrics.COST_PER_TOKEN.set(sched.cost.per_token_s)
+        if qos is not None and qos.value != window:
+            if window > qos.value:
+                qos.increment_eventually(window - qos.value)
+            else:
+                qos.decrement_eventually(qos.value - window)
+        return window
+
     def stop(self) -> None:
         self._stop.set()
         if self._beat_thread is not None:
             self._beat_thread.join(timeout=5)  # no beat may land after we leave
+        if self._control_thread is not None:
+            self._control_thread.join(timeout=5)
         try:
             self.registry.leave(self.name)
         except Exception as exc:  # noqa: BLE001 - Redis may be gone at shutdown
             log.warning("could not leave the registry: %s", exc)
+        if self._scheduler is not None:
+            self._scheduler.close()
         self.engine.close()
 
     # -- one chunk -----------------------------------------------------------------------------
@@ -147,10 +208,10 @@ class WorkerRuntime:
         priority = 0 if msg.lane is Lane.interactive else 1
         texts = list(todo)
         t0 = time.monotonic()
-        results = translate_isolated(
-            self.engine,
-            [TranslationRequest(t, msg.source, msg.target, priority) for t in texts],
+        futures = self.scheduler.submit(
+            [TranslationRequest(t, msg.source, msg.target, priority) for t in texts]
         )
+        results = [f.result() for f in futures]  # EngineUnavailable propagates: chunk requeued
         elapsed = time.monotonic() - t0
         to_cache = {}
         for norm, outcome in zip(texts, results, strict=True):
@@ -165,15 +226,18 @@ class WorkerRuntime:
         self.cache.put_many(fp, msg.source, msg.target, to_cache)
         final = self.store.record(msg.job_id, outcomes)
         failed = sum(1 for _, o in outcomes if not o.ok)
+        self._chunk_segments += (len(all_indices) - self._chunk_segments) * 0.1
+        metrics.CACHE_LOOKUPS.labels("hit").inc(len(cached))
+        metrics.CACHE_LOOKUPS.labels("miss").inc(len({s.text for s in segments}) - len(cached))
         metrics.observe_chunk(
             lane=msg.lane.value,
             segments=len(outcomes),
-            translated=len(texts),
             cached=cache_hits,
             failed=failed,
-            engine_seconds=elapsed,
             latency_s=time.time() - msg.enqueued_at,
         )
+        if final is not None:
+            metrics.JOB_LATENCY.labels(msg.lane.value).observe(time.time() - msg.enqueued_at)
         return {
             "segments": len(outcomes),
             "translated": len(texts),

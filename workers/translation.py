@@ -24,12 +24,71 @@ TRUNCATED = {
 }
 
 
-def _split_outer_space(text: str) -> tuple[str, str, str]:
+def split_outer_space(text: str) -> tuple[str, str, str]:
+    """(leading whitespace, core, trailing whitespace); all-space text is all lead."""
     core = text.strip()
     if not core:
         return text, "", ""
     start = text.index(core)
     return text[:start], core, text[start + len(core) :]
+
+
+def outcome_of(out: str | Translation, lead: str = "", trail: str = "") -> SegmentOutcome:
+    """An engine's output as a segment outcome, outer whitespace of the source put back."""
+    text = out.text if isinstance(out, Translation) else out
+    if not text.strip():
+        return SegmentOutcome(
+            error={"type": "empty_output", "message": "the engine returned no text"}
+        )
+    warnings = [TRUNCATED] if isinstance(out, Translation) and out.truncated else []
+    return SegmentOutcome(translation=f"{lead}{text.strip()}{trail}", warnings=warnings)
+
+
+def error_outcome(exc: BaseException) -> SegmentOutcome:
+    err = exc if isinstance(exc, EngineError) else EngineError(f"{type(exc).__name__}: {exc}")
+    return SegmentOutcome(error=err.as_dict())
+
+
+def run_isolated(
+    engine: Engine, requests: Sequence[TranslationRequest]
+) -> list[str | Translation | SegmentOutcome]:
+    """One engine output per request, or the failed outcome of a request that broke its batch.
+
+    Raises :class:`EngineUnavailable` (nothing can succeed on this engine). A batch that raises
+    anything else is split in halves until the failing request is alone.
+    """
+    results: list[str | Translation | SegmentOutcome | None] = [None] * len(requests)
+
+    def run(idxs: list[int]) -> None:
+        if not idxs:
+            return
+        batch = [requests[i] for i in idxs]
+        try:
+            texts = engine.translate(batch)
+            if len(texts) != len(batch):
+                raise EngineOutputMismatch(
+                    f"engine {engine.name} returned {len(texts)} outputs for {len(batch)} inputs"
+                )
+        except EngineUnavailable:
+            raise  # nothing can succeed on this engine: the chunk goes back to the queue
+        except Exception as exc:  # noqa: BLE001 - isolate, then report per segment
+            if len(idxs) == 1:
+                outcome = error_outcome(exc)
+                log.warning("segment failed in %s: %s", engine.name, outcome.error)
+                results[idxs[0]] = outcome
+                return
+            mid = len(idxs) // 2
+            run(idxs[:mid])
+            run(idxs[mid:])
+            return
+        for i, out in zip(idxs, texts, strict=True):
+            results[i] = out
+
+    run(list(range(len(requests))))
+    return [
+        r if r is not None else SegmentOutcome(error={"type": "internal", "message": "lost"})
+        for r in results
+    ]
 
 
 def translate_isolated(
@@ -41,7 +100,7 @@ def translate_isolated(
     stripped: list[TranslationRequest] = []
     spaces: list[tuple[str, str]] = []
     for i, req in enumerate(requests):
-        lead, core, trail = _split_outer_space(req.text)
+        lead, core, trail = split_outer_space(req.text)
         spaces.append((lead, trail))
         if not core:
             outcomes[i] = SegmentOutcome(translation=req.text)
@@ -54,49 +113,9 @@ def translate_isolated(
             outcomes[i] = SegmentOutcome(error=SegmentTooLong(reason).as_dict())
         else:
             runnable.append(i)
-
-    def run(idxs: list[int]) -> None:
-        if not idxs:
-            return
-        batch = [stripped[i] for i in idxs]
-        try:
-            texts = engine.translate(batch)
-            if len(texts) != len(batch):
-                raise EngineOutputMismatch(
-                    f"engine {engine.name} returned {len(texts)} outputs for {len(batch)} inputs"
-                )
-        except EngineUnavailable:
-            raise  # nothing can succeed on this engine: the chunk goes back to the queue
-        except Exception as exc:  # noqa: BLE001 - isolate, then report per segment
-            if len(idxs) == 1:
-                err = (
-                    exc
-                    if isinstance(exc, EngineError)
-                    else EngineError(f"{type(exc).__name__}: {exc}")
-                )
-                log.warning("segment failed in %s: %s", engine.name, err.message)
-                outcomes[idxs[0]] = SegmentOutcome(error=err.as_dict())
-                return
-            mid = len(idxs) // 2
-            run(idxs[:mid])
-            run(idxs[mid:])
-            return
-        for i, out in zip(idxs, texts, strict=True):
-            text = out.text if isinstance(out, Translation) else out
-            warnings = []
-            if isinstance(out, Translation) and out.truncated:
-                warnings.append(TRUNCATED)
-            if not text.strip():
-                outcomes[i] = SegmentOutcome(
-                    error={"type": "empty_output", "message": "the engine returned no text"}
-                )
-            else:
-                lead, trail = spaces[i]
-                outcomes[i] = SegmentOutcome(
-                    translation=f"{lead}{text.strip()}{trail}", warnings=warnings
-                )
-
-    run(runnable)
+    results = run_isolated(engine, [stripped[i] for i in runnable])
+    for i, res in zip(runnable, results, strict=True):
+        outcomes[i] = res if isinstance(res, SegmentOutcome) else outcome_of(res, *spaces[i])
     return [
         o if o is not None else SegmentOutcome(error={"type": "internal", "message": "lost"})
         for o in outcomes

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
+
+from core.errors import ConfigError
 from core.settings import Settings
 from workers.engines.base import Engine, EngineLimits, Translation, TranslationRequest
 
@@ -16,7 +20,17 @@ def create_engine(settings: Settings) -> Engine:
         from workers.engines.vllm_engine import VllmEngine
 
         return VllmEngine(settings)
-    raise ValueError(f"unknown engine {settings.engine!r}")
+    module_name, _, class_name = settings.engine.partition(":")
+    if not class_name:
+        raise ConfigError(f"unknown engine {settings.engine!r}")
+    try:
+        cls = getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"engine plugin {settings.engine!r} cannot be imported: {exc}") from exc
+    if not (isinstance(cls, type) and issubclass(cls, Engine)):
+        raise ConfigError(f"engine plugin {settings.engine!r} is not an Engine subclass")
+    factory: Callable[[Settings], Engine] = cls
+    return factory(settings)
 
 
 __all__ = ["Engine", "EngineLimits", "Translation", "TranslationRequest", "create_engine"]

@@ -1,14 +1,26 @@
 """The engine contract: a batch of segments in, a same-length list of translations out.
 
-An engine is loaded once per serving process (``load()``), after any fork. ``translate`` may get
-requests for several language pairs at once and must return one string per request, in order;
-the caller checks the length (:class:`core.errors.EngineOutputMismatch`) and isolates failures.
+An engine is loaded once per serving process (``load()``), after any fork. Two kinds exist:
+
+* **batch engines** (``streaming = False``, e.g. Apertium) translate one call at a time:
+  ``translate`` may get requests for several language pairs at once and must return one string
+  per request, in order; the caller checks the length
+  (:class:`core.errors.EngineOutputMismatch`) and isolates failures. The worker's scheduler
+  sizes their batches with an online cost model.
+* **streaming engines** (``streaming = True``, e.g. vLLM's async engine) batch continuously on
+  their own: ``submit`` takes one request at any time, from any thread, and returns a future.
+  The scheduler keeps them fed and leaves batching to them. ``translate`` still works (submit
+  all, wait for all) for callers that want one synchronous batch.
+
+``count_tokens`` is what budgets are measured in (the engine's own tokens where it has a
+tokenizer, a word-based estimate otherwise).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 
@@ -26,6 +38,7 @@ class Translation:
 
     text: str
     truncated: bool = False  # generation hit its token limit: the text is probably cut off
+    tokens_out: int | None = None  # generated tokens, when the engine counts them
 
 
 @dataclass(frozen=True)
@@ -35,8 +48,14 @@ class EngineLimits:
     max_input_tokens: int  # longest single segment, in tokens, that still leaves room to answer
 
 
+def estimate_tokens(text: str) -> int:
+    """Subword tokens of a text without a tokenizer: about 4/3 per word, at least one."""
+    return max(1, (len(text.split()) * 4 + 2) // 3)
+
+
 class Engine(ABC):
     name: str = "engine"
+    streaming: bool = False  # True: submit() per request; the engine batches continuously
 
     @abstractmethod
     def load(self) -> None:
@@ -64,9 +83,17 @@ class Engine(ABC):
         """Why this segment cannot be translated (e.g. too long), or None."""
         return None
 
+    def count_tokens(self, request: TranslationRequest) -> int:
+        """Input tokens of one request (budgets and the cost model are measured in these)."""
+        return estimate_tokens(request.text)
+
     @abstractmethod
     def translate(self, requests: Sequence[TranslationRequest]) -> Sequence[str | Translation]:
         """One translation per request, same order."""
+
+    def submit(self, request: TranslationRequest) -> Future[str | Translation]:
+        """Streaming engines: start one request now; the future holds its translation."""
+        raise NotImplementedError(f"engine {self.name} is a batch engine (streaming = False)")
 
     def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Release processes and memory (worker shutdown)."""

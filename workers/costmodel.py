@@ -66,14 +66,15 @@ class CostModel:
         room = seconds - self.fixed_s
         if room <= 0:
             return 1
-        return max(1, int(room / self.per_token_s))
+        return max(1, int(room / self.per_token_s + 1e-9))
 
     def tokens_for_efficiency(self, efficiency: float) -> int:
         """Tokens per call at which per-token work is ``efficiency`` of the call's time."""
         efficiency = min(max(efficiency, 0.0), 0.999)
         if self.fixed_s <= 0:
             return 1
-        return max(1, math.ceil(efficiency * self.fixed_s / ((1 - efficiency) * self.per_token_s)))
+        tokens = efficiency * self.fixed_s / ((1 - efficiency) * self.per_token_s)
+        return max(1, math.ceil(tokens - 1e-9))  # 1e-9: float noise must not add a token
 
 
 class ThroughputMeter:

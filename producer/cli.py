@@ -80,12 +80,16 @@ def api(
 
 @app.command()
 def worker(
-    engine: Annotated[str | None, typer.Option(help="vllm or apertium (MT_ENGINE).")] = None,
+    engine: Annotated[
+        str | None, typer.Option(help="vllm, apertium or a plugin module:Class (MT_ENGINE).")
+    ] = None,
     model: Annotated[str | None, typer.Option(help="Model name or path (MT_MODEL).")] = None,
     gpus: Annotated[str | None, typer.Option(help="GPU ids, e.g. 0,1,2,3 or 0-7.")] = None,
     tp: Annotated[int, typer.Option("--tp", help="GPUs per engine (tensor parallel).")] = 1,
     lanes: Annotated[str | None, typer.Option(help="interactive,bulk (MT_LANES).")] = None,
-    concurrency: Annotated[int | None, typer.Option(help="Chunks in flight per worker.")] = None,
+    concurrency: Annotated[
+        int | None, typer.Option(help="Most chunks a worker holds (MT_WORKER_CONCURRENCY).")
+    ] = None,
     loglevel: Annotated[str, typer.Option()] = "INFO",
 ) -> None:
     """Start one Celery worker per GPU group (one CPU worker without --gpus); restart on death."""

@@ -245,3 +245,19 @@ def test_worker_serves_prometheus_metrics(fleet: LocalFleet) -> None:
     assert translated and float(translated[0].split()[-1]) >= 5
     assert "mt_worker_engine_seconds_count" in text
     assert 'mt_worker_chunk_latency_seconds_count{lane="bulk"}' in text
+
+    def value(series: str) -> float:
+        found = [ln for ln in text.splitlines() if ln.startswith(series + " ")]
+        assert found, f"{series} missing"
+        return float(found[0].split()[-1])
+
+    # the scheduler's figures: tokens both ways, batches, busy time, window, cost model
+    assert value('mt_worker_tokens_total{dir="in"}') > 0
+    assert value('mt_worker_tokens_total{dir="out"}') > 0
+    assert value("mt_worker_batch_segments_count") > 0
+    assert value("mt_worker_batch_tokens_sum") >= value('mt_worker_tokens_total{dir="in"}') > 0
+    assert value("mt_worker_engine_busy_seconds_total") > 0
+    assert 1 <= value("mt_worker_pull_window_chunks") <= 2  # --concurrency 2
+    assert value("mt_worker_cost_per_token_seconds") > 0
+    assert value('mt_job_latency_seconds_count{lane="interactive"}') >= 1
+    assert value('mt_worker_cache_lookups_total{result="miss"}') > 0

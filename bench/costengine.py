@@ -9,26 +9,28 @@ competing for the CPU. Workers load it as a plugin::
 **Step model** (vLLM-like, chunked prefill). Each step admits waiting sequences, lowest
 ``priority`` first then arrival order, while fewer than ``max_num_seqs`` run and token budget is
 left; every decoding sequence costs one token of the ``max_num_batched_tokens`` budget, prefill
-fills the rest in chunks. A step lasts ``step_fixed_s + per_token_s × tokens`` (prefill tokens
-plus decoding sequences). At its end every sequence whose prompt is fully read emits one token
-(the step that finishes a prompt emits the first), so a request costs ``in + out − 1`` tokens
-and, if its prompt fits one step, ``out`` steps in the batch. Running sequences are never
-preempted (vLLM's priority policy would preempt).
+fills the rest in chunks. A step lasts ``max(step_fixed_s, per_token_s × tokens)`` (tokens =
+prefill tokens plus decoding sequences): the roofline of a GPU step, which is either bound by
+reading the weights once (memory) or by the arithmetic on its tokens (compute), whichever is
+longer. At its end every sequence whose prompt is fully read emits one token (the step that
+finishes a prompt emits the first), so a request costs ``in + out − 1`` tokens and, if its
+prompt fits one step, ``out`` steps in the batch. Running sequences are never preempted
+(vLLM's priority policy preempts only when KV-cache memory runs out).
 
 **Preset ``h200-7b``**: a ~7B dense model in bf16 on one H200 (4.8 TB/s HBM, ≈989 TFLOP/s
 dense bf16).
 
 * Decode at small batch is memory-bound: ≈15 GB of weights / 4.8 TB/s ≈ 3.1 ms per step, so
   ``step_fixed_s = 0.003``.
-* Compute is ≈ 2 × 7e9 = 14 GFLOP per token: 14e9 / 989e12 ≈ 14 µs per token at peak. The
-  project's reference "compute-bound at about 257 requests/s for 128-in/128-out" is
-  257 × 256 tokens × 14 GFLOP ≈ 920 TFLOP/s (93 % of peak); published offline runs of 8B models
-  reach ≈ 220 requests/s on an H200 (FP8).
-* A real step is about max(weight reads, compute); this model adds them, so the per-token cost
-  is set below the peak figure to keep the full-batch total right: ``per_token_s = 11e-6``.
-  The 128/128 ceiling is then 1 / (128/256 × 3 ms + 255 × 11 µs) = 1 / 4.305 ms ≈ 232 req/s,
-  between the published 220 and the reference 257. One request alone takes ≈ 0.39 s
-  (4.4 ms prefill step + 127 decode steps of 3.011 ms, ≈ 330 tokens/s).
+* Compute is ≈ 2 × 7e9 = 14 GFLOP per token: 14e9 / 989e12 ≈ 14.2 µs per token at peak; at the
+  ≈93 % of peak that the project's reference figure implies ("compute-bound at about 257
+  requests/s for 128-in/128-out": 257 × 256 tokens × 14 GFLOP ≈ 920 TFLOP/s),
+  ``per_token_s = 15e-6``. Published offline runs of 8B models reach ≈ 220 requests/s on an
+  H200 (FP8).
+* The 128/128 ceiling is then 1 / (255 × 15 µs) ≈ 261 req/s (compute-bound: 256 decoding
+  sequences need 3.84 ms of arithmetic per step, more than the 3 ms weight read). One request
+  alone takes ≈ 0.39 s (128 steps of 3 ms, ≈ 330 tokens/s); a step with 256 sequences takes
+  3.84 ms, so a full engine decodes each sequence 1.28× slower than an idle one.
 * ``max_num_seqs = 256``, ``max_num_batched_tokens = 8192``, ``max_model_len = 4096``,
   ``out_ratio = 1.0`` (a translation is about as long as its source).
 
@@ -103,7 +105,7 @@ class CostParams:
         """Requests/s at full batch for uniform requests (steady state of the step model)."""
         tokens = in_tokens + out_tokens - 1
         steps = max(out_tokens / self.max_num_seqs, tokens / self.max_num_batched_tokens)
-        per_request_s = steps * self.step_fixed_s + tokens * self.per_token_s
+        per_request_s = max(steps * self.step_fixed_s, tokens * self.per_token_s)
         return math.inf if per_request_s == 0 else 1 / per_request_s
 
     @classmethod
@@ -130,7 +132,7 @@ class CostParams:
 
 
 PRESETS: dict[str, CostParams] = {
-    "h200-7b": CostParams(0.003, 11e-6, 256, 8192, 1.0, 4096, preset="h200-7b"),
+    "h200-7b": CostParams(0.003, 15e-6, 256, 8192, 1.0, 4096, preset="h200-7b"),
     "zero": CostParams(0.0, 0.0, 1 << 16, 1 << 24, 1.0, 1 << 20, preset="zero"),
     # A ~0.5B model on a few CPU cores: slow steps, small batches.
     "cpu-small": CostParams(0.02, 5e-4, 16, 2048, 1.0, 2048, preset="cpu-small"),
@@ -225,7 +227,7 @@ class SimulatedGPU:
             budget -= take
         self.peak_running = max(self.peak_running, len(self._running))
         prefill = sum(take for _, take in chunks)
-        return chunks, prefill, p.step_fixed_s + p.per_token_s * (prefill + decoding)
+        return chunks, prefill, max(p.step_fixed_s, p.per_token_s * (prefill + decoding))
 
     def _loop(self) -> None:
         deadline: float | None = None  # end of the current step; None while idle

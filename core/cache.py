@@ -12,6 +12,7 @@ import hashlib
 import logging
 import unicodedata
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
 import redis
 
@@ -33,14 +34,29 @@ def text_digest(text: str) -> str:
     return hashlib.sha256(normalize(text).encode("utf-8")).hexdigest()[:40]
 
 
+# One round trip and one reply for a whole chunk's entries (a pipeline costs a reply each).
+_PUT = """
+local ttl = ARGV[1]
+for i = 1, #KEYS do redis.call('SET', KEYS[i], ARGV[i + 1], 'EX', ttl) end
+return #KEYS
+"""
+
+
+@lru_cache(maxsize=16384)
+def _key(fingerprint: str, glossary: str, source: str, target: str, text: str) -> str:
+    # a worker computes each key twice (lookup, then store): remember the recent ones
+    return keys.phrase(f"{fingerprint}:{glossary}", source, target, text_digest(text))
+
+
 class PhraseCache:
     def __init__(self, client: redis.Redis, *, ttl_s: int) -> None:
         self.r = client
         self.ttl = ttl_s
+        self._put = client.register_script(_PUT)
 
     @staticmethod
     def key(fingerprint: str, source: str, target: str, text: str, glossary: str = "-") -> str:
-        return keys.phrase(f"{fingerprint}:{glossary}", source, target, text_digest(text))
+        return _key(fingerprint, glossary, source, target, text)
 
     def get_many(
         self, fingerprint: str, source: str, target: str, texts: Iterable[str]
@@ -62,10 +78,10 @@ class PhraseCache:
         if not pairs:
             return
         try:
-            pipe = self.r.pipeline(transaction=False)
-            for text, translation in pairs.items():
-                pipe.set(self.key(fingerprint, source, target, text), translation, ex=self.ttl)
-            pipe.execute()
+            self._put(
+                keys=[self.key(fingerprint, source, target, text) for text in pairs],
+                args=[self.ttl, *pairs.values()],
+            )
         except redis.RedisError as exc:
             log.warning("phrase cache unavailable, result not cached: %s", exc)
 

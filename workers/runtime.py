@@ -208,10 +208,10 @@ class WorkerRuntime:
         priority = 0 if msg.lane is Lane.interactive else 1
         texts = list(todo)
         t0 = time.monotonic()
-        futures = self.scheduler.submit(
+        ticket = self.scheduler.submit(
             [TranslationRequest(t, msg.source, msg.target, priority) for t in texts]
         )
-        results = [f.result() for f in futures]  # EngineUnavailable propagates: chunk requeued
+        results = ticket.result()  # EngineUnavailable propagates: the chunk is requeued
         elapsed = time.monotonic() - t0
         to_cache = {}
         for norm, outcome in zip(texts, results, strict=True):
@@ -220,7 +220,8 @@ class WorkerRuntime:
             for i in todo[norm]:
                 if outcome.ok and outcome.translation is not None:
                     text = rewrap(original_of[i], outcome.translation)
-                    outcomes.append((i, outcome.model_copy(update={"translation": text})))
+                    delivered = SegmentOutcome(translation=text, warnings=outcome.warnings)
+                    outcomes.append((i, delivered))
                 else:
                     outcomes.append((i, outcome))
         self.cache.put_many(fp, msg.source, msg.target, to_cache)

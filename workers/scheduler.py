@@ -1,7 +1,7 @@
 """The worker's scheduler: between the Celery task threads and the engine, keeping it full.
 
 Task threads (one per held chunk) hand their segments to :meth:`Scheduler.submit` and wait on
-futures; one dispatcher thread owns the engine side:
+a ticket; one dispatcher thread owns the engine side:
 
 * **work-conserving** — the dispatcher blocks only while nothing is runnable; when the engine
   frees up and work is buffered, it runs at once. While a batch engine is busy, the next work
@@ -26,7 +26,7 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 
 from core.errors import EngineUnavailable, SegmentTooLong
@@ -42,14 +42,59 @@ log = logging.getLogger(__name__)
 INTERACTIVE, BULK = 0, 1  # request priorities; lanes are buffered in this order
 
 
+class Ticket:
+    """The outcomes of one :meth:`Scheduler.submit` call, in order, filled in as they finish.
+
+    One ticket per call rather than a future per segment: a chunk waits once, and the
+    per-segment cost stays a list slot.
+    """
+
+    __slots__ = ("_done", "_error", "_lock", "_outcomes", "_remaining")
+
+    def __init__(self, n: int) -> None:
+        self._outcomes: list[SegmentOutcome | None] = [None] * n
+        self._remaining = n
+        self._error: BaseException | None = None
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        if n == 0:
+            self._done.set()
+
+    def set(self, index: int, outcome: SegmentOutcome) -> None:
+        with self._lock:
+            if self._outcomes[index] is not None or self._error is not None:
+                return
+            self._outcomes[index] = outcome
+            self._remaining -= 1
+            if self._remaining == 0:
+                self._done.set()
+
+    def fail(self, exc: BaseException) -> None:
+        with self._lock:
+            if self._error is None and self._remaining:
+                self._error = exc
+                self._done.set()
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def result(self, timeout: float | None = None) -> list[SegmentOutcome]:
+        """Every outcome; raises the engine's failure (EngineUnavailable) or TimeoutError."""
+        if not self._done.wait(timeout):
+            raise TimeoutError("the engine did not finish in time")
+        if self._error is not None:
+            raise self._error
+        return self._outcomes  # type: ignore[return-value]  # all set once done
+
+
 @dataclass
 class _Item:
     request: TranslationRequest  # outer whitespace stripped
     tokens: int
     lead: str
     trail: str
-    future: Future[SegmentOutcome]
-    queued_at: float = field(default_factory=time.monotonic)
+    ticket: Ticket
+    index: int
 
 
 class Scheduler:
@@ -78,23 +123,22 @@ class Scheduler:
         self._thread.start()
 
     # -- the task threads' side ------------------------------------------------------------
-    def submit(self, requests: Sequence[TranslationRequest]) -> list[Future[SegmentOutcome]]:
-        """One future per request; checks (e.g. too long) run here, in the caller's thread."""
-        futures: list[Future[SegmentOutcome]] = []
+    def submit(self, requests: Sequence[TranslationRequest]) -> Ticket:
+        """Queue the requests; checks (e.g. too long) run here, in the caller's thread."""
+        ticket = Ticket(len(requests))
         items: list[_Item] = []
-        for req in requests:
-            fut: Future[SegmentOutcome] = Future()
-            futures.append(fut)
+        for i, req in enumerate(requests):
             lead, core, trail = split_outer_space(req.text)
             if not core:
-                fut.set_result(SegmentOutcome(translation=req.text))
+                ticket.set(i, SegmentOutcome(translation=req.text))
                 continue
             core_req = TranslationRequest(core, req.source, req.target, req.priority)
             reason = self.engine.check(core_req)
             if reason:
-                fut.set_result(SegmentOutcome(error=SegmentTooLong(reason).as_dict()))
+                ticket.set(i, SegmentOutcome(error=SegmentTooLong(reason).as_dict()))
                 continue
-            items.append(_Item(core_req, self.engine.count_tokens(core_req), lead, trail, fut))
+            tokens = self.engine.count_tokens(core_req)
+            items.append(_Item(core_req, tokens, lead, trail, ticket, i))
         if items:
             metrics.TOKENS.labels("in").inc(sum(it.tokens for it in items))
             with self._cond:
@@ -104,7 +148,7 @@ class Scheduler:
                     self._lanes[INTERACTIVE if it.request.priority <= 0 else BULK].append(it)
                     self._avg_tokens += (it.tokens - self._avg_tokens) * 0.01
                 self._cond.notify()
-        return futures
+        return ticket
 
     # -- what the window controller and metrics read ---------------------------------------
     @property
@@ -152,8 +196,7 @@ class Scheduler:
                 lane.clear()
             self._cond.notify_all()
         for it in pending:
-            if not it.future.done():
-                it.future.set_exception(EngineUnavailable("the worker is shutting down"))
+            it.ticket.fail(EngineUnavailable("the worker is shutting down"))
         self._thread.join(timeout=10)
 
     # -- the dispatcher --------------------------------------------------------------------
@@ -244,24 +287,18 @@ class Scheduler:
         self._resolve(it, exc if exc is not None else result.result())
 
     def _resolve(self, it: _Item, res: str | Translation | SegmentOutcome | BaseException) -> None:
-        if it.future.done():
-            return
         if isinstance(res, EngineUnavailable):
-            it.future.set_exception(res)
+            it.ticket.fail(res)
         elif isinstance(res, BaseException):
-            it.future.set_result(error_outcome(res))
+            it.ticket.set(it.index, error_outcome(res))
         elif isinstance(res, SegmentOutcome):
-            it.future.set_result(res)
+            it.ticket.set(it.index, res)
         else:
             text = res.text if isinstance(res, Translation) else res
             counted = res.tokens_out if isinstance(res, Translation) else None
             metrics.TOKENS.labels("out").inc(counted or estimate_tokens(text))
-            it.future.set_result(outcome_of(res, it.lead, it.trail))
+            it.ticket.set(it.index, outcome_of(res, it.lead, it.trail))
 
     def _fail(self, batch: list[_Item], exc: BaseException) -> None:
         for it in batch:
-            if not it.future.done():
-                if isinstance(exc, EngineUnavailable):
-                    it.future.set_exception(exc)
-                else:
-                    it.future.set_result(error_outcome(exc))
+            self._resolve(it, exc)

@@ -16,7 +16,7 @@ import pytest
 from core.errors import EngineUnavailable
 from core.models import SegmentOutcome
 from workers.engines.base import Engine, EngineLimits, Translation, TranslationRequest
-from workers.scheduler import Scheduler
+from workers.scheduler import Scheduler, Ticket
 
 
 class RecordingEngine(Engine):
@@ -68,8 +68,8 @@ def req(text: str, priority: int = 1) -> TranslationRequest:
     return TranslationRequest(text, "en", "es", priority)
 
 
-def results(futures: list[Future[SegmentOutcome]]) -> list[SegmentOutcome]:
-    return [f.result(timeout=10) for f in futures]
+def results(ticket: Ticket) -> list[SegmentOutcome]:
+    return ticket.result(timeout=10)
 
 
 @pytest.fixture
@@ -115,7 +115,8 @@ def test_interactive_work_overtakes_buffered_bulk(engine: RecordingEngine) -> No
         bulk = sched.submit([req(f"b{i}") for i in range(6)])
         urgent = sched.submit([req("i0", 0), req("i1", 0)])
         engine.gate.set()
-        results(bulk + urgent)
+        results(bulk)
+        results(urgent)
         assert [r.text for r in engine.calls[1]] == ["i0", "i1"]
     finally:
         sched.close()
@@ -151,9 +152,8 @@ def test_a_dead_engine_fails_every_waiter_with_engine_unavailable(
 ) -> None:
     engine.dead = True
     futs = sched.submit([req("a"), req("b")])
-    for f in futs:
-        with pytest.raises(EngineUnavailable):
-            f.result(timeout=5)
+    with pytest.raises(EngineUnavailable):
+        futs.result(timeout=5)
 
 
 def test_cost_model_learns_the_engine(engine: RecordingEngine) -> None:
@@ -187,7 +187,7 @@ def test_close_fails_buffered_work_so_it_is_requeued(engine: RecordingEngine) ->
     threading.Timer(0.2, engine.gate.set).start()
     sched.close()
     with pytest.raises(EngineUnavailable):
-        waiting[0].result(timeout=5)
+        waiting.result(timeout=5)
     with pytest.raises(EngineUnavailable):
         sched.submit([req("after close")])
 
@@ -247,7 +247,7 @@ def test_streaming_engine_is_fed_up_to_its_cap_then_as_requests_finish() -> None
         assert len(eng.open) == 4 and sched.buffered() == (0, 6)
         eng.finish(2)
         wait_for(lambda: len(eng.open) == 4 and sched.buffered() == (0, 4))
-        while any(not f.done() for f in futs):
+        while not futs.done():
             eng.finish(4)
             time.sleep(0.01)
         assert [o.translation for o in results(futs)] == [f"B{i}" for i in range(10)]
@@ -266,7 +266,7 @@ def test_streaming_interactive_work_is_fed_past_the_cap_with_its_priority() -> N
         wait_for(lambda: len(eng.open) == 5)
         assert eng.open[-1][0].priority == 0 and sched.buffered() == (0, 6)
         eng.finish(5)
-        assert urgent[0].result(timeout=5).translation == "NOW"
+        assert urgent.result(timeout=5)[0].translation == "NOW"
     finally:
         eng.finish(100)
         sched.close()
@@ -290,7 +290,7 @@ def test_streaming_request_failure_is_its_own() -> None:
         more = sched.submit([req("c")])
         wait_for(lambda: len(eng.open) == 1)
         eng.finish(1)
-        assert more[0].result(timeout=5).translation == "C"
+        assert more.result(timeout=5)[0].translation == "C"
     finally:
         sched.close()
 

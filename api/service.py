@@ -23,8 +23,16 @@ from api.schemas import JobCreate
 from core import keys, languages
 from core.cache import PhraseCache, rewrap
 from core.errors import IdempotencyConflict, InvalidInput, Unavailable, UnsupportedLanguage
-from core.models import ChunkMessage, ChunkSegment, JobRecord, Lane, SegmentOutcome
-from core.registry import Registry
+from core.models import (
+    ChunkMessage,
+    ChunkSegment,
+    JobRecord,
+    JobStatus,
+    Lane,
+    Progress,
+    SegmentOutcome,
+)
+from core.registry import PairInfo, Registry
 from core.settings import Settings
 from core.store import JobStore, new_job_id
 
@@ -35,6 +43,9 @@ log = logging.getLogger(__name__)
 class Submitted:
     job: JobRecord
     created: bool  # False when an Idempotency-Key returned an earlier job
+    # the phrase-cache answers (index -> outcome) of a job created now: a fully cached job's
+    # result needs no second read from Redis
+    cached: dict[int, SegmentOutcome] | None = None
 
 
 def plan_chunks(texts: list[str], cached: set[int], chunk_size: int) -> list[list[ChunkSegment]]:
@@ -61,6 +72,7 @@ class JobService:
         self.cache = cache
         self.registry = registry
         self.celery = celery
+        self._pairs: dict[tuple[str, str], tuple[float, PairInfo]] = {}
 
     def _validate(self, req: JobCreate) -> tuple[str, str, Lane]:
         s = self.settings
@@ -85,7 +97,7 @@ class JobService:
     def submit(self, req: JobCreate, idempotency_key: str | None = None) -> Submitted:
         source, target, lane = self._validate(req)
         try:
-            pair = self.registry.pair(source, target)
+            pair = self._pair(source, target)
         except redis.RedisError as exc:
             raise Unavailable(f"job store unavailable: {exc}") from exc
         if pair is None:
@@ -103,6 +115,7 @@ class JobService:
         }
         chunks = plan_chunks(req.texts, set(cached), self.settings.chunk_size)
         job_id = new_job_id()
+        now = time.time()
         idem = None
         if idempotency_key:
             key_digest = hashlib.sha256(idempotency_key.encode()).hexdigest()
@@ -124,6 +137,7 @@ class JobService:
                 chunks=len(chunks),
                 cached=cached,
                 idempotency=idem,
+                now=now,
             )
             if existing is not None:
                 assert idem is not None
@@ -140,10 +154,34 @@ class JobService:
         metrics.SEGMENTS.labels(lane.value).inc(len(req.texts))
         metrics.CACHE_LOOKUPS.labels("hit").inc(len(cached))
         metrics.CACHE_LOOKUPS.labels("miss").inc(len(req.texts) - len(cached))
-        try:
-            return Submitted(self.store.get(job_id), created=True)
-        except redis.RedisError as exc:
-            raise Unavailable(f"job store unavailable: {exc}") from exc
+        # what create() stored, without reading it back
+        total, done = len(req.texts), len(cached)
+        job = JobRecord(
+            id=job_id,
+            status=JobStatus.succeeded if done == total else JobStatus.queued,
+            source_lang=source,
+            target_lang=target,
+            lane=lane,
+            progress=Progress(done=done, failed=0, total=total),
+            created_at=now,
+            finished_at=now if done == total else None,
+            chunks=len(chunks),
+            cached=done,
+        )
+        return Submitted(job, created=True, cached=cached)
+
+    def _pair(self, source: str, target: str) -> PairInfo | None:
+        """The registry's entry for a pair, remembered for a second when it exists (it is asked
+        on every request; a pair nobody serves is asked again each time, so a worker that just
+        registered is seen at once)."""
+        now = time.monotonic()
+        hit = self._pairs.get((source, target))
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        pair = self.registry.pair(source, target)
+        if pair is not None:
+            self._pairs[(source, target)] = (now + 1.0, pair)
+        return pair
 
     def _enqueue(
         self,

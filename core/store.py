@@ -151,13 +151,14 @@ class JobStore:
         cached: dict[int, SegmentOutcome],
         idempotency: tuple[str, str, int] | None = None,
         extra: dict[str, str] | None = None,
+        now: float | None = None,
     ) -> str | None:
         """Store a new job atomically. Returns None, or the idempotency key's earlier value.
 
         ``idempotency`` is (redis key, value to store, ttl); when the key already exists nothing
         is written and its value comes back (``"<job id> <request digest>"``).
         """
-        now = time.time()
+        now = time.time() if now is None else now
         done = len(cached)
         status = JobStatus.succeeded if done == total else JobStatus.queued
         meta: dict[str, Any] = {

@@ -16,7 +16,7 @@ from api.schemas import (
     SegmentWarning,
 )
 from core.errors import JobNotFinished
-from core.models import JobRecord, JobStatus
+from core.models import JobRecord, JobStatus, SegmentOutcome
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
@@ -32,8 +32,15 @@ def public(job: JobRecord) -> JobPublic:
     return JobPublic(**job.model_dump(include=set(JobPublic.model_fields)))
 
 
-def job_result(services: Services, job: JobRecord) -> JobResultPublic:
-    outcomes = services.store.results(job.id, job.progress.total)
+def job_result(
+    services: Services, job: JobRecord, known: dict[int, SegmentOutcome] | None = None
+) -> JobResultPublic:
+    """The public result; ``known`` holds every outcome already (skips the Redis read)."""
+    outcomes: list[SegmentOutcome | None]
+    if known is not None and len(known) == job.progress.total:
+        outcomes = [known[i] for i in range(job.progress.total)]
+    else:
+        outcomes = services.store.results(job.id, job.progress.total)
     translations: list[str | None] = []
     errs: list[SegmentError] = []
     warns: list[SegmentWarning] = []

@@ -40,7 +40,8 @@ def translate(
         target_lang=body.target_lang,
         lane=Lane.interactive,
     )
-    job = services.jobs.submit(job_req, idempotency_key).job
+    submitted = services.jobs.submit(job_req, idempotency_key)
+    job = submitted.job
     timeout = body.timeout or services.settings.translate_timeout_s
     if not job.status.final:
         services.waiter.wait(
@@ -55,7 +56,7 @@ def translate(
             headers={"Location": f"/v1/jobs/{job.id}"},
         )
     metrics.JOB_LATENCY.labels("interactive").observe(time.monotonic() - t0)
-    result = job_result(services, job)
+    result = job_result(services, job, submitted.cached if job.status.final else None)
     return TranslatePublic(
         id=job.id,
         status=job.status,

@@ -74,6 +74,13 @@ class Settings(BaseSettings):
         description="Most chunks a worker holds at once (threads); the adaptive pull window "
         "stays at or below it.",
     )
+    interactive_prefetch: int = Field(
+        4,
+        ge=0,
+        le=64,
+        description="Interactive chunks a worker serving both lanes takes beside its bulk "
+        "window, on their own consumer and threads (0: both lanes share the window).",
+    )
     pull_ahead_s: float = Field(
         2.0, gt=0, description="Seconds of measured throughput a worker pulls ahead."
     )

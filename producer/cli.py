@@ -126,6 +126,7 @@ def worker(
         concurrency=settings.worker_concurrency,
         loglevel=loglevel,
         env_overrides=overrides,
+        interactive_prefetch=settings.interactive_prefetch,
     )
     raise typer.Exit(code)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from core.broker import make_celery
 from core.settings import get_settings
+from workers.consumers import InteractiveConsumer, consumer_plan
 
 settings = get_settings()
 app = make_celery(settings)
@@ -16,6 +17,10 @@ app.conf.update(
     worker_concurrency=settings.worker_concurrency,
     include=["workers.tasks"],
 )
+
+# Interactive chunks on their own consumer when the worker serves both lanes.
+if consumer_plan(list(settings.lanes), settings.interactive_prefetch)[1]:
+    app.steps["consumer"].add(InteractiveConsumer)
 
 # Signal handlers are registered by importing the module.
 from workers import lifecycle  # noqa: E402,F401

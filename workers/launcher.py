@@ -81,9 +81,19 @@ def gpu_groups(gpus: list[int], tp: int) -> list[GpuGroup]:
     return [GpuGroup(tuple(gpus[i : i + tp])) for i in range(0, len(gpus), tp)]
 
 
-def worker_command(group: GpuGroup, lanes: list[str], concurrency: int, loglevel: str) -> list[str]:
-    from core import keys
+def worker_command(
+    group: GpuGroup,
+    lanes: list[str],
+    concurrency: int,
+    loglevel: str,
+    interactive_prefetch: int = 0,
+) -> list[str]:
+    """The Celery worker command line. With both lanes, Celery's own consumer takes bulk only
+    and interactive chunks get their own consumer and ``interactive_prefetch`` extra threads
+    (``workers.consumers``)."""
+    from workers.consumers import consumer_plan
 
+    queues, reserved = consumer_plan(lanes, interactive_prefetch)
     return [
         sys.executable,
         "-m",
@@ -94,9 +104,9 @@ def worker_command(group: GpuGroup, lanes: list[str], concurrency: int, loglevel
         "--pool",
         "threads",
         "--concurrency",
-        str(concurrency),
+        str(concurrency + reserved),
         "--queues",
-        ",".join(keys.queue(lane) for lane in lanes),
+        ",".join(queues),
         "--hostname",
         f"{group.name}@%h",
         "--loglevel",
@@ -211,11 +221,16 @@ def run_workers(
     concurrency: int,
     loglevel: str,
     env_overrides: dict[str, str],
+    interactive_prefetch: int = 0,
 ) -> int:
     groups = gpu_groups(parse_gpus(gpus), tp)
     base = {**os.environ, **env_overrides}
     commands = [
-        (g.name, worker_command(g, lanes, concurrency, loglevel), worker_env(g, base, tp, i))
+        (
+            g.name,
+            worker_command(g, lanes, concurrency, loglevel, interactive_prefetch),
+            worker_env(g, base, tp, i),
+        )
         for i, g in enumerate(groups)
     ]
     return Supervisor(commands).run()

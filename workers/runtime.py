@@ -126,6 +126,13 @@ class WorkerRuntime:
         applies a changed value before its next fetch.
         """
 
+        # the first window now, before the consumer's loop makes its first fetch (Celery's
+        # initial prefetch counts every thread, the interactive ones included)
+        try:
+            self.adjust_window(qos)
+        except Exception as exc:  # noqa: BLE001 - the loop below retries
+            log.warning("window control failed: %s", exc)
+
         def control() -> None:
             while not self._stop.wait(1.0):
                 try:

@@ -130,3 +130,15 @@ def test_each_worker_gets_its_own_metrics_port() -> None:
     ]
     assert ports == ["9100", "9101", "9102", "9103"]
     assert "MT_WORKER_METRICS_PORT" not in worker_env(groups[0], {}, 1, 2)
+
+
+def test_both_lanes_give_interactive_its_own_consumer_and_threads() -> None:
+    from workers.consumers import consumer_plan
+
+    assert consumer_plan(["interactive", "bulk"], 4) == (["mt.bulk"], 4)
+    assert consumer_plan(["interactive", "bulk"], 0) == (["mt.interactive", "mt.bulk"], 0)
+    assert consumer_plan(["interactive"], 4) == (["mt.interactive"], 0)
+    assert consumer_plan(["bulk"], 4) == (["mt.bulk"], 0)
+    cmd = worker_command(GpuGroup((0,)), ["interactive", "bulk"], 8, "INFO", 4)
+    assert cmd[cmd.index("--queues") + 1] == "mt.bulk"
+    assert cmd[cmd.index("--concurrency") + 1] == "12"  # the bulk window's 8 + 4 interactive

@@ -71,5 +71,10 @@ integration: test-deps
 e2e: test-deps
 	MT_TINY_MODEL=$(abspath $(TINY_MODEL)) $(PY) -m pytest tests/e2e $(PYTEST_ARGS)
 
+# Benchmarks (issue 3): a table and bench/results/latest.json; BENCH_ARGS=--quick for a smoke run,
+# BENCH_ARGS="--only cache,overhead" for some scenarios. Targets are reported, never asserted.
+bench: test-deps
+	MT_TINY_MODEL=$(abspath $(TINY_MODEL)) $(PY) -m bench $(BENCH_ARGS)
+
 clean:
 	rm -rf $(VENV) .cache build *.egg-info mtfleet-output

@@ -81,6 +81,12 @@ class Settings(BaseSettings):
         description="Interactive chunks a worker serving both lanes takes beside its bulk "
         "window, on their own consumer and threads (0: both lanes share the window).",
     )
+    interactive_slowdown: float = Field(
+        1.3,
+        ge=1.0,
+        description="How much slower per generated token interactive requests may run in a "
+        "streaming engine (vLLM) under bulk load; bulk in flight is cut to hold it.",
+    )
     pull_ahead_s: float = Field(
         2.0, gt=0, description="Seconds of measured throughput a worker pulls ahead."
     )

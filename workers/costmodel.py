@@ -102,3 +102,97 @@ class ThroughputMeter:
         if self._seconds <= 0:
             return None
         return self._segments / self._seconds
+
+
+class BulkGovernor:
+    """How many bulk requests a streaming engine may hold while interactive work runs.
+
+    A continuous-batching engine runs every step over all its sequences, so each bulk request
+    in flight slows every interactive one a little; past the point where the engine is
+    compute-bound, more bulk buys no throughput, only slower steps. The governor watches the
+    engine's time per generated token of *interactive* requests, keeps the lowest it has seen
+    recently as the baseline, and steers the bulk cap by the gradient: when the recent median
+    exceeds ``slowdown`` x baseline the cap shrinks in proportion (at most by half), otherwise
+    it grows by at most 6 % (small steps: it hovers near the knee, not far below). Cutting bulk
+    lowers the latency, which lowers the baseline until it sits at what the engine does
+    unloaded, so the cap settles where interactive work runs at most ``slowdown`` x slower —
+    the engine's knee. Without interactive work the cap grows back towards ``ceiling``: a
+    bulk-only engine returns to full width. Every ``probe_every_s`` of interactive traffic the
+    cap drops to ``floor`` for ``probe_s`` (as BBR probes its minimum RTT), so the baseline is
+    learned even on an engine that has never been idle.
+    """
+
+    def __init__(
+        self,
+        *,
+        ceiling: int,
+        floor: int,
+        slowdown: float = 1.3,
+        window: int = 8,
+        memory_s: float = 120.0,
+        probe_every_s: float = 30.0,
+        probe_s: float = 2.0,
+    ) -> None:
+        self.ceiling = max(1, ceiling)
+        self.floor = max(1, min(floor, self.ceiling))
+        self.slowdown = slowdown
+        self.window = window
+        self.memory_s = memory_s
+        self.cap = self.ceiling
+        self._recent: list[float] = []
+        self._minima: deque[tuple[float, float]] = deque()  # (time, value), values increasing
+        self._last = -math.inf
+        self._grown = -math.inf
+        self.probe_every_s, self.probe_s = probe_every_s, probe_s
+        self._probed = -math.inf
+        self._probe_until = -math.inf
+        self._saved: int | None = None  # the cap to restore after a probe
+
+    @property
+    def baseline(self) -> float | None:
+        return self._minima[0][1] if self._minima else None
+
+    def observe(self, now: float, seconds_per_token: float) -> None:
+        """One interactive request finished: its engine time per generated token."""
+        if seconds_per_token <= 0 or not math.isfinite(seconds_per_token):
+            return
+        self._last = now
+        if self._saved is not None and now >= self._probe_until:
+            self.cap, self._saved = self._saved, None  # probe over: back to where it was
+        elif self._saved is None and now - self._probed >= self.probe_every_s:
+            # probe: bulk down to the floor for a moment, so the baseline is what the engine
+            # does nearly unloaded even when it has been saturated all along
+            self._saved, self.cap = self.cap, self.floor
+            self._probed, self._probe_until = now, now + self.probe_s
+            self._recent.clear()
+        self._recent.append(seconds_per_token)
+        if len(self._recent) < self.window:
+            return
+        median = sorted(self._recent)[len(self._recent) // 2]
+        self._recent.clear()
+        # the baseline is the lowest window *median* (one lucky request is not a baseline)
+        while self._minima and self._minima[-1][1] >= median:
+            self._minima.pop()  # a monotonic deque: the minimum is at the front
+        self._minima.append((now, median))
+        while self._minima[0][0] < now - self.memory_s:
+            self._minima.popleft()
+        # the gradient: far over the target cuts hard (at most by half), near it moves a little
+        if self._saved is not None:
+            return  # probing: measure only
+        ratio = self._minima[0][1] * self.slowdown / median
+        if ratio < 1:
+            self.cap = max(self.floor, int(self.cap * max(0.5, ratio)))
+        else:
+            self.cap = min(self.ceiling, max(self.cap + 1, int(self.cap * min(1.06, ratio))))
+
+    def limit(self, now: float) -> int:
+        """The cap now. While no interactive work comes, it grows back 6 % per second of quiet
+        (a bulk-only engine returns to full width in half a minute or so, while a short lull does
+        not expose the next interactive request to a full engine)."""
+        quiet = now - max(self._last, self._grown)
+        if self._saved is not None and quiet >= self.probe_s:
+            self.cap, self._saved = self._saved, None  # interactive work stopped mid-probe
+        if quiet >= 1.0 and self.cap < self.ceiling:
+            self.cap = min(self.ceiling, max(self.cap + 1, int(self.cap * 1.06 ** int(quiet))))
+            self._grown = now
+        return self.cap

@@ -51,6 +51,10 @@ JOB_LATENCY = Histogram(
 )
 BUFFERED = Gauge("mt_worker_buffered_segments", "Segments waiting in the scheduler", ["lane"])
 INFLIGHT = Gauge("mt_worker_inflight_segments", "Segments inside a streaming engine")
+BULK_CAP = Gauge(
+    "mt_worker_bulk_inflight_cap",
+    "Bulk requests a streaming engine may hold (cut while interactive work runs slow)",
+)
 WINDOW = Gauge("mt_worker_pull_window_chunks", "Chunks this worker may hold (prefetch count)")
 THROUGHPUT = Gauge(
     "mt_worker_throughput_segments_per_busy_second", "Measured engine throughput (pull window)"

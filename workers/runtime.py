@@ -70,6 +70,7 @@ class WorkerRuntime:
                         if "interactive" in self.settings.lanes
                         else None
                     ),
+                    slowdown=self.settings.interactive_slowdown,
                 )
                 self._loaded = True
                 log.info(

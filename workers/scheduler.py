@@ -33,7 +33,7 @@ from core.errors import EngineUnavailable, SegmentTooLong
 from core.models import SegmentOutcome
 from workers import metrics
 from workers.batching import bulk_token_budget, plan_batch
-from workers.costmodel import CostModel, ThroughputMeter
+from workers.costmodel import BulkGovernor, CostModel, ThroughputMeter
 from workers.engines.base import Engine, Translation, TranslationRequest, estimate_tokens
 from workers.translation import error_outcome, outcome_of, run_isolated, split_outer_space
 
@@ -95,6 +95,7 @@ class _Item:
     trail: str
     ticket: Ticket
     index: int
+    sent_at: float = 0.0  # streaming: when the engine got it
 
 
 class Scheduler:
@@ -104,8 +105,11 @@ class Scheduler:
         *,
         latency_target_s: float | None,
         cost: CostModel | None = None,
+        slowdown: float = 1.3,
     ) -> None:
-        """``latency_target_s``: interactive latency target, or None if no interactive work."""
+        """``latency_target_s``: interactive latency target, or None if no interactive work;
+        ``slowdown``: how much slower per token interactive requests may run in a streaming
+        engine under bulk load (see :class:`~workers.costmodel.BulkGovernor`)."""
         self.engine = engine
         self.latency_target_s = latency_target_s
         self.cost = cost or CostModel()
@@ -114,6 +118,17 @@ class Scheduler:
         self._cond = threading.Condition()
         self._closed = False
         self._inflight = 0  # streaming: requests inside the engine
+        self._inflight_bulk = 0
+        limits = engine.limits
+        self.governor = (
+            BulkGovernor(
+                ceiling=2 * limits.max_sequences,
+                floor=max(1, limits.max_sequences // 8),
+                slowdown=slowdown,
+            )
+            if engine.streaming and latency_target_s is not None
+            else None
+        )
         self._busy_since: float | None = None
         self._busy_total = 0.0
         self._done_total = 0
@@ -186,6 +201,8 @@ class Scheduler:
         metrics.BUFFERED.labels("interactive").set(interactive)
         metrics.BUFFERED.labels("bulk").set(bulk)
         metrics.INFLIGHT.set(self._inflight)
+        if self.engine.streaming:
+            metrics.BULK_CAP.set(self.bulk_cap())
         return self.meter.rate()
 
     def close(self) -> None:
@@ -200,11 +217,17 @@ class Scheduler:
         self._thread.join(timeout=10)
 
     # -- the dispatcher --------------------------------------------------------------------
+    def bulk_cap(self) -> int:
+        """Bulk requests a streaming engine may hold now."""
+        if self.governor is None:
+            return self.inflight_cap
+        return self.governor.limit(time.monotonic())
+
     def _runnable(self) -> bool:
         interactive, bulk = self._lanes
         if not self.engine.streaming:
             return bool(interactive or bulk)
-        return bool(interactive) or (bool(bulk) and self._inflight < self.inflight_cap)
+        return bool(interactive) or (bool(bulk) and self._inflight_bulk < self.bulk_cap())
 
     def _loop(self) -> None:
         while True:
@@ -227,11 +250,16 @@ class Scheduler:
         interactive, bulk = self._lanes
         taken = list(interactive)
         interactive.clear()
-        while bulk and self._inflight + len(taken) < self.inflight_cap:
-            taken.append(bulk.popleft())
+        room = self.bulk_cap() - self._inflight_bulk
+        n_bulk = max(0, min(room, len(bulk)))
+        taken += [bulk.popleft() for _ in range(n_bulk)]
+        now = time.monotonic()
         if taken and self._inflight == 0:
-            self._busy_since = time.monotonic()
+            self._busy_since = now
+        for it in taken:
+            it.sent_at = now
         self._inflight += len(taken)
+        self._inflight_bulk += n_bulk
         return taken
 
     def _take_batch(self) -> list[_Item]:
@@ -273,11 +301,25 @@ class Scheduler:
             fut.add_done_callback(partial(self._finished, it))
 
     def _finished(self, it: _Item, result: Future[str | Translation] | BaseException) -> None:
+        now = time.monotonic()
+        interactive = it.request.priority <= 0
+        if (
+            interactive
+            and self.governor is not None
+            and not isinstance(result, BaseException)
+            and result.exception() is None
+        ):
+            out = result.result()
+            tokens = out.tokens_out if isinstance(out, Translation) else None
+            text = out.text if isinstance(out, Translation) else out
+            self.governor.observe(now, (now - it.sent_at) / (tokens or estimate_tokens(text)))
         with self._cond:
             self._inflight -= 1
+            if not interactive:
+                self._inflight_bulk -= 1
             self._done_total += 1
             if self._inflight == 0 and self._busy_since is not None:
-                self._busy_total += time.monotonic() - self._busy_since
+                self._busy_total += now - self._busy_since
                 self._busy_since = None
             self._cond.notify()
         if isinstance(result, BaseException):

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from workers.costmodel import CostModel, ThroughputMeter
+from workers.costmodel import BulkGovernor, CostModel, ThroughputMeter
 
 
 def test_fit_recovers_fixed_and_per_token_cost_from_noisy_batches() -> None:
@@ -84,3 +84,53 @@ def test_throughput_meter_reports_recent_rate() -> None:
     meter.add(0, 5.0)
     meter.add(5, 0.0)
     assert meter.rate() == pytest.approx(10)
+
+
+class KneeEngine:
+    """Per-token time of an engine that is memory-bound (3 ms a step) up to 100 sequences in
+    flight and compute-bound beyond: the roofline a continuous-batching GPU follows."""
+
+    def per_token(self, inflight: int) -> float:
+        return max(0.003, 0.00003 * inflight)
+
+
+def test_governor_settles_the_bulk_cap_near_the_engines_knee() -> None:
+    engine = KneeEngine()
+    gov = BulkGovernor(ceiling=512, floor=8, slowdown=1.3, window=4)
+    now = 0.0
+    caps = []
+    for _ in range(400):
+        now += 0.05
+        gov.observe(now, engine.per_token(gov.limit(now)))
+        caps.append(gov.cap)
+    settled = caps[-100:]
+    # at most 1.3x the unloaded 3 ms per token: 130 in flight; the knee is at 100
+    assert min(settled) >= 80 and max(settled) <= 140
+    assert gov.baseline == pytest.approx(0.003)
+
+
+def test_governor_returns_to_full_width_without_interactive_work() -> None:
+    engine = KneeEngine()
+    gov = BulkGovernor(ceiling=512, floor=8, window=4)
+    now = 0.0
+    for _ in range(200):
+        now += 0.05
+        gov.observe(now, engine.per_token(gov.limit(now)))
+    assert gov.cap < 200
+    assert gov.limit(now + 0.5) == gov.cap  # a short lull changes nothing
+    for second in range(1, 40):
+        gov.limit(now + second)
+    assert gov.limit(now + 40) == 512
+
+
+def test_governor_never_goes_below_its_floor_and_ignores_bad_samples() -> None:
+    gov = BulkGovernor(ceiling=64, floor=16, window=2)
+    gov.observe(0.0, 0.001)
+    gov.observe(0.1, 0.001)
+    for i in range(50):  # latency keeps rising whatever the cap: never below the floor
+        gov.observe(0.2 + i * 0.1, 0.01 * (i + 2))
+    assert gov.cap == 16
+    before = gov.cap
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        gov.observe(10.0, bad)
+    assert gov.cap == before

@@ -38,9 +38,11 @@ def make_celery(settings: Settings, name: str = "mtfleet") -> Celery:
         broker_transport_options={"visibility_timeout": settings.visibility_timeout_s},
         broker_connection_retry_on_startup=True,
         broker_pool_limit=16,
-        # Flower: every chunk is a task with received/started/succeeded events.
+        # Flower: every chunk is a task with received/started/succeeded events (sent by the
+        # worker). No task-sent event from the API: it cost the API more CPU than the rest of
+        # a submission (a locked publish per chunk) and Flower lists a task once received.
         worker_send_task_events=True,
-        task_send_sent_event=True,
+        task_send_sent_event=False,
         task_track_started=True,
         # One message per execution slot at most; the worker's pull window lowers it further.
         worker_prefetch_multiplier=1,

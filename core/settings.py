@@ -108,7 +108,12 @@ class Settings(BaseSettings):
     )
 
     # --- jobs and API ------------------------------------------------------------------------
-    chunk_size: int = Field(32, ge=1, le=1024, description="Segments per broker message.")
+    chunk_size: int = Field(
+        64,
+        ge=1,
+        le=1024,
+        description="Segments per broker message (each message costs a task's bookkeeping).",
+    )
     interactive_max_segments: int = Field(
         50, ge=1, description="Jobs up to this many segments default to the interactive lane."
     )

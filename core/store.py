@@ -74,8 +74,9 @@ return {done, failed, status}
 """
 
 _START_CHUNK = """
--- KEYS: job, deliveries   ARGV: chunk, now, ttl  -> {status, deliveries of this chunk}
-if redis.call('EXISTS', KEYS[1]) == 0 then return {'', 0} end
+-- KEYS: job, deliveries, results   ARGV: chunk, now, ttl, index...
+-- -> {status, deliveries of this chunk, indices (of ARGV[4..]) that already have a result}
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'', 0, {}} end
 local status = redis.call('HGET', KEYS[1], 'status')
 local n = redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
 redis.call('EXPIRE', KEYS[2], tonumber(ARGV[3]))
@@ -83,7 +84,15 @@ if status == 'queued' then
   redis.call('HSET', KEYS[1], 'status', 'running', 'started_at', ARGV[2])
   status = 'running'
 end
-return {status, n}
+local done = {}
+-- only this chunk writes these indices: a first delivery cannot find results
+if n > 1 and #ARGV > 3 then
+  local present = redis.call('HMGET', KEYS[3], unpack(ARGV, 4))
+  for i = 1, #present do
+    if present[i] then done[#done + 1] = ARGV[i + 3] end
+  end
+end
+return {status, n, done}
 """
 
 _CANCEL = """
@@ -206,20 +215,17 @@ class JobStore:
         )
 
     # -- worker side ---------------------------------------------------------------------------
-    def start_chunk(self, job_id: str, chunk: int) -> tuple[JobStatus | None, int]:
-        """Count a delivery of ``chunk`` and mark the job running; (status, deliveries)."""
-        status, n = self._start(
-            keys=[keys.job(job_id), keys.chunk_deliveries(job_id)],
-            args=[chunk, time.time(), self.ttl],
+    def start_chunk(
+        self, job_id: str, chunk: int, indices: Sequence[int] = ()
+    ) -> tuple[JobStatus | None, int, set[int]]:
+        """Count a delivery of ``chunk`` and mark the job running, in one round trip:
+        (status, deliveries so far, those of ``indices`` that still need a result)."""
+        status, n, done = self._start(
+            keys=[keys.job(job_id), keys.chunk_deliveries(job_id), keys.job_results(job_id)],
+            args=[chunk, time.time(), self.ttl, *indices],
         )
-        return (JobStatus(status) if status else None), int(n)
-
-    def pending_indices(self, job_id: str, indices: Sequence[int]) -> set[int]:
-        """Indices among ``indices`` that have no result yet (for redelivered chunks)."""
-        if not indices:
-            return set()
-        present = self.r.hmget(keys.job_results(job_id), [str(i) for i in indices])
-        return {i for i, v in zip(indices, present, strict=True) if v is None}
+        finished = {int(i) for i in done}
+        return (JobStatus(status) if status else None), int(n), set(indices) - finished
 
     def record(
         self, job_id: str, outcomes: Iterable[tuple[int, SegmentOutcome]]

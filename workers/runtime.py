@@ -183,16 +183,15 @@ class WorkerRuntime:
     # -- one chunk -----------------------------------------------------------------------------
     def process(self, msg: ChunkMessage) -> dict[str, Any]:
         self.load()
-        status, deliveries = self.store.start_chunk(msg.job_id, msg.chunk)
+        all_indices = [i for seg in msg.segments for i in seg.indices]
+        status, deliveries, pending = self.store.start_chunk(msg.job_id, msg.chunk, all_indices)
         if status is None:
             return {"skipped": "job expired or deleted"}
         if status.final:
             return {"skipped": f"job {status.value}"}
-        all_indices = [i for seg in msg.segments for i in seg.indices]
         if deliveries > self.settings.max_deliveries:
             return self._dead_letter(msg, all_indices, deliveries)
 
-        pending = self.store.pending_indices(msg.job_id, all_indices)
         segments = [s for s in msg.segments if any(i in pending for i in s.indices)]
         fp = self.engine.fingerprint
         cached = self.cache.get_many(fp, msg.source, msg.target, (s.text for s in segments))

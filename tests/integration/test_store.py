@@ -155,14 +155,16 @@ def test_unknown_job(store: JobStore) -> None:
     with pytest.raises(JobNotFound):
         store.cancel("nope")
     assert store.record("nope", [(0, ok("a"))]) is None
-    assert store.start_chunk("nope", 0) == (None, 0)
+    assert store.start_chunk("nope", 0) == (None, 0, set())
 
 
 def test_start_chunk_counts_deliveries_and_marks_running(store: JobStore) -> None:
     job_id = make_job(store, 2)
-    assert store.start_chunk(job_id, 0) == (JobStatus.running, 1)
-    assert store.start_chunk(job_id, 0) == (JobStatus.running, 2)
-    assert store.start_chunk(job_id, 1) == (JobStatus.running, 1)
+    assert store.start_chunk(job_id, 0, [0, 1]) == (JobStatus.running, 1, {0, 1})
+    store.record(job_id, [(1, SegmentOutcome(translation="uno"))])
+    # a redelivery learns which of its segments are done already
+    assert store.start_chunk(job_id, 0, [0, 1]) == (JobStatus.running, 2, {0})
+    assert store.start_chunk(job_id, 1) == (JobStatus.running, 1, set())
     assert store.get(job_id).started_at is not None
 
 

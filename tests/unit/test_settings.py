@@ -32,7 +32,7 @@ def test_defaults() -> None:
     assert s.prompt_style == "auto"
     assert s.tensor_parallel_size == 1
     assert s.lanes == ["interactive", "bulk"]
-    assert s.chunk_size == 32
+    assert s.chunk_size == 64
     # Hunyuan-MT's recommended sampling.
     assert (s.top_k, s.top_p, s.temperature, s.repetition_penalty) == (20, 0.6, 0.7, 1.05)
 
@@ -41,19 +41,19 @@ def test_reads_mt_prefixed_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MT_REDIS_URL", "redis://redis:6380/2")
     monkeypatch.setenv("MT_ENGINE", "vllm")
     monkeypatch.setenv("MT_TENSOR_PARALLEL_SIZE", "2")
-    monkeypatch.setenv("MT_CHUNK_SIZE", "64")
+    monkeypatch.setenv("MT_CHUNK_SIZE", "16")
     monkeypatch.setenv("MT_TOP_P", "0.9")
     s = Settings()
     assert s.redis_url == "redis://redis:6380/2"
     assert s.engine == "vllm"
     assert s.tensor_parallel_size == 2
-    assert s.chunk_size == 64
+    assert s.chunk_size == 16
     assert s.top_p == 0.9
 
 
 def test_unprefixed_names_are_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHUNK_SIZE", "7")
-    assert Settings().chunk_size == 32
+    assert Settings().chunk_size == 64
 
 
 @pytest.mark.parametrize(

@@ -210,6 +210,9 @@ def test_languages_and_readiness_come_from_the_registry(api: TestClient) -> None
     assert ready.json()["lanes"]["interactive"] and ready.json()["lanes"]["bulk"]
     metrics = api.get("/metrics").text
     assert 'mt_queue_depth{lane="bulk"}' in metrics and "mt_live_workers 1.0" in metrics
+    # every request is timed under its route template, with its status
+    assert 'mt_api_request_seconds_count{method="GET",route="/readyz",status="200"}' in metrics
+    assert 'method="GET",route="/v1/languages",status="200"' in metrics
 
 
 def test_malformed_message_is_dead_lettered_and_the_worker_goes_on(

@@ -14,7 +14,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: demo test lint unit integration e2e bench soak system-deps test-deps clean help
 help:
-	@echo "make demo | make test | make lint | make unit | make integration | make e2e | make clean"
+	@echo "make demo | make test | make bench | make lint | make unit | make integration | make e2e | make clean"
 
 # --- installs (idempotent, stamped) ------------------------------------------------------------
 .cache/system-deps.stamp:

@@ -30,6 +30,7 @@ def fleet(redis_server: str) -> Iterator[LocalFleet]:
             "MT_REDIS_URL": redis_server,
             "MT_HEARTBEAT_S": "1",
             "MT_FLOWER_PASSWORD": FLOWER_AUTH[1],
+            "MT_CHUNK_SIZE": "32",  # the Flower test counts chunks
         },
     )
     f.start_redis()
@@ -162,7 +163,7 @@ def test_flower_sees_the_worker_and_every_chunk(fleet: LocalFleet) -> None:
             for t in tasks.values()
             if t["name"] == "workers.tasks.translate_chunk" and job.id in (t.get("args") or "")
         ]
-        if len(mine) == 3 and all(t["state"] == "SUCCESS" for t in mine):
+        if len(mine) == 3 and all(t["state"] == "SUCCESS" for t in mine):  # 70 in chunks of 32
             break
         assert time.monotonic() < deadline, (list(workers), mine)
         time.sleep(0.5)

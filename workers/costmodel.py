@@ -189,9 +189,11 @@ class BulkGovernor:
         """The cap now. While no interactive work comes, it grows back 6 % per second of quiet
         (a bulk-only engine returns to full width in half a minute or so, while a short lull does
         not expose the next interactive request to a full engine)."""
-        quiet = now - max(self._last, self._grown)
-        if self._saved is not None and quiet >= self.probe_s:
+        if self._saved is not None:
+            if now - self._last < self.probe_s:
+                return self.cap  # probing
             self.cap, self._saved = self._saved, None  # interactive work stopped mid-probe
+        quiet = now - max(self._last, self._grown)
         if quiet >= 1.0 and self.cap < self.ceiling:
             self.cap = min(self.ceiling, max(self.cap + 1, int(self.cap * 1.06 ** int(quiet))))
             self._grown = now

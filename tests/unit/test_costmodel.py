@@ -134,3 +134,13 @@ def test_governor_never_goes_below_its_floor_and_ignores_bad_samples() -> None:
     for bad in (0.0, -1.0, float("nan"), float("inf")):
         gov.observe(10.0, bad)
     assert gov.cap == before
+
+
+def test_a_probe_cut_short_by_silence_restores_the_cap() -> None:
+    gov = BulkGovernor(ceiling=512, floor=32, window=8)
+    for i in range(8):  # one small interactive job: its first sample starts a probe
+        gov.observe(100 + i * 0.001, 0.003)
+    assert gov.cap == 32
+    caps = [gov.limit(100.0 + k * 0.25) for k in range(1, 11)]  # asked often, as the engine does
+    assert caps[:6] == [32] * 6  # probing for two seconds
+    assert caps[-1] == 512  # no interactive work since: back to where it was

@@ -130,7 +130,7 @@ class BulkGovernor:
         slowdown: float = 1.3,
         window: int = 8,
         memory_s: float = 120.0,
-        probe_every_s: float = 30.0,
+        probe_every_s: float = 60.0,
         probe_s: float = 2.0,
     ) -> None:
         self.ceiling = max(1, ceiling)
@@ -152,11 +152,14 @@ class BulkGovernor:
     def baseline(self) -> float | None:
         return self._minima[0][1] if self._minima else None
 
-    def observe(self, now: float, seconds_per_token: float) -> None:
-        """One interactive request finished: its engine time per generated token."""
+    def observe(self, now: float, seconds_per_token: float, *, unloaded: bool = False) -> None:
+        """One interactive request finished: its engine time per generated token.
+        ``unloaded``: no bulk request was in the engine meanwhile (as good as a probe)."""
         if seconds_per_token <= 0 or not math.isfinite(seconds_per_token):
             return
         self._last = now
+        if unloaded and self._saved is None:
+            self._probed = now  # this sample is a baseline already: no probe needed
         if self._saved is not None and now >= self._probe_until:
             self.cap, self._saved = self._saved, None  # probe over: back to where it was
         elif self._saved is None and now - self._probed >= self.probe_every_s:

@@ -119,6 +119,7 @@ class Scheduler:
         self._closed = False
         self._inflight = 0  # streaming: requests inside the engine
         self._inflight_bulk = 0
+        self._bulk_seen_at = -1.0  # last time the engine held bulk requests
         limits = engine.limits
         self.governor = (
             BulkGovernor(
@@ -260,6 +261,8 @@ class Scheduler:
             it.sent_at = now
         self._inflight += len(taken)
         self._inflight_bulk += n_bulk
+        if self._inflight_bulk:
+            self._bulk_seen_at = now
         return taken
 
     def _take_batch(self) -> list[_Item]:
@@ -312,11 +315,16 @@ class Scheduler:
             out = result.result()
             tokens = out.tokens_out if isinstance(out, Translation) else None
             text = out.text if isinstance(out, Translation) else out
-            self.governor.observe(now, (now - it.sent_at) / (tokens or estimate_tokens(text)))
+            self.governor.observe(
+                now,
+                (now - it.sent_at) / (tokens or estimate_tokens(text)),
+                unloaded=self._inflight_bulk == 0 and self._bulk_seen_at <= it.sent_at,
+            )
         with self._cond:
             self._inflight -= 1
             if not interactive:
                 self._inflight_bulk -= 1
+                self._bulk_seen_at = now
             self._done_total += 1
             if self._inflight == 0 and self._busy_since is not None:
                 self._busy_total += now - self._busy_since

@@ -144,3 +144,12 @@ def test_a_probe_cut_short_by_silence_restores_the_cap() -> None:
     caps = [gov.limit(100.0 + k * 0.25) for k in range(1, 11)]  # asked often, as the engine does
     assert caps[:6] == [32] * 6  # probing for two seconds
     assert caps[-1] == 512  # no interactive work since: back to where it was
+
+
+def test_interactive_work_on_an_unloaded_engine_needs_no_probe() -> None:
+    gov = BulkGovernor(ceiling=512, floor=32, window=8)
+    for i in range(8):
+        gov.observe(100 + i * 0.001, 0.003, unloaded=True)
+    assert gov.cap == 512 and gov.baseline == pytest.approx(0.003)
+    gov.observe(200, 0.003)  # loaded, and the baseline is old: now it probes
+    assert gov.cap == 32

@@ -35,7 +35,13 @@ def make_celery(settings: Settings, name: str = "mtfleet") -> Celery:
         task_acks_on_failure_or_timeout=False,
         # kombu's Redis transport restores unacked messages after this many seconds; it must
         # exceed the longest chunk (see README: reliability).
-        broker_transport_options={"visibility_timeout": settings.visibility_timeout_s},
+        # A dead worker's unacked chunks are restored by a sweep every restore_interval_s
+        # (kombu's own default scans only every tenth sweep: ~100 s).
+        broker_transport_options={
+            "visibility_timeout": settings.visibility_timeout_s,
+            "unacked_restore_interval": settings.restore_interval_s,
+            "unacked_restore_throttle": 1,
+        },
         broker_connection_retry_on_startup=True,
         broker_pool_limit=16,
         # Flower: every chunk is a task with received/started/succeeded events (sent by the

@@ -103,6 +103,12 @@ class Settings(BaseSettings):
     visibility_timeout_s: int = Field(
         3600, ge=10, description="Seconds before an unacked chunk is redelivered (broker)."
     )
+    restore_interval_s: int = Field(
+        10,
+        ge=1,
+        description="Seconds between workers' sweeps for chunks whose visibility timeout "
+        "passed (a dead worker's chunks come back within timeout + this).",
+    )
     worker_metrics_port: int | None = Field(
         None, ge=1, le=65535, description="Serve worker Prometheus metrics on this port."
     )

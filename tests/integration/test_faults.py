@@ -1,0 +1,135 @@
+"""Faults on real processes: a worker killed with -9 again and again, a worker stopped with
+SIGTERM mid-batch. Expected: every job that got a 2xx completes, each segment with exactly one
+result, the same results as a run without faults.
+
+The engine is the benchmarks' cost-model engine (deterministic output ``<es> text``, 20 ms
+steps), so a few thousand segments take seconds and every output can be checked. Test settings
+make redelivery take seconds: a 10 s visibility timeout and 1 s restore sweeps.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+import redis
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from core import keys
+from core.settings import Settings
+from producer.localfleet import LocalFleet, Proc
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def celery_children(launcher: Proc) -> list[psutil.Process]:
+    try:
+        kids = psutil.Process(launcher.popen.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    return [k for k in kids if "celery" in " ".join(k.cmdline())]
+
+
+@pytest.fixture
+def faulty(redis_server: str) -> Iterator[tuple[LocalFleet, TestClient, redis.Redis]]:
+    url = redis_server.rsplit("/", 1)[0] + "/5"
+    rd = redis.Redis.from_url(url, decode_responses=True)
+    rd.flushdb()
+    env = {
+        "MT_REDIS_URL": url,
+        "MT_ENGINE": "bench.costengine:CostModelEngine",
+        "MTBENCH_PRESET": "cpu-small",
+        "MTBENCH_MAX_NUM_SEQS": "64",
+        "MT_CHUNK_SIZE": "32",
+        "MT_VISIBILITY_TIMEOUT_S": "10",
+        "MT_RESTORE_INTERVAL_S": "1",
+        "MT_HEARTBEAT_S": "1",
+        "PYTHONPATH": str(ROOT),
+    }
+    fleet = LocalFleet(redis_url=url, env=env)
+    fleet.start_redis()
+    fleet.start_worker("--lanes", "interactive,bulk")
+    settings = Settings(redis_url=url, chunk_size=32, visibility_timeout_s=10)
+    with TestClient(create_app(settings)) as api:
+        deadline = time.monotonic() + 60
+        while api.get("/readyz").status_code != 200:
+            assert time.monotonic() < deadline, fleet.procs[-1].log_tail()
+            time.sleep(0.2)
+        yield fleet, api, rd
+    fleet.stop()
+
+
+def submit(api: TestClient, texts: list[str]) -> str:
+    resp = api.post(
+        "/v1/jobs", json={"texts": texts, "source_lang": "en", "target_lang": "es", "lane": "bulk"}
+    )
+    assert resp.status_code == 202, resp.text
+    return str(resp.json()["id"])
+
+
+def wait_final(api: TestClient, job_id: str, timeout: float) -> dict:  # type: ignore[type-arg]
+    deadline = time.monotonic() + timeout
+    while True:
+        job = api.get(f"/v1/jobs/{job_id}", params={"wait": 2}).json()
+        if job["status"] in {"succeeded", "partial", "failed", "cancelled"}:
+            return job  # type: ignore[no-any-return]
+        assert time.monotonic() < deadline, job
+        time.sleep(0.1)
+
+
+def test_sigkilled_worker_loses_nothing_and_duplicates_nothing(
+    faulty: tuple[LocalFleet, TestClient, redis.Redis],
+) -> None:
+    """F1/F2: the Celery worker is killed with -9 three times while it holds chunks (in the
+    engine and prefetched); the launcher restarts it, the chunks come back, the job completes."""
+    fleet, api, rd = faulty
+    texts = [f"segment {i} of the job that survives kills" for i in range(3000)]
+    job_id = submit(api, texts)
+    kills = 0
+    deadline = time.monotonic() + 120
+    while kills < 3:
+        assert time.monotonic() < deadline, fleet.procs[-1].log_tail(40)
+        job = api.get(f"/v1/jobs/{job_id}").json()
+        kids = celery_children(fleet.procs[-1])
+        held = rd.hlen("unacked")
+        if kids and held and job["status"] == "running":
+            time.sleep(0.3)  # mid-batch
+            for k in kids:
+                os.kill(k.pid, signal.SIGKILL)
+            kills += 1
+            time.sleep(1.5)
+        time.sleep(0.1)
+    job = wait_final(api, job_id, timeout=180)
+    assert job["status"] == "succeeded", job
+    assert job["progress"] == {"done": 3000, "failed": 0, "total": 3000}
+    result = api.get(f"/v1/jobs/{job_id}/result").json()
+    assert result["translations"] == [f"<es> {t}" for t in texts]
+    assert rd.hlen(keys.job_results(job_id)) == 3000  # one result per segment
+    assert rd.llen(keys.DEAD_LETTER) == 0
+
+
+def test_sigterm_mid_batch_finishes_or_gives_back(
+    faulty: tuple[LocalFleet, TestClient, redis.Redis],
+) -> None:
+    """F5: SIGTERM to the Celery worker while it works: a warm shutdown finishes the chunks
+    in hand; nothing is lost, and the restarted worker takes the rest."""
+    fleet, api, rd = faulty
+    texts = [f"segment {i} of the job that survives a stop" for i in range(1500)]
+    job_id = submit(api, texts)
+    deadline = time.monotonic() + 60
+    while not (rd.hlen("unacked") and celery_children(fleet.procs[-1])):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.3)
+    for k in celery_children(fleet.procs[-1]):
+        os.kill(k.pid, signal.SIGTERM)
+    job = wait_final(api, job_id, timeout=180)
+    assert job["status"] == "succeeded", job
+    result = api.get(f"/v1/jobs/{job_id}/result").json()
+    assert result["translations"] == [f"<es> {t}" for t in texts]

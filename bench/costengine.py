@@ -38,6 +38,7 @@ Environment: ``MTBENCH_PRESET`` (``h200-7b``, ``zero``, ``cpu-small``), then ove
 ``MTBENCH_STEP_FIXED_S``, ``MTBENCH_PER_TOKEN_S``, ``MTBENCH_MAX_NUM_SEQS``,
 ``MTBENCH_MAX_NUM_BATCHED_TOKENS``, ``MTBENCH_OUT_RATIO`` and ``MTBENCH_MODE`` (``continuous``:
 a streaming engine; ``batch``: a batch engine whose calls run one at a time on the same model).
+Fault injection (fault tests): ``MTBENCH_CRASH_ON`` / ``MTBENCH_FAIL_ON``, see the engine.
 """
 
 from __future__ import annotations
@@ -292,6 +293,11 @@ class CostModelEngine(Engine):
         self.streaming = self.params.mode == "continuous"
         self._gpu: SimulatedGPU | None = None
         self._batch_lock = threading.Lock()  # batch mode: one call at a time
+        # Fault injection for the fault tests: a request whose text contains MTBENCH_CRASH_ON
+        # kills the process outright (as a segfault or a CUDA fault would); one containing
+        # MTBENCH_FAIL_ON raises for that request alone.
+        self.crash_on = os.environ.get("MTBENCH_CRASH_ON") or None
+        self.fail_on = os.environ.get("MTBENCH_FAIL_ON") or None
 
     def load(self) -> None:
         if self._gpu is None:
@@ -326,6 +332,12 @@ class CostModelEngine(Engine):
     def _start(self, request: TranslationRequest) -> Future[Translation]:
         if self._gpu is None:
             raise EngineUnavailable("cost-model engine used before load() or after close()")
+        if self.crash_on and self.crash_on in request.text:
+            os._exit(70)
+        if self.fail_on and self.fail_on in request.text:
+            failed: Future[Translation] = Future()
+            failed.set_exception(RuntimeError(f"injected fault on {self.fail_on!r}"))
+            return failed
         tokens = self.count_tokens(request)
         result = Translation(f"<{request.target}> {request.text.strip()}")
         return self._gpu.submit(tokens, self.params.out_tokens(tokens), result, request.priority)

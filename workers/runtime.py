@@ -8,12 +8,14 @@ result are skipped, results are written with HSETNX, and a chunk delivered more 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from core import keys
@@ -32,6 +34,37 @@ from workers.scheduler import Scheduler
 log = logging.getLogger(__name__)
 
 
+class Gate:
+    """Shared/exclusive gate over chunk processing (exclusive holders go first)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._shared = 0
+        self._exclusive = False
+        self._waiting_exclusive = 0
+
+    @contextlib.contextmanager
+    def hold(self, *, exclusive: bool) -> Iterator[None]:
+        with self._cond:
+            if exclusive:
+                self._waiting_exclusive += 1
+                self._cond.wait_for(lambda: not self._exclusive and self._shared == 0)
+                self._waiting_exclusive -= 1
+                self._exclusive = True
+            else:
+                self._cond.wait_for(lambda: not self._exclusive and not self._waiting_exclusive)
+                self._shared += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                if exclusive:
+                    self._exclusive = False
+                else:
+                    self._shared -= 1
+                self._cond.notify_all()
+
+
 class WorkerRuntime:
     def __init__(self, settings: Settings, engine: Engine | None = None) -> None:
         self.settings = settings
@@ -47,6 +80,7 @@ class WorkerRuntime:
         self._beat_thread: threading.Thread | None = None
         self._control_thread: threading.Thread | None = None
         self._chunk_segments = float(settings.chunk_size)  # running mean segments per chunk
+        self._gate = Gate()
         self.name = f"{os.getpid()}@{socket.gethostname()}"
         self.gpus: list[int] = [
             int(g) for g in os.environ.get("MT_WORKER_GPUS", "").split(",") if g.strip()
@@ -182,7 +216,20 @@ class WorkerRuntime:
 
     # -- one chunk -----------------------------------------------------------------------------
     def process(self, msg: ChunkMessage) -> dict[str, Any]:
+        """One chunk. A chunk started before and never finished (its worker probably died
+        under it) is a *suspect*: it runs alone, with no other chunk started meanwhile, so if it
+        kills this worker too, only its own delivery count rises. Innocent chunks that were in
+        a worker beside a poison one are charged once and then finish; the poison chunk reaches
+        ``MT_MAX_DELIVERIES`` alone and is dead-lettered."""
         self.load()
+        try:
+            suspect = bool(self.redis.hget(keys.chunk_deliveries(msg.job_id), str(msg.chunk)))
+        except Exception:  # noqa: BLE001 - start_chunk below reports Redis trouble
+            suspect = False
+        with self._gate.hold(exclusive=suspect):
+            return self._process(msg)
+
+    def _process(self, msg: ChunkMessage) -> dict[str, Any]:
         all_indices = [i for seg in msg.segments for i in seg.indices]
         status, deliveries, pending = self.store.start_chunk(msg.job_id, msg.chunk, all_indices)
         if status is None:

@@ -200,3 +200,57 @@ def test_redis_killed_and_restarted_from_its_aof_loses_no_accepted_job() -> None
             assert job["progress"] == {"done": 2000, "failed": 0, "total": 2000}
             result = api.get(f"/v1/jobs/{job_id}/result").json()
             assert result["translations"] == [f"<es> {t}" for t in texts]
+
+
+def test_poison_chunk_that_kills_the_worker_is_dead_lettered_and_the_fleet_goes_on(
+    redis_server: str,
+) -> None:
+    """F3 + F10: one segment kills the worker process every time it is translated; after
+    MT_MAX_DELIVERIES its chunk goes to the dead-letter list and fails with the reason, the job
+    ends partial, the rest is translated. A segment on which the engine raises fails alone."""
+    url = redis_server.rsplit("/", 1)[0] + "/6"
+    rd = redis.Redis.from_url(url, decode_responses=True)
+    rd.flushdb()
+    env = {
+        "MT_REDIS_URL": url,
+        "MT_ENGINE": "bench.costengine:CostModelEngine",
+        "MTBENCH_PRESET": "cpu-small",
+        "MTBENCH_CRASH_ON": "POISON",
+        "MTBENCH_FAIL_ON": "BROKEN",
+        "MT_CHUNK_SIZE": "4",
+        "MT_MAX_DELIVERIES": "2",
+        "MT_VISIBILITY_TIMEOUT_S": "10",
+        "MT_RESTORE_INTERVAL_S": "1",
+        "MT_HEARTBEAT_S": "1",
+        "PYTHONPATH": str(ROOT),
+    }
+    with LocalFleet(redis_url=url, env=env) as fleet:
+        fleet.start_redis()
+        fleet.start_worker("--lanes", "interactive,bulk")
+        settings = Settings(redis_url=url, chunk_size=4, max_deliveries=2)
+        with TestClient(create_app(settings)) as api:
+            deadline = time.monotonic() + 60
+            while api.get("/readyz").status_code != 200:
+                assert time.monotonic() < deadline, fleet.procs[-1].log_tail()
+                time.sleep(0.2)
+            texts = [f"line {i}" for i in range(40)]
+            texts[13] = "a POISON line"  # chunk 3 (indices 12-15)
+            texts[30] = "a BROKEN line"
+            job_id = submit(api, texts)
+            job = wait_final(api, job_id, timeout=150)
+            assert job["status"] == "partial", job
+            result = api.get(f"/v1/jobs/{job_id}/result").json()
+            failed = {e["index"]: e for e in result["errors"]}
+            assert set(failed) == {12, 13, 14, 15, 30}
+            assert {failed[i]["type"] for i in (12, 13, 14, 15)} == {"dead_lettered"}
+            assert "injected fault" in failed[30]["message"]
+            ok = [i for i in range(40) if i not in failed]
+            assert [result["translations"][i] for i in ok] == [f"<es> {texts[i]}" for i in ok]
+            letters = rd.lrange(keys.DEAD_LETTER, 0, -1)
+            assert len(letters) == 1 and job_id in letters[0]
+            # the fleet goes on: a new job is translated by the restarted worker
+            resp = api.post(
+                "/v1/translate",
+                json={"texts": ["after the poison"], "source_lang": "en", "target_lang": "es"},
+            )
+            assert resp.json()["translations"] == ["<es> after the poison"]

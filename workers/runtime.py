@@ -309,22 +309,28 @@ class WorkerRuntime:
             f"chunk {msg.chunk} was delivered {deliveries} times without finishing "
             f"(limit MT_MAX_DELIVERIES={self.settings.max_deliveries}); it was dead-lettered"
         )
-        log.error("dead-lettering job %s chunk %s: %s", msg.job_id, msg.chunk, reason)
-        self.redis.lpush(
-            keys.DEAD_LETTER,
-            json.dumps(
-                {
-                    "job_id": msg.job_id,
-                    "chunk": msg.chunk,
-                    "reason": reason,
-                    "at": time.time(),
-                    "lane": msg.lane.value,
-                }
-            ),
-        )
+        # The failed results first (idempotent: a chunk may be delivered again after this, or
+        # this may crash half-way), then the dead-letter entry, written once per chunk.
         err = DeadLettered(reason).as_dict()
         final = self.store.record(msg.job_id, [(i, SegmentOutcome(error=err)) for i in indices])
-        metrics.DEAD_LETTERED.inc()
+        first = self.redis.hsetnx(
+            keys.chunk_deliveries(msg.job_id), f"dead-lettered:{msg.chunk}", time.time()
+        )
+        if first:
+            log.error("dead-lettering job %s chunk %s: %s", msg.job_id, msg.chunk, reason)
+            self.redis.lpush(
+                keys.DEAD_LETTER,
+                json.dumps(
+                    {
+                        "job_id": msg.job_id,
+                        "chunk": msg.chunk,
+                        "reason": reason,
+                        "at": time.time(),
+                        "lane": msg.lane.value,
+                    }
+                ),
+            )
+            metrics.DEAD_LETTERED.inc()
         return {"dead_lettered": True, "job_status": final.value if final else None}
 
 

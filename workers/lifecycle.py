@@ -61,7 +61,7 @@ def _start_heartbeat(sender: Any = None, **_: Any) -> None:
     rt = runtime()
     rt.start_heartbeat(getattr(sender, "hostname", None))
     # The sender is the consumer: its QoS is the prefetch count the pull window steers.
-    rt.start_control(getattr(sender, "qos", None))
+    rt.start_control(sender)
 
 
 @worker_shutdown.connect

@@ -154,24 +154,25 @@ class WorkerRuntime:
         self._beat_thread = threading.Thread(target=beat, name="registry-heartbeat", daemon=True)
         self._beat_thread.start()
 
-    def start_control(self, qos: Any = None) -> None:
+    def start_control(self, consumer: Any = None) -> None:
         """Once a second: fold scheduler figures into metrics and resize the pull window.
 
-        ``qos`` is the Celery consumer's prefetch control (kombu ``QoS``); the consumer's loop
+        ``consumer`` is the Celery consumer; its ``qos`` (kombu ``QoS``, the prefetch count) is
+        read at every step because Celery builds a new one when it reconnects; the consumer's loop
         applies a changed value before its next fetch.
         """
 
         # the first window now, before the consumer's loop makes its first fetch (Celery's
         # initial prefetch counts every thread, the interactive ones included)
         try:
-            self.adjust_window(qos)
+            self.adjust_window(getattr(consumer, "qos", None))
         except Exception as exc:  # noqa: BLE001 - the loop below retries
             log.warning("window control failed: %s", exc)
 
         def control() -> None:
             while not self._stop.wait(1.0):
                 try:
-                    self.adjust_window(qos)
+                    self.adjust_window(getattr(consumer, "qos", None))
                 except Exception as exc:  # noqa: BLE001 - metrics must not kill the worker
                     log.warning("window control failed: %s", exc)
 

@@ -120,11 +120,10 @@ class Scheduler:
         self._inflight = 0  # streaming: requests inside the engine
         self._inflight_bulk = 0
         self._bulk_seen_at = -1.0  # last time the engine held bulk requests
-        limits = engine.limits
         self.governor = (
             BulkGovernor(
-                ceiling=2 * limits.max_sequences,
-                floor=max(1, limits.max_sequences // 8),
+                ceiling=self.inflight_cap,
+                floor=max(1, engine.limits.max_sequences // 8),
                 slowdown=slowdown,
             )
             if engine.streaming and latency_target_s is not None

@@ -13,19 +13,23 @@ import os
 import signal
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import psutil
 import pytest
 import redis
 from fastapi.testclient import TestClient
 
-from api.app import create_app
 from core import keys
-from core.settings import Settings
 from producer.localfleet import LocalFleet, Proc, redis_server_command
+from tests.integration.costfleet import cost_fleet
 
-ROOT = Path(__file__).resolve().parents[2]
+# Redelivery within seconds: a 10 s visibility timeout, restore sweeps every second.
+FAULT_ENV = {
+    "MTBENCH_MAX_NUM_SEQS": "64",
+    "MT_CHUNK_SIZE": "32",
+    "MT_VISIBILITY_TIMEOUT_S": "10",
+    "MT_RESTORE_INTERVAL_S": "1",
+}
 
 
 def celery_children(launcher: Proc) -> list[psutil.Process]:
@@ -41,28 +45,8 @@ def faulty(redis_server: str) -> Iterator[tuple[LocalFleet, TestClient, redis.Re
     url = redis_server.rsplit("/", 1)[0] + "/5"
     rd = redis.Redis.from_url(url, decode_responses=True)
     rd.flushdb()
-    env = {
-        "MT_REDIS_URL": url,
-        "MT_ENGINE": "bench.costengine:CostModelEngine",
-        "MTBENCH_PRESET": "cpu-small",
-        "MTBENCH_MAX_NUM_SEQS": "64",
-        "MT_CHUNK_SIZE": "32",
-        "MT_VISIBILITY_TIMEOUT_S": "10",
-        "MT_RESTORE_INTERVAL_S": "1",
-        "MT_HEARTBEAT_S": "1",
-        "PYTHONPATH": str(ROOT),
-    }
-    fleet = LocalFleet(redis_url=url, env=env)
-    fleet.start_redis()
-    fleet.start_worker("--lanes", "interactive,bulk")
-    settings = Settings(redis_url=url, chunk_size=32, visibility_timeout_s=10)
-    with TestClient(create_app(settings)) as api:
-        deadline = time.monotonic() + 60
-        while api.get("/readyz").status_code != 200:
-            assert time.monotonic() < deadline, fleet.procs[-1].log_tail()
-            time.sleep(0.2)
+    with cost_fleet(url, FAULT_ENV) as (fleet, api):
         yield fleet, api, rd
-    fleet.stop()
 
 
 def submit(api: TestClient, texts: list[str]) -> str:
@@ -171,41 +155,22 @@ def test_client_kill_on_every_connection_recovers_without_loss(
 def test_redis_killed_and_restarted_from_its_aof_loses_no_accepted_job() -> None:
     """F6: kill -9 redis-server mid-job and start it again on the same files (AOF, fsync every
     second): the accepted job completes, every segment once, with the right results."""
-    env = {
-        "MT_ENGINE": "bench.costengine:CostModelEngine",
-        "MTBENCH_PRESET": "cpu-small",
-        "MTBENCH_MAX_NUM_SEQS": "64",
-        "MT_CHUNK_SIZE": "32",
-        "MT_VISIBILITY_TIMEOUT_S": "10",
-        "MT_RESTORE_INTERVAL_S": "1",
-        "MT_HEARTBEAT_S": "1",
-        "PYTHONPATH": str(ROOT),
-    }
-    with LocalFleet(redis_url=None, env=env) as fleet:
-        url = fleet.start_redis()  # private, appendonly yes, files in fleet.workdir
-        redis_proc = fleet.procs[-1]
-        port = int(url.rsplit(":", 1)[1].split("/")[0])
-        fleet.start_worker("--lanes", "interactive,bulk")
-        settings = Settings(redis_url=url, chunk_size=32, visibility_timeout_s=10)
-        with TestClient(create_app(settings)) as api:
-            deadline = time.monotonic() + 60
-            while api.get("/readyz").status_code != 200:
-                assert time.monotonic() < deadline, fleet.procs[-1].log_tail()
-                time.sleep(0.2)
-            texts = [f"segment {i} of the job that outlives its Redis" for i in range(2000)]
-            job_id = submit(api, texts)
-            time.sleep(1.5)  # past the AOF's one-second fsync: the accepted job is on disk
-            os.kill(redis_proc.popen.pid, signal.SIGKILL)
-            redis_proc.popen.wait()
-            time.sleep(1.0)
-            fleet._spawn(
-                "redis-restarted", redis_server_command(port, fleet.workdir, appendonly=True)
-            )
-            job = wait_final(api, job_id, timeout=180)
-            assert job["status"] == "succeeded", job
-            assert job["progress"] == {"done": 2000, "failed": 0, "total": 2000}
-            result = api.get(f"/v1/jobs/{job_id}/result").json()
-            assert result["translations"] == [f"<es> {t}" for t in texts]
+    with cost_fleet(None, FAULT_ENV) as (fleet, api):
+        redis_proc = fleet.procs[0]  # private, appendonly yes, files in fleet.workdir
+        assert fleet.redis_url is not None
+        port = int(fleet.redis_url.rsplit(":", 1)[1].split("/")[0])
+        texts = [f"segment {i} of the job that outlives its Redis" for i in range(2000)]
+        job_id = submit(api, texts)
+        time.sleep(1.5)  # past the AOF's one-second fsync: the accepted job is on disk
+        os.kill(redis_proc.popen.pid, signal.SIGKILL)
+        redis_proc.popen.wait()
+        time.sleep(1.0)
+        fleet._spawn("redis-restarted", redis_server_command(port, fleet.workdir, appendonly=True))
+        job = wait_final(api, job_id, timeout=180)
+        assert job["status"] == "succeeded", job
+        assert job["progress"] == {"done": 2000, "failed": 0, "total": 2000}
+        result = api.get(f"/v1/jobs/{job_id}/result").json()
+        assert result["translations"] == [f"<es> {t}" for t in texts]
 
 
 def test_poison_chunk_that_kills_the_worker_is_dead_lettered_and_the_fleet_goes_on(
@@ -218,45 +183,33 @@ def test_poison_chunk_that_kills_the_worker_is_dead_lettered_and_the_fleet_goes_
     rd = redis.Redis.from_url(url, decode_responses=True)
     rd.flushdb()
     env = {
-        "MT_REDIS_URL": url,
-        "MT_ENGINE": "bench.costengine:CostModelEngine",
-        "MTBENCH_PRESET": "cpu-small",
+        **FAULT_ENV,
+        # the preset's 16 sequences: with 64 this run once left the job running (see issue 4)
+        "MTBENCH_MAX_NUM_SEQS": "16",
         "MTBENCH_CRASH_ON": "POISON",
         "MTBENCH_FAIL_ON": "BROKEN",
         "MT_CHUNK_SIZE": "4",
         "MT_MAX_DELIVERIES": "2",
-        "MT_VISIBILITY_TIMEOUT_S": "10",
-        "MT_RESTORE_INTERVAL_S": "1",
-        "MT_HEARTBEAT_S": "1",
-        "PYTHONPATH": str(ROOT),
     }
-    with LocalFleet(redis_url=url, env=env) as fleet:
-        fleet.start_redis()
-        fleet.start_worker("--lanes", "interactive,bulk")
-        settings = Settings(redis_url=url, chunk_size=4, max_deliveries=2)
-        with TestClient(create_app(settings)) as api:
-            deadline = time.monotonic() + 60
-            while api.get("/readyz").status_code != 200:
-                assert time.monotonic() < deadline, fleet.procs[-1].log_tail()
-                time.sleep(0.2)
-            texts = [f"line {i}" for i in range(40)]
-            texts[13] = "a POISON line"  # chunk 3 (indices 12-15)
-            texts[30] = "a BROKEN line"
-            job_id = submit(api, texts)
-            job = wait_final(api, job_id, timeout=150)
-            assert job["status"] == "partial", job
-            result = api.get(f"/v1/jobs/{job_id}/result").json()
-            failed = {e["index"]: e for e in result["errors"]}
-            assert set(failed) == {12, 13, 14, 15, 30}
-            assert {failed[i]["type"] for i in (12, 13, 14, 15)} == {"dead_lettered"}
-            assert "injected fault" in failed[30]["message"]
-            ok = [i for i in range(40) if i not in failed]
-            assert [result["translations"][i] for i in ok] == [f"<es> {texts[i]}" for i in ok]
-            letters = rd.lrange(keys.DEAD_LETTER, 0, -1)
-            assert len(letters) == 1 and job_id in letters[0]
-            # the fleet goes on: a new job is translated by the restarted worker
-            resp = api.post(
-                "/v1/translate",
-                json={"texts": ["after the poison"], "source_lang": "en", "target_lang": "es"},
-            )
-            assert resp.json()["translations"] == ["<es> after the poison"]
+    with cost_fleet(url, env) as (_fleet, api):
+        texts = [f"line {i}" for i in range(40)]
+        texts[13] = "a POISON line"  # chunk 3 (indices 12-15)
+        texts[30] = "a BROKEN line"
+        job_id = submit(api, texts)
+        job = wait_final(api, job_id, timeout=150)
+        assert job["status"] == "partial", job
+        result = api.get(f"/v1/jobs/{job_id}/result").json()
+        failed = {e["index"]: e for e in result["errors"]}
+        assert set(failed) == {12, 13, 14, 15, 30}
+        assert {failed[i]["type"] for i in (12, 13, 14, 15)} == {"dead_lettered"}
+        assert "injected fault" in failed[30]["message"]
+        ok = [i for i in range(40) if i not in failed]
+        assert [result["translations"][i] for i in ok] == [f"<es> {texts[i]}" for i in ok]
+        letters = rd.lrange(keys.DEAD_LETTER, 0, -1)
+        assert len(letters) == 1 and job_id in letters[0]
+        # the fleet goes on: a new job is translated by the restarted worker
+        resp = api.post(
+            "/v1/translate",
+            json={"texts": ["after the poison"], "source_lang": "en", "target_lang": "es"},
+        )
+        assert resp.json()["translations"] == ["<es> after the poison"]

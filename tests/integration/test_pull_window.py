@@ -18,6 +18,7 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from core.settings import Settings
 from producer.localfleet import LocalFleet, free_port
+from tests.integration.costfleet import cost_fleet
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -85,44 +86,32 @@ def test_interactive_chunk_is_fetched_while_the_bulk_window_is_full(redis_server
     url = redis_server.rsplit("/", 1)[0] + "/4"
     redis.Redis.from_url(url).flushdb()
     env = {
-        "MT_REDIS_URL": url,
-        "MT_ENGINE": "bench.costengine:CostModelEngine",
-        "MTBENCH_PRESET": "cpu-small",  # 20 ms steps
         "MTBENCH_MAX_NUM_SEQS": "64",  # room in the engine: what is fetched runs at once
         "MT_CHUNK_SIZE": "8",
         "MT_WORKER_CONCURRENCY": "2",  # bulk window: two chunks
         "MT_INTERACTIVE_PREFETCH": "2",
-        "MT_HEARTBEAT_S": "1",
-        "PYTHONPATH": str(ROOT),
+        "MT_INTERACTIVE_MAX_SEGMENTS": "1",
     }
-    with LocalFleet(redis_url=url, env=env) as fleet:
-        fleet.start_redis()
-        fleet.start_worker("--lanes", "interactive,bulk")
-        settings = Settings(redis_url=url, chunk_size=8, interactive_max_segments=1)
-        with TestClient(create_app(settings)) as api:
-            deadline = time.monotonic() + 60
-            while api.get("/readyz").status_code != 200:
-                assert time.monotonic() < deadline, fleet.procs[-1].log_tail()
-                time.sleep(0.2)
-            # ~130 tokens each: a bulk chunk takes ~130 steps of 20 ms
-            long = " ".join(["word"] * 100)
-            bulk = api.post(
-                "/v1/jobs",
-                json={
-                    "texts": [f"{i} {long}" for i in range(48)],
-                    "source_lang": "en",
-                    "target_lang": "es",
-                    "lane": "bulk",
-                },
-            ).json()
-            while api.get(f"/v1/jobs/{bulk['id']}").json()["status"] != "running":
-                time.sleep(0.02)
-            time.sleep(0.3)  # the window is full now
-            resp = api.post(
-                "/v1/translate",
-                json={"texts": ["Red shoes"], "source_lang": "en", "target_lang": "es"},
-            )
-            assert resp.status_code == 200 and resp.json()["translations"] == ["<es> Red shoes"]
-            progress = api.get(f"/v1/jobs/{bulk['id']}").json()["progress"]
-            assert progress["done"] == 0, progress  # no bulk chunk had finished yet
-            api.delete(f"/v1/jobs/{bulk['id']}")
+    with cost_fleet(url, env) as (_fleet, api):
+        # ~130 tokens each: a bulk chunk takes ~130 steps of 20 ms
+        long = " ".join(["word"] * 100)
+        bulk = api.post(
+            "/v1/jobs",
+            json={
+                "texts": [f"{i} {long}" for i in range(48)],
+                "source_lang": "en",
+                "target_lang": "es",
+                "lane": "bulk",
+            },
+        ).json()
+        while api.get(f"/v1/jobs/{bulk['id']}").json()["status"] != "running":
+            time.sleep(0.02)
+        time.sleep(0.3)  # the window is full now
+        resp = api.post(
+            "/v1/translate",
+            json={"texts": ["Red shoes"], "source_lang": "en", "target_lang": "es"},
+        )
+        assert resp.status_code == 200 and resp.json()["translations"] == ["<es> Red shoes"]
+        progress = api.get(f"/v1/jobs/{bulk['id']}").json()["progress"]
+        assert progress["done"] == 0, progress  # no bulk chunk had finished yet
+        api.delete(f"/v1/jobs/{bulk['id']}")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio.to_thread
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI, Request
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import errors, metrics
@@ -84,6 +86,21 @@ class BodyLimit:
         await send({"type": "http.response.body", "body": resp.body})
 
 
+async def utf8_json(request: Request) -> None:
+    """A request body must be UTF-8 JSON (RFC 8259 section 8.1): a UTF-16 or UTF-32 body is 415.
+
+    FastAPI parses bodies with ``json.loads``, which would accept them silently; a body that is
+    not valid UTF-8 at all is already a 400 from that parsing. Only the first bytes are read.
+    """
+    if request.method in ("POST", "PUT", "PATCH"):
+        body = await request.body()
+        encoding = json.detect_encoding(body) if body else "utf-8"
+        if encoding not in ("utf-8", "utf-8-sig"):
+            raise HTTPException(
+                415, f"the request body must be UTF-8 JSON; this one is {encoding.upper()}"
+            )
+
+
 class Timing:
     """Request latency per route, method and status (``mt_api_request_seconds``).
 
@@ -146,6 +163,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="1",
         summary="Asynchronous machine-translation jobs on a GPU fleet.",
         lifespan=lifespan,
+        dependencies=[Depends(utf8_json)],
     )
     errors.install(app)
     app.include_router(jobs.router)

@@ -17,6 +17,8 @@ from core.errors import (
     JobNotFinished,
     JobNotFound,
     MTError,
+    RateLimited,
+    Unauthorized,
     Unavailable,
 )
 
@@ -28,6 +30,8 @@ STATUS: list[tuple[type[MTError], int]] = [
     (JobNotFound, 404),
     (JobNotFinished, 409),
     (Unavailable, 503),
+    (Unauthorized, 401),
+    (RateLimited, 429),
 ]
 
 
@@ -48,7 +52,13 @@ HTTP_TYPES = {
 
 
 def error_response(code: int, type_: str, message: str, **extra: object) -> JSONResponse:
-    headers = {"Retry-After": "1"} if code == 503 else None
+    headers: dict[str, str] | None = None
+    if code == 503:
+        headers = {"Retry-After": "1"}
+    elif code == 429:
+        headers = {"Retry-After": str(extra.get("retry_after", 1))}
+    elif code == 401:
+        headers = {"WWW-Authenticate": 'Bearer realm="mtfleet"'}
     return JSONResponse(
         {"error": {"type": type_, "message": message, **extra}},
         status_code=code,
@@ -74,6 +84,11 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         type_ = HTTP_TYPES.get(exc.status_code, "http_error")
+        cause = exc.__cause__  # FastAPI's "error parsing the body" wraps what went wrong
+        if isinstance(cause, UnicodeDecodeError):
+            bad = cause.object[cause.start : cause.start + 1].hex()
+            message = f"the request body is not valid UTF-8 (byte 0x{bad} at offset {cause.start})"
+            return error_response(exc.status_code, type_, message)
         return error_response(exc.status_code, type_, str(exc.detail))
 
     @app.exception_handler(redis.RedisError)

@@ -15,6 +15,12 @@ from core.registry import Registry
 REGISTRY = CollectorRegistry(auto_describe=True)
 
 JOBS = Counter("mt_api_jobs_total", "Jobs accepted", ["lane"], registry=REGISTRY)
+REJECTED = Counter(
+    "mt_api_rejected_total",
+    "Submissions refused with 429 because the lane's queue was past its limit",
+    ["lane"],
+    registry=REGISTRY,
+)
 SEGMENTS = Counter("mt_api_segments_total", "Segments accepted", ["lane"], registry=REGISTRY)
 CACHE_LOOKUPS = Counter(
     "mt_api_cache_lookups_total",

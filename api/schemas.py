@@ -14,10 +14,25 @@ from core.models import JobStatus, Lane, Progress
 
 LangCode = Annotated[str, StringConstraints(min_length=2, max_length=16)]
 
-# Characters that never belong in text to translate: NUL and the C0/C1 controls (Unicode
-# category Cc) other than tab, newline and carriage return, and lone surrogates (Cs). One
-# compiled character class: a job may carry thousands of texts.
-_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+# Characters that never belong in text to translate (422 naming the text and the code point):
+# NUL and the C0/C1 controls (Unicode category Cc) other than tab, newline and carriage return;
+# lone surrogates (Cs: they cannot be encoded, so they could never be stored or sent); and the
+# bidi embedding/override/isolate controls U+202A-U+202E and U+2066-U+2069, which reorder how
+# text is displayed (the "Trojan Source" trick) and which no engine can carry through
+# faithfully. The left-to-right and right-to-left marks U+200E/U+200F stay allowed: they are
+# ordinary punctuation of Arabic and Hebrew text. One compiled character class: a job may carry
+# thousands of texts.
+_FORBIDDEN = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def _kind(ch: str) -> str:
+    if "\ud800" <= ch <= "\udfff":
+        return "a lone surrogate"
+    if "\u202a" <= ch <= "\u202e" or "\u2066" <= ch <= "\u2069":
+        return "bidi control"
+    return "control character"
 
 
 def check_text(text: str, index: int) -> str:
@@ -26,8 +41,9 @@ def check_text(text: str, index: int) -> str:
     bad = _FORBIDDEN.search(text)
     if bad:
         ch = bad.group()
-        kind = "a lone surrogate" if "\ud800" <= ch <= "\udfff" else "control character"
-        raise ValueError(f"texts[{index}] contains {kind} U+{ord(ch):04X}")
+        raise ValueError(
+            f"texts[{index}] contains {_kind(ch)} U+{ord(ch):04X} at character {bad.start()}"
+        )
     return text
 
 
@@ -35,10 +51,15 @@ class TextsIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     texts: list[str] = Field(
-        min_length=1, description="Segments to translate; the result is aligned with this list."
+        min_length=1,
+        description="Segments to translate; the result is aligned with this list. Each must "
+        "have a character that is not whitespace, and none may contain NUL, a C0/C1 control "
+        "other than tab, LF and CR, a lone surrogate, or a bidi override/isolate control "
+        "(U+202A-U+202E, U+2066-U+2069).",
+        examples=[["Add to cart", "Free shipping on orders over $50"]],
     )
-    source_lang: LangCode = Field(description="Source language code, e.g. 'en'.")
-    target_lang: LangCode = Field(description="Target language code, e.g. 'es'.")
+    source_lang: LangCode = Field(description="Source language code, e.g. 'en'.", examples=["en"])
+    target_lang: LangCode = Field(description="Target language code, e.g. 'es'.", examples=["es"])
 
     @field_validator("texts")
     @classmethod

@@ -21,8 +21,15 @@ from kombu.exceptions import OperationalError
 from api import metrics
 from api.schemas import JobCreate
 from core import keys, languages
+from core.broker import send_chunk
 from core.cache import PhraseCache, rewrap
-from core.errors import IdempotencyConflict, InvalidInput, Unavailable, UnsupportedLanguage
+from core.errors import (
+    IdempotencyConflict,
+    InvalidInput,
+    Overloaded,
+    Unavailable,
+    UnsupportedLanguage,
+)
 from core.models import (
     ChunkMessage,
     ChunkSegment,
@@ -73,6 +80,7 @@ class JobService:
         self.registry = registry
         self.celery = celery
         self._pairs: dict[tuple[str, str], tuple[float, PairInfo]] = {}
+        self._depths: dict[Lane, tuple[float, int]] = {}
 
     def _validate(self, req: JobCreate) -> tuple[str, str, Lane]:
         s = self.settings
@@ -94,7 +102,17 @@ class JobService:
         )
         return source, target, lane
 
-    def submit(self, req: JobCreate, idempotency_key: str | None = None) -> Submitted:
+    @staticmethod
+    def idempotency_redis_key(idempotency_key: str, owner: str = "") -> str:
+        """Where the job made for an Idempotency-Key is remembered (scoped to ``owner``)."""
+        scoped = f"{owner}\n{idempotency_key}" if owner else idempotency_key
+        return keys.idempotency(hashlib.sha256(scoped.encode()).hexdigest())
+
+    def submit(
+        self, req: JobCreate, idempotency_key: str | None = None, owner: str = ""
+    ) -> Submitted:
+        """``owner``: the API key id making the job ('' without auth); an Idempotency-Key is
+        scoped to it, so two keys using the same Idempotency-Key get different jobs."""
         source, target, lane = self._validate(req)
         try:
             pair = self._pair(source, target)
@@ -114,16 +132,29 @@ class JobService:
             if t in hits
         }
         chunks = plan_chunks(req.texts, set(cached), self.settings.chunk_size)
+        if chunks:
+            self._admit(lane)
         job_id = new_job_id()
         now = time.time()
+        messages = [
+            ChunkMessage(
+                job_id=job_id,
+                chunk=n,
+                lane=lane,
+                source=source,
+                target=target,
+                segments=segs,
+                enqueued_at=now,
+            )
+            for n, segs in enumerate(chunks)
+        ]
         idem = None
         if idempotency_key:
-            key_digest = hashlib.sha256(idempotency_key.encode()).hexdigest()
             body_digest = hashlib.sha256(
                 json.dumps(req.model_dump(mode="json"), sort_keys=True).encode()
             ).hexdigest()[:32]
             idem = (
-                keys.idempotency(key_digest),
+                self.idempotency_redis_key(idempotency_key, owner),
                 f"{job_id} {body_digest}",
                 self.settings.idempotency_ttl_s,
             )
@@ -137,7 +168,9 @@ class JobService:
                 chunks=len(chunks),
                 cached=cached,
                 idempotency=idem,
+                extra={"owner": owner} if owner else None,
                 now=now,
+                ledger={m.chunk: m.model_dump_json() for m in messages},
             )
             if existing is not None:
                 assert idem is not None
@@ -149,7 +182,7 @@ class JobService:
                 return Submitted(self.store.get(old_id), created=False)
         except redis.RedisError as exc:
             raise Unavailable(f"job store unavailable: {exc}") from exc
-        self._enqueue(job_id, source, target, lane, chunks, idem[0] if idem else "")
+        self._enqueue(job_id, messages, idem[0] if idem else "")
         metrics.JOBS.labels(lane.value).inc()
         metrics.SEGMENTS.labels(lane.value).inc(len(req.texts))
         metrics.CACHE_LOOKUPS.labels("hit").inc(len(cached))
@@ -167,8 +200,36 @@ class JobService:
             finished_at=now if done == total else None,
             chunks=len(chunks),
             cached=done,
+            owner=owner,
         )
         return Submitted(job, created=True, cached=cached)
+
+    def _admit(self, lane: Lane) -> None:
+        """Backpressure: refuse new work for a lane whose queue is past its limit (429). The
+        depth is read at most every 0.2 s per process, so the queue may overshoot the limit by
+        what the API processes accept in that time."""
+        limit = (
+            self.settings.max_queue_interactive
+            if lane is Lane.interactive
+            else self.settings.max_queue_bulk
+        )
+        now = time.monotonic()
+        seen = self._depths.get(lane)
+        if seen is None or seen[0] < now:
+            try:
+                depth = int(self.store.r.llen(keys.queue(lane.value)))
+            except redis.RedisError as exc:
+                raise Unavailable(f"job store unavailable: {exc}") from exc
+            seen = self._depths[lane] = (now + 0.2, depth)
+        depth = seen[1]
+        if depth >= limit:
+            metrics.REJECTED.labels(lane.value).inc()
+            raise Overloaded(
+                f"the {lane.value} lane has {depth} chunks waiting (limit "
+                f"MT_MAX_QUEUE_{lane.value.upper()}={limit}); retry later",
+                retry_after=1 if lane is Lane.interactive else 10,
+                lane=lane.value,
+            )
 
     def _pair(self, source: str, target: str) -> PairInfo | None:
         """The registry's entry for a pair, remembered for a second when it exists (it is asked
@@ -183,44 +244,11 @@ class JobService:
             self._pairs[(source, target)] = (now + 1.0, pair)
         return pair
 
-    def _enqueue(
-        self,
-        job_id: str,
-        source: str,
-        target: str,
-        lane: Lane,
-        chunks: list[list[ChunkSegment]],
-        idem_key: str,
-    ) -> None:
-        now = time.time()
+    def _enqueue(self, job_id: str, messages: list[ChunkMessage], idem_key: str) -> None:
         try:
             with self.celery.producer_or_acquire() as producer:
-                for n, segs in enumerate(chunks):
-                    msg = ChunkMessage(
-                        job_id=job_id,
-                        chunk=n,
-                        lane=lane,
-                        source=source,
-                        target=target,
-                        segments=segs,
-                        enqueued_at=now,
-                    )
-                    self.celery.send_task(
-                        keys.TRANSLATE_TASK,
-                        args=[msg.model_dump(mode="json")],
-                        queue=keys.queue(lane.value),
-                        producer=producer,
-                        # Flower shows this instead of customer text.
-                        argsrepr=f"({msg.summary()})",
-                        kwargsrepr="{}",
-                        retry=True,
-                        retry_policy={
-                            "max_retries": 2,
-                            "interval_start": 0,
-                            "interval_step": 0.2,
-                            "interval_max": 0.5,
-                        },
-                    )
+                for msg in messages:
+                    send_chunk(self.celery, msg, producer=producer)
         except (OperationalError, redis.RedisError, OSError) as exc:
             log.error("could not enqueue job %s: %s", job_id, exc)
             err = Unavailable(f"broker unavailable, job not accepted: {exc}")

@@ -38,7 +38,8 @@ Environment: ``MTBENCH_PRESET`` (``h200-7b``, ``zero``, ``cpu-small``), then ove
 ``MTBENCH_STEP_FIXED_S``, ``MTBENCH_PER_TOKEN_S``, ``MTBENCH_MAX_NUM_SEQS``,
 ``MTBENCH_MAX_NUM_BATCHED_TOKENS``, ``MTBENCH_OUT_RATIO`` and ``MTBENCH_MODE`` (``continuous``:
 a streaming engine; ``batch``: a batch engine whose calls run one at a time on the same model).
-Fault injection (fault tests): ``MTBENCH_CRASH_ON`` / ``MTBENCH_FAIL_ON``, see the engine.
+Fault injection (fault tests): ``MTBENCH_CRASH_ON`` / ``MTBENCH_FAIL_ON`` /
+``MTBENCH_SLOW_ON``, see the engine.
 """
 
 from __future__ import annotations
@@ -298,6 +299,11 @@ class CostModelEngine(Engine):
         # MTBENCH_FAIL_ON raises for that request alone.
         self.crash_on = os.environ.get("MTBENCH_CRASH_ON") or None
         self.fail_on = os.environ.get("MTBENCH_FAIL_ON") or None
+        # MTBENCH_SLOW_ON="text:seconds": a request containing text takes that long (a batch
+        # that outlives the broker's visibility timeout).
+        slow = os.environ.get("MTBENCH_SLOW_ON") or ""
+        self.slow_on, _, slow_s = slow.rpartition(":")
+        self.slow_s = float(slow_s) if self.slow_on else 0.0
 
     def load(self) -> None:
         if self._gpu is None:
@@ -340,6 +346,10 @@ class CostModelEngine(Engine):
             return failed
         tokens = self.count_tokens(request)
         result = Translation(f"<{request.target}> {request.text.strip()}")
+        if self.slow_on and self.slow_on in request.text:
+            slow: Future[Translation] = Future()
+            threading.Timer(self.slow_s, slow.set_result, args=(result,)).start()
+            return slow
         return self._gpu.submit(tokens, self.params.out_tokens(tokens), result, request.priority)
 
     def submit(self, request: TranslationRequest) -> Future[str | Translation]:

@@ -34,6 +34,7 @@ FLEET_ENV = {
     "MT_HEARTBEAT_S": "1",
     "MT_WORKER_CONCURRENCY": "32",
     "MT_LANES": "interactive,bulk",
+    "MT_AUTH": "off",  # the load generators send no API key
 }
 
 

@@ -6,20 +6,31 @@ their app here. The API only *sends* (by task name); it never imports ``workers`
 
 from __future__ import annotations
 
+import uuid
+from typing import Any
+
 from celery import Celery
 from kombu import Queue
 
 from core import keys
+from core.models import ChunkMessage
+from core.redis_conn import split_tls
 from core.settings import Settings
 
 
 def make_celery(settings: Settings, name: str = "mtfleet") -> Celery:
-    app = Celery(name, broker=settings.redis_url, set_as_current=False)
+    # TLS options go in broker_use_ssl, not the URL: kombu alone would not verify a rediss://
+    # server, and Flower's broker view reads only broker_use_ssl (core.redis_conn.split_tls).
+    broker_url, tls = split_tls(settings.redis_url)
+    app = Celery(name, broker=broker_url, set_as_current=False)
     app.conf.update(
-        # JSON only: no pickle anywhere, so a message can never run code.
+        broker_use_ssl=tls or False,
+        # JSON only: no pickle anywhere, so a message can never run code. A worker refuses a
+        # message in another format before decoding it (tests/integration/test_redis_security).
         task_serializer="json",
         result_serializer="json",
         accept_content=["json"],
+        result_accept_content=["json"],
         event_serializer="json",
         # Results live in our job store; Celery's result backend is not used.
         task_ignore_result=True,
@@ -56,3 +67,28 @@ def make_celery(settings: Settings, name: str = "mtfleet") -> Celery:
         worker_hijack_root_logger=False,
     )
     return app
+
+
+def send_chunk(app: Celery, msg: ChunkMessage, *, producer: Any = None) -> str:
+    """Publish one chunk on its lane's queue; returns the task id, which starts with
+    :func:`core.keys.task_id_prefix` so the reconciler can find the chunk among broker
+    messages."""
+    task_id = keys.task_id(msg.job_id, msg.chunk, uuid.uuid4().hex[:12])
+    app.send_task(
+        keys.TRANSLATE_TASK,
+        args=[msg.model_dump(mode="json")],
+        task_id=task_id,
+        queue=keys.queue(msg.lane.value),
+        producer=producer,
+        # Flower shows this instead of customer text.
+        argsrepr=f"({msg.summary()})",
+        kwargsrepr="{}",
+        retry=True,
+        retry_policy={
+            "max_retries": 2,
+            "interval_start": 0,
+            "interval_step": 0.2,
+            "interval_max": 0.5,
+        },
+    )
+    return task_id

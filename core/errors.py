@@ -94,3 +94,29 @@ class ConfigError(MTError):
     """Settings or command-line options that cannot work together."""
 
     code = "config_error"
+
+
+class Unauthorized(MTError):
+    """No API key, or one that is unknown, malformed or revoked (HTTP 401)."""
+
+    code = "unauthorized"
+
+
+class RateLimited(MTError):
+    """An API key sent requests faster than its rate allows (HTTP 429, ``retry_after`` s)."""
+
+    code = "rate_limited"
+
+
+class QuotaExceeded(RateLimited):
+    """An API key's characters for the UTC day are used up (HTTP 429 until the day rolls
+    over; ``retry_after`` says how many seconds that is)."""
+
+    code = "quota_exceeded"
+
+
+class Overloaded(RateLimited):
+    """A lane's queue is deeper than its configured limit (HTTP 429 with ``retry_after``): the
+    fleet pushes back instead of accepting work it will not reach for a long time."""
+
+    code = "overloaded"

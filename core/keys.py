@@ -34,6 +34,17 @@ def chunk_deliveries(job_id: str) -> str:
     return f"{PREFIX}job:{job_id}:deliveries"
 
 
+def job_all(job_id: str) -> list[str]:
+    """Every key that holds a job's data (what a purge deletes)."""
+    return [job(job_id), job_results(job_id), chunk_deliveries(job_id), job_chunks(job_id)]
+
+
+def job_chunks(job_id: str) -> str:
+    """Hash: the ledger of a job's unfinished chunks: chunk number -> the chunk message (JSON).
+    An entry leaves when its chunk is finished; the reconciler re-sends one that was lost."""
+    return f"{PREFIX}job:{job_id}:chunks"
+
+
 def idempotency(key_digest: str) -> str:
     """String: job id created for an Idempotency-Key (the key is stored hashed)."""
     return f"{PREFIX}idem:{key_digest}"
@@ -62,3 +73,61 @@ JOB_DONE_CHANNEL = f"{PREFIX}events:job-done"
 
 #: List: chunks that exhausted their deliveries, as JSON {job_id, chunk, reason, at}.
 DEAD_LETTER = f"{PREFIX}dead-letter"
+
+
+def active(lane: str) -> str:
+    """Sorted set: the lane's unfinished jobs, scored by creation time (what the reconciler
+    scans for lost chunks)."""
+    return f"{PREFIX}active:{lane}"
+
+
+ACTIVE_KEYS = [f"{PREFIX}active:{lane}" for lane in LANES]
+
+
+def lane_started(lane: str) -> str:
+    """String: the newest ``enqueued_at`` of any chunk first started on the lane (a chunk
+    enqueued well before it has been fetched at least once: the queue is first in, first out)."""
+    return f"{PREFIX}lane:{lane}:started"
+
+
+#: Hash: "job_id:chunk" -> when the reconciler first found the chunk in neither the queue nor a
+#: worker; re-sent when still missing a grace period later.
+RECONCILE_SUSPECTS = f"{PREFIX}reconcile:suspects"
+
+#: String with a short expiry: the worker whose reconciler runs the current sweep.
+RECONCILE_LOCK = f"{PREFIX}reconcile:lock"
+
+#: kombu's Redis transport keeps delivered, unacknowledged messages in this hash (its default
+#: ``unacked_key``); the reconciler reads it to tell a chunk held by a worker from a lost one.
+KOMBU_UNACKED = "unacked"
+
+
+def task_id(job_id: str, chunk: int, nonce: str) -> str:
+    """Celery task id of one send of a chunk; the prefix names the chunk in broker messages."""
+    return f"{task_id_prefix(job_id, chunk)}{nonce}"
+
+
+def task_id_prefix(job_id: str, chunk: int) -> str:
+    return f"{job_id}.{chunk}."
+
+
+#: Set of every API key id (``mtfleet keys list``).
+API_KEYS = f"{PREFIX}apikeys"
+
+
+def api_key(key_id: str) -> str:
+    """Hash: one API key: name, sha256 of its secret (never the secret), created_at,
+    chars_per_day, rate, revoked."""
+    return f"{PREFIX}apikey:{key_id}"
+
+
+def api_key_rate(key_id: str) -> str:
+    """String (expires when idle): the key's rate-limit state, the GCRA's theoretical arrival
+    time in microseconds."""
+    return f"{PREFIX}apikey:{key_id}:rate"
+
+
+def api_key_chars(key_id: str, day: str) -> str:
+    """String (expires two days later): characters the key submitted on a UTC day
+    (``YYYY-MM-DD``)."""
+    return f"{PREFIX}apikey:{key_id}:chars:{day}"

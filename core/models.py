@@ -98,3 +98,4 @@ class JobRecord(BaseModel):
     chunks: int = 0
     cached: int = 0
     error: dict[str, Any] | None = None
+    owner: str = ""  # id of the API key that made it ('' when the API ran with MT_AUTH=off)

@@ -29,6 +29,24 @@ class Settings(BaseSettings):
         None, description="Phrase cache (may be an allkeys-lru instance). Default: MT_REDIS_URL."
     )
 
+    # --- Redis TLS / remote control ----------------------------------------------------------
+    # TLS options live in a rediss:// URL's query (ssl_ca_certs, ssl_certfile, ssl_keyfile,
+    # ssl_cert_reqs, ssl_check_hostname): checked here, applied by core.redis_conn.split_tls.
+    worker_remote_control: bool = Field(
+        True,
+        description="Workers answer Celery remote control (ping, inspect: Flower's worker "
+        "pages); false turns the pidbox off.",
+    )
+
+    @field_validator("redis_url", "cache_url")
+    @classmethod
+    def _redis_tls(cls, v: str | None) -> str | None:
+        if v is not None:
+            from core.redis_conn import split_tls
+
+            split_tls(v)  # raises ValueError on a bad or missing TLS option
+        return v
+
     # --- engine ------------------------------------------------------------------------------
     engine: str = Field(
         "apertium",
@@ -109,6 +127,12 @@ class Settings(BaseSettings):
         description="Seconds between workers' sweeps for chunks whose visibility timeout "
         "passed (a dead worker's chunks come back within timeout + this).",
     )
+    reconcile_interval_s: int = Field(
+        30,
+        ge=1,
+        description="Seconds between sweeps for chunks the broker lost (in neither a queue "
+        "nor a worker); one is re-sent after missing for max(2 x this, 5 s).",
+    )
     worker_metrics_port: int | None = Field(
         None, ge=1, le=65535, description="Serve worker Prometheus metrics on this port."
     )
@@ -122,6 +146,18 @@ class Settings(BaseSettings):
     )
     interactive_max_segments: int = Field(
         50, ge=1, description="Jobs up to this many segments default to the interactive lane."
+    )
+    max_queue_interactive: int = Field(
+        2_000,
+        ge=1,
+        description="Chunks waiting in the interactive queue at which new interactive work "
+        "gets 429 + Retry-After (backpressure; cached answers still pass).",
+    )
+    max_queue_bulk: int = Field(
+        200_000,
+        ge=1,
+        description="Chunks waiting in the bulk queue at which new bulk work gets 429 + "
+        "Retry-After.",
     )
     max_segments_per_job: int = Field(10_000, ge=1, description="Segments one job may carry.")
     max_segment_chars: int = Field(5_000, ge=1, description="Characters one segment may carry.")
@@ -143,6 +179,20 @@ class Settings(BaseSettings):
     flower_user: str = Field("admin", min_length=1, description="Flower basic-auth user.")
     flower_password: SecretStr = Field(
         SecretStr("change-me"), description="Flower basic-auth password."
+    )
+
+    # --- API keys ----------------------------------------------------------------------------
+    auth: Literal["required", "off"] = Field(
+        "required",
+        description="required: every /v1 request needs an API key (Bearer); off: anything is "
+        "allowed and jobs have no owner (local development only).",
+    )
+    auth_cache_s: float = Field(
+        5.0,
+        ge=0,
+        le=300,
+        description="Seconds an API process trusts an API key it has read from Redis; a revoke "
+        "takes effect within this (0: read Redis on every request).",
     )
 
     @field_validator("redis_url", "cache_url")

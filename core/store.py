@@ -26,33 +26,47 @@ from core.errors import JobNotFound
 from core.models import JobRecord, JobStatus, Lane, Progress, SegmentOutcome
 
 _CREATE = """
--- KEYS: job, results, idem (or '')   ARGV: ttl, idem_ttl, idem_value, n_meta, meta..., results...
+-- KEYS: job, results, idem (or ''), chunk ledger, the lane's active set
+-- ARGV: ttl, idem_ttl, idem_value, n_meta, n_results, created_at, meta..., results..., ledger...
 local ttl = tonumber(ARGV[1])
 if KEYS[3] ~= '' then
   local existing = redis.call('GET', KEYS[3])
   if existing then return existing end
   redis.call('SET', KEYS[3], ARGV[3], 'EX', tonumber(ARGV[2]))
 end
-local n_meta = tonumber(ARGV[4])
+local n_meta, n_results = tonumber(ARGV[4]), tonumber(ARGV[5])
+local first = 7
 -- One field per HSET: unpack() of thousands of values would exceed Lua's stack.
-for i = 5, 4 + n_meta, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+for i = first, first + n_meta - 1, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 redis.call('EXPIRE', KEYS[1], ttl)
-if #ARGV > 4 + n_meta then
-  for i = 5 + n_meta, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
+first = first + n_meta
+if n_results > 0 then
+  for i = first, first + n_results - 1, 2 do
+    redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
+  end
   redis.call('EXPIRE', KEYS[2], ttl)
+end
+first = first + n_results
+if #ARGV >= first then
+  for i = first, #ARGV, 2 do redis.call('HSET', KEYS[4], ARGV[i], ARGV[i + 1]) end
+  redis.call('EXPIRE', KEYS[4], ttl)
+  redis.call('ZADD', KEYS[5], tonumber(ARGV[6]), redis.call('HGET', KEYS[1], 'id'))
 end
 return false
 """
 
 _RECORD = """
--- KEYS: job, results   ARGV: job_id, now, ttl, channel, (index, json, ok)...
+-- KEYS: job, results, chunk ledger, active sets...
+-- ARGV: job_id, now, ttl, channel, chunk ('' = none), (index, json, ok)...
 if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, -1, ''} end
 local nd, nf = 0, 0
-for i = 5, #ARGV, 3 do
+for i = 6, #ARGV, 3 do
   if redis.call('HSETNX', KEYS[2], ARGV[i], ARGV[i + 1]) == 1 then
     if ARGV[i + 2] == '1' then nd = nd + 1 else nf = nf + 1 end
   end
 end
+-- every outcome of the chunk is written: it leaves the ledger
+if ARGV[5] ~= '' then redis.call('HDEL', KEYS[3], ARGV[5]) end
 local done = redis.call('HINCRBY', KEYS[1], 'done', nd)
 local failed = redis.call('HINCRBY', KEYS[1], 'failed', nf)
 local total = tonumber(redis.call('HGET', KEYS[1], 'total'))
@@ -65,6 +79,8 @@ if status == 'running' and done + failed >= total then
   if failed == 0 then status = 'succeeded' elseif done == 0 then status = 'failed'
   else status = 'partial' end
   redis.call('HSET', KEYS[1], 'status', status, 'finished_at', ARGV[2])
+  redis.call('DEL', KEYS[3])
+  for k = 4, #KEYS do redis.call('ZREM', KEYS[k], ARGV[1]) end
   redis.call('PUBLISH', ARGV[4], ARGV[1])
 end
 local ttl = tonumber(ARGV[3])
@@ -74,33 +90,41 @@ return {done, failed, status}
 """
 
 _START_CHUNK = """
--- KEYS: job, deliveries, results   ARGV: chunk, now, ttl, index...
--- -> {status, deliveries of this chunk, indices (of ARGV[4..]) that already have a result}
+-- KEYS: job, deliveries, results, the lane's started mark (or '')
+-- ARGV: chunk, now, ttl, enqueued_at, index...
+-- -> {status, deliveries of this chunk, indices (of ARGV[5..]) that already have a result}
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'', 0, {}} end
 local status = redis.call('HGET', KEYS[1], 'status')
 local n = redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
 redis.call('EXPIRE', KEYS[2], tonumber(ARGV[3]))
+if n == 1 and KEYS[4] ~= '' then
+  local mark = tonumber(redis.call('GET', KEYS[4]) or '0')
+  if tonumber(ARGV[4]) > mark then redis.call('SET', KEYS[4], ARGV[4]) end
+end
 if status == 'queued' then
   redis.call('HSET', KEYS[1], 'status', 'running', 'started_at', ARGV[2])
   status = 'running'
 end
 local done = {}
 -- only this chunk writes these indices: a first delivery cannot find results
-if n > 1 and #ARGV > 3 then
-  local present = redis.call('HMGET', KEYS[3], unpack(ARGV, 4))
+if n > 1 and #ARGV > 4 then
+  local present = redis.call('HMGET', KEYS[3], unpack(ARGV, 5))
   for i = 1, #present do
-    if present[i] then done[#done + 1] = ARGV[i + 3] end
+    if present[i] then done[#done + 1] = ARGV[i + 4] end
   end
 end
 return {status, n, done}
 """
 
 _CANCEL = """
--- KEYS: job   ARGV: job_id, now, channel -> status after the call ('' when missing)
+-- KEYS: job, chunk ledger, active sets...   ARGV: job_id, now, channel
+-- -> status after the call ('' when missing)
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then return '' end
 if status == 'queued' or status == 'running' then
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'finished_at', ARGV[2])
+  redis.call('DEL', KEYS[2])
+  for k = 3, #KEYS do redis.call('ZREM', KEYS[k], ARGV[1]) end
   redis.call('PUBLISH', ARGV[3], ARGV[1])
   return 'cancelled'
 end
@@ -108,11 +132,13 @@ return status
 """
 
 _FAIL = """
--- KEYS: job, idem (or '')   ARGV: job_id, now, channel, error_json
+-- KEYS: job, idem (or ''), chunk ledger, active sets...   ARGV: job_id, now, channel, error_json
 -- Fail a job that cannot run at all, and free its Idempotency-Key so a retry makes a new job.
 local status = redis.call('HGET', KEYS[1], 'status')
 if status == 'queued' or status == 'running' then
   redis.call('HSET', KEYS[1], 'status', 'failed', 'finished_at', ARGV[2], 'error', ARGV[4])
+  redis.call('DEL', KEYS[3])
+  for k = 4, #KEYS do redis.call('ZREM', KEYS[k], ARGV[1]) end
   redis.call('PUBLISH', ARGV[3], ARGV[1])
 end
 if KEYS[2] ~= '' then
@@ -161,11 +187,14 @@ class JobStore:
         idempotency: tuple[str, str, int] | None = None,
         extra: dict[str, str] | None = None,
         now: float | None = None,
+        ledger: dict[int, str] | None = None,
     ) -> str | None:
         """Store a new job atomically. Returns None, or the idempotency key's earlier value.
 
         ``idempotency`` is (redis key, value to store, ttl); when the key already exists nothing
-        is written and its value comes back (``"<job id> <request digest>"``).
+        is written and its value comes back (``"<job id> <request digest>"``). ``ledger`` maps
+        each chunk number to its message (JSON): kept until the chunk is finished, so a chunk
+        the broker lost can be sent again (:mod:`workers.reconciler`).
         """
         now = time.time() if now is None else now
         done = len(cached)
@@ -188,16 +217,34 @@ class JobStore:
             meta["finished_at"] = now
         flat_meta = [str(x) for kv in meta.items() for x in kv]
         flat_results = [str(x) for i, o in cached.items() for x in (i, encode_outcome(o))]
+        flat_ledger = [str(x) for kv in (ledger or {}).items() for x in kv]
         idem_key, idem_value, idem_ttl = idempotency or ("", "", 0)
         existing = self._create(
-            keys=[keys.job(job_id), keys.job_results(job_id), idem_key],
-            args=[self.ttl, idem_ttl, idem_value, len(flat_meta), *flat_meta, *flat_results],
+            keys=[
+                keys.job(job_id),
+                keys.job_results(job_id),
+                idem_key,
+                keys.job_chunks(job_id),
+                keys.active(lane.value),
+            ],
+            args=[
+                self.ttl,
+                idem_ttl,
+                idem_value,
+                len(flat_meta),
+                len(flat_results),
+                now,
+                *flat_meta,
+                *flat_results,
+                *flat_ledger,
+            ],
         )
         return str(existing) if existing else None
 
     def cancel(self, job_id: str) -> JobStatus:
         status = self._cancel(
-            keys=[keys.job(job_id)], args=[job_id, time.time(), keys.JOB_DONE_CHANNEL]
+            keys=[keys.job(job_id), keys.job_chunks(job_id), *keys.ACTIVE_KEYS],
+            args=[job_id, time.time(), keys.JOB_DONE_CHANNEL],
         )
         if not status:
             raise JobNotFound(f"job {job_id} not found (it may have expired)")
@@ -210,32 +257,69 @@ class JobStore:
         client retrying after the 503 gets a new job rather than this failed one.
         """
         self._fail(
-            keys=[keys.job(job_id), idempotency_key],
+            keys=[keys.job(job_id), idempotency_key, keys.job_chunks(job_id), *keys.ACTIVE_KEYS],
             args=[job_id, time.time(), keys.JOB_DONE_CHANNEL, json.dumps(error)],
         )
 
+    def purge(self, job_id: str) -> None:
+        """Delete a job and everything stored for it (texts, results, delivery counts). A
+        running job is cancelled first; a chunk still in a worker then writes nothing (every
+        worker write checks that the job exists). Raises JobNotFound when it does not exist."""
+        self.cancel(job_id)
+        self.r.delete(*keys.job_all(job_id))
+
     # -- worker side ---------------------------------------------------------------------------
     def start_chunk(
-        self, job_id: str, chunk: int, indices: Sequence[int] = ()
+        self,
+        job_id: str,
+        chunk: int,
+        indices: Sequence[int] = (),
+        *,
+        lane: str | None = None,
+        enqueued_at: float = 0.0,
     ) -> tuple[JobStatus | None, int, set[int]]:
         """Count a delivery of ``chunk`` and mark the job running, in one round trip:
-        (status, deliveries so far, those of ``indices`` that still need a result)."""
+        (status, deliveries so far, those of ``indices`` that still need a result). A first
+        delivery also moves the lane's started mark to ``enqueued_at``."""
         status, n, done = self._start(
-            keys=[keys.job(job_id), keys.chunk_deliveries(job_id), keys.job_results(job_id)],
-            args=[chunk, time.time(), self.ttl, *indices],
+            keys=[
+                keys.job(job_id),
+                keys.chunk_deliveries(job_id),
+                keys.job_results(job_id),
+                keys.lane_started(lane) if lane else "",
+            ],
+            args=[chunk, time.time(), self.ttl, enqueued_at, *indices],
         )
         finished = {int(i) for i in done}
         return (JobStatus(status) if status else None), int(n), set(indices) - finished
 
     def record(
-        self, job_id: str, outcomes: Iterable[tuple[int, SegmentOutcome]]
+        self,
+        job_id: str,
+        outcomes: Iterable[tuple[int, SegmentOutcome]],
+        *,
+        chunk: int | None = None,
     ) -> JobStatus | None:
-        """Write outcomes idempotently; returns the job status after the write (None: gone)."""
-        args: list[Any] = [job_id, time.time(), self.ttl, keys.JOB_DONE_CHANNEL]
+        """Write outcomes idempotently; returns the job status after the write (None: gone).
+        With ``chunk``, these are all of that chunk's outstanding outcomes: it leaves the
+        ledger in the same step."""
+        args: list[Any] = [
+            job_id,
+            time.time(),
+            self.ttl,
+            keys.JOB_DONE_CHANNEL,
+            "" if chunk is None else chunk,
+        ]
         for index, outcome in outcomes:
             args += [index, encode_outcome(outcome), "1" if outcome.ok else "0"]
         _done, _failed, status = self._record(
-            keys=[keys.job(job_id), keys.job_results(job_id)], args=args
+            keys=[
+                keys.job(job_id),
+                keys.job_results(job_id),
+                keys.job_chunks(job_id),
+                *keys.ACTIVE_KEYS,
+            ],
+            args=args,
         )
         return JobStatus(status) if status else None
 
@@ -280,4 +364,5 @@ def parse_job(raw: dict[str, str]) -> JobRecord:
         chunks=int(raw.get("chunks", 0)),
         cached=int(raw.get("cached", 0)),
         error=json.loads(raw["error"]) if raw.get("error") else None,
+        owner=raw.get("owner", ""),
     )

@@ -3,6 +3,7 @@
 Components:  ``mtfleet api`` · ``mtfleet worker`` · ``mtfleet flower`` · ``mtfleet demo``
 Clients:     ``mtfleet translate`` · ``mtfleet submit`` · ``mtfleet status`` · ``mtfleet result``
              ``mtfleet cancel`` · ``mtfleet languages``
+Operator:    ``mtfleet keys create|list|revoke`` (API keys, straight in Redis)
 
 Settings come from ``MT_*`` environment variables (see the README); command-line options
 override them for the process they start.
@@ -18,11 +19,14 @@ from pathlib import Path
 from typing import Annotated
 
 import httpx
+import redis
 import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from core.apikeys import KeyStore
+from core.errors import InvalidInput
 from producer.client import DEFAULT_URL, Job, JobTimeout, MTClient, MTClientError
 from producer.lines import LineDocument, parse_lines
 
@@ -138,26 +142,20 @@ def flower(
 ) -> None:
     """Run Flower on the broker with basic auth (credentials from MT_FLOWER_USER/PASSWORD)."""
     _settings_or_exit({})
+    from core.errors import ConfigError
     from core.settings import get_settings
+    from workers.launcher import check_flower_auth, run_flower
 
     s = get_settings()
-    env = {
-        **os.environ,
-        # Given through the environment so the password is not visible in `ps`.
-        "FLOWER_BASIC_AUTH": f"{s.flower_user}:{s.flower_password.get_secret_value()}",
-    }
-    args = [
-        sys.executable,
-        "-m",
-        "celery",
-        "--broker",
-        s.redis_url,
-        "flower",
-        f"--address={host or s.flower_host}",
-        f"--port={port or s.flower_port}",
-        "--purge_offline_workers=60",
-    ]
-    os.execvpe(sys.executable, args, env)
+    address = host or s.flower_host
+    try:
+        warning = check_flower_auth(address, s.flower_user, s.flower_password.get_secret_value())
+    except ConfigError as exc:
+        err_console.print(f"[red]{exc.message}[/red]")
+        raise typer.Exit(2) from None
+    if warning:
+        err_console.print(f"[bold red]WARNING: {warning}[/bold red]", soft_wrap=True)
+    raise typer.Exit(run_flower(s, address, port or s.flower_port))
 
 
 @app.command()
@@ -296,10 +294,17 @@ def result(
 
 
 @app.command()
-def cancel(job_id: str, url: UrlOpt = DEFAULT_URL, api_key: KeyOpt = None) -> None:
-    """Cancel a job (chunks not started are skipped)."""
+def cancel(
+    job_id: str,
+    url: UrlOpt = DEFAULT_URL,
+    api_key: KeyOpt = None,
+    purge: Annotated[
+        bool, typer.Option(help="Also delete everything stored for the job (texts, results).")
+    ] = False,
+) -> None:
+    """Cancel a job (chunks not started are skipped); --purge also deletes it."""
     with _client(url, api_key) as mt:
-        job = mt.cancel(job_id)
+        job = mt.cancel(job_id, purge=purge)
     print(job.model_dump_json(indent=2))
 
 
@@ -313,11 +318,86 @@ def languages(url: UrlOpt = DEFAULT_URL, api_key: KeyOpt = None) -> None:
         print(f"{p['source']}->{p['target']}\t{p['engine']}\t{p['model']}\t{state}")
 
 
+# --- API keys (operator: straight to Redis) ---------------------------------------------------
+keys_app = typer.Typer(
+    no_args_is_help=True,
+    help="API keys: create, list, revoke (talks to the Redis at MT_REDIS_URL directly).",
+)
+app.add_typer(keys_app, name="keys")
+
+
+def _key_store() -> KeyStore:
+    _settings_or_exit({})
+    from core.redis_conn import connect
+    from core.settings import get_settings
+
+    return KeyStore(connect(get_settings().redis_url), cache_s=0)
+
+
+@keys_app.command("create")
+def keys_create(
+    name: Annotated[str, typer.Option(help="Who the key is for, e.g. shop1.")],
+    chars_per_day: Annotated[
+        int | None,
+        typer.Option(min=1, help="Characters of text per UTC day (default: no limit)."),
+    ] = None,
+    rate: Annotated[
+        float | None, typer.Option(help="Requests per second (default: no limit).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Create an API key; its token is printed once (only its hash is stored)."""
+    try:
+        key, token = _key_store().create(name, chars_per_day=chars_per_day, rate=rate)
+    except InvalidInput as exc:
+        err_console.print(f"[red]{exc.message}[/red]")
+        raise typer.Exit(2) from None
+    if as_json:
+        print(json.dumps({**key.model_dump(mode="json"), "token": token}))
+        return
+    err_console.print(
+        f"created key {key.id} ({key.name}); the token below is shown only this once:"
+    )
+    print(token)
+
+
+@keys_app.command("list")
+def keys_list(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """List API keys (never their tokens) with today's characters."""
+    store = _key_store()
+    found = store.list_keys()
+    used = store.used_today(k.id for k in found)
+    rows = [{**k.model_dump(mode="json"), "chars_today": used[k.id]} for k in found]
+    if as_json:
+        print(json.dumps(rows))
+        return
+    print("id\tname\tcreated (UTC)\tchars today/per day\trate/s\tstate")
+    for k in found:
+        created = time.strftime("%Y-%m-%d %H:%M", time.gmtime(k.created_at))
+        per_day = k.chars_per_day if k.chars_per_day is not None else "-"
+        rate = f"{k.rate:g}" if k.rate is not None else "-"
+        state = "revoked" if k.revoked else "active"
+        print(f"{k.id}\t{k.name}\t{created}\t{used[k.id]}/{per_day}\t{rate}\t{state}")
+
+
+@keys_app.command("revoke")
+def keys_revoke(key_id: Annotated[str, typer.Argument(help="The key's id (keys list).")]) -> None:
+    """Revoke a key: API processes refuse it within MT_AUTH_CACHE_S seconds."""
+    key = _key_store().revoke(key_id)
+    if key is None:
+        err_console.print(f"[red]no API key {key_id!r}[/red]")
+        raise typer.Exit(1)
+    print(f"revoked key {key.id} ({key.name})")
+
+
 def main() -> None:
     try:
         app()
     except MTClientError as exc:
         err_console.print(f"[red]error {exc.status} ({exc.type}):[/red] {exc.message}")
+        sys.exit(1)
+    except redis.RedisError as exc:
+        err_console.print(f"[red]cannot talk to Redis:[/red] {type(exc).__name__}: {exc}")
         sys.exit(1)
     except httpx.HTTPError as exc:
         err_console.print(f"[red]cannot talk to the API:[/red] {type(exc).__name__}: {exc}")

@@ -1,7 +1,7 @@
 """Python SDK for the mtfleet HTTP API (httpx), synchronous and asynchronous.
 
     from producer import MTClient
-    with MTClient("http://127.0.0.1:8000") as mt:
+    with MTClient("http://127.0.0.1:8000", api_key="mt_...") as mt:   # mtfleet keys create
         mt.translate(["Red shoes"], source="en", target="es")      # -> ["Zapatos rojos"]
         job = mt.submit(lines, source="en", target="es", lane="bulk")
         mt.wait(job.id)                                             # long-polls, no busy loop
@@ -105,6 +105,10 @@ def _headers(idempotency_key: str | None) -> dict[str, str]:
     return {"Idempotency-Key": idempotency_key} if idempotency_key else {}
 
 
+def _purge_params(purge: bool) -> dict[str, str] | None:
+    return {"purge": "true"} if purge else None
+
+
 class MTClient:
     def __init__(
         self, url: str = DEFAULT_URL, *, timeout: float = 30.0, api_key: str | None = None
@@ -171,8 +175,11 @@ class MTClient:
         )
         return JobResult.model_validate(_check(resp))
 
-    def cancel(self, job_id: str) -> Job:
-        return Job.model_validate(_check(self.http.delete(f"/v1/jobs/{job_id}")))
+    def cancel(self, job_id: str, *, purge: bool = False) -> Job:
+        """Cancel a job (finished results are kept). ``purge=True`` also deletes everything
+        stored for it (texts, results): the job as it was is returned, and is 404 afterwards."""
+        resp = self.http.delete(f"/v1/jobs/{job_id}", params=_purge_params(purge))
+        return Job.model_validate(_check(resp))
 
     def translate(
         self, texts: Sequence[str], *, source: str, target: str, timeout: float = 60.0
@@ -257,8 +264,10 @@ class AsyncMTClient:
         )
         return JobResult.model_validate(_check(resp))
 
-    async def cancel(self, job_id: str) -> Job:
-        return Job.model_validate(_check(await self.http.delete(f"/v1/jobs/{job_id}")))
+    async def cancel(self, job_id: str, *, purge: bool = False) -> Job:
+        """As :meth:`MTClient.cancel`."""
+        resp = await self.http.delete(f"/v1/jobs/{job_id}", params=_purge_params(purge))
+        return Job.model_validate(_check(resp))
 
     async def translate(
         self, texts: Sequence[str], *, source: str, target: str, timeout: float = 60.0

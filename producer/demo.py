@@ -1,9 +1,10 @@
 """``mtfleet demo``: the whole path a job takes, on this machine, in about a minute.
 
 Uses the Redis at ``MT_REDIS_URL`` if it answers (else a private ``redis-server``), starts the
-API, one Apertium worker and Flower, then: e-commerce strings on the interactive lane
-(``/v1/translate``), the same strings again (answered from the phrase cache), and a few hundred
-catalogue lines as one bulk job. Everything it started is stopped unless ``--keep-running``.
+API, one Apertium worker and Flower, makes an API key, then: e-commerce strings on the
+interactive lane (``/v1/translate``), the same strings again (answered from the phrase cache),
+and a few hundred catalogue lines as one bulk job. Everything it started (the key too) is
+stopped or deleted unless ``--keep-running``.
 """
 
 from __future__ import annotations
@@ -63,11 +64,15 @@ def run_demo(*, keep_running: bool, bulk_lines: int) -> int:
             f"{fleet.env['MT_FLOWER_PASSWORD']!r})"
         )
         fleet.wait_ready(120)
+        # Every /v1 request needs an API key (unless MT_AUTH=off): the demo makes its own,
+        # as an operator would with `mtfleet keys create`, and deletes it when it stops.
+        api_key = fleet.create_api_key("demo")
+        console.print(f"[bold]API key[/bold] {api_key}  (made for this demo, deleted at the end)")
         console.print(
             f"fleet ready in {time.monotonic() - t_start:.1f}s; logs in {fleet.workdir}\n"
         )
 
-        with MTClient(api_url) as mt:
+        with MTClient(api_url, api_key=api_key) as mt:
             t0 = time.perf_counter()
             first = mt.translate(ECOMMERCE, source="en", target="es")
             t_first = time.perf_counter() - t0

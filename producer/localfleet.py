@@ -23,6 +23,8 @@ from typing import IO
 import httpx
 import redis
 
+from core.apikeys import KeyStore
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -83,6 +85,7 @@ class LocalFleet:
     procs: list[Proc] = field(default_factory=list)
     api_url: str = ""
     flower_url: str = ""
+    api_key_ids: list[str] = field(default_factory=list)
 
     # -- processes -----------------------------------------------------------------------------
     def _spawn(self, name: str, args: list[str], env: dict[str, str] | None = None) -> Proc:
@@ -140,6 +143,27 @@ class LocalFleet:
         )
         return self.flower_url
 
+    def create_api_key(
+        self,
+        name: str = "localfleet",
+        *,
+        chars_per_day: int | None = None,
+        rate: float | None = None,
+    ) -> str:
+        """A new API key (its token) in this fleet's Redis, after :meth:`start_redis`;
+        :meth:`stop` deletes it again."""
+        if not self.redis_url:
+            raise RuntimeError("start_redis() first")
+        client = redis.Redis.from_url(self.redis_url, decode_responses=True)
+        try:
+            key, token = KeyStore(client, cache_s=0).create(
+                name, chars_per_day=chars_per_day, rate=rate
+            )
+        finally:
+            client.close()
+        self.api_key_ids.append(key.id)
+        return token
+
     def wait_ready(self, timeout: float = 120) -> None:
         """Until /readyz says every lane has a live worker."""
         self._wait(lambda: self._http_ok(f"{self.api_url}/readyz"), timeout, "workers")
@@ -166,6 +190,14 @@ class LocalFleet:
         raise RuntimeError(f"{what} not ready after {timeout:.0f}s\n{tails}")
 
     def stop(self) -> None:
+        if self.api_key_ids and self.redis_url:
+            with contextlib.suppress(redis.RedisError):
+                client = redis.Redis.from_url(self.redis_url, decode_responses=True)
+                store = KeyStore(client, cache_s=0)
+                for key_id in self.api_key_ids:
+                    store.delete(key_id)
+                client.close()
+            self.api_key_ids.clear()
         for proc in reversed(self.procs):
             if proc.alive():
                 with contextlib.suppress(ProcessLookupError):

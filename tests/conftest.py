@@ -21,6 +21,10 @@ from producer.localfleet import free_port, redis_server_command
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# The suite calls /v1 without API keys (in-process and through `mtfleet api` subprocesses, which
+# inherit this); tests of authentication ask for MT_AUTH=required themselves.
+os.environ.setdefault("MT_AUTH", "off")
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:

@@ -62,6 +62,9 @@ def _start_heartbeat(sender: Any = None, **_: Any) -> None:
     rt.start_heartbeat(getattr(sender, "hostname", None))
     # The sender is the consumer: its QoS is the prefetch count the pull window steers.
     rt.start_control(sender)
+    from workers.celery_app import app
+
+    rt.start_reconciler(app)
 
 
 @worker_shutdown.connect

@@ -49,6 +49,10 @@ JOB_LATENCY = Histogram(
     ["lane"],
     buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 7200),
 )
+RESENT = Counter(
+    "mt_worker_chunks_resent_total",
+    "Chunks the reconciler found in neither a queue nor a worker and sent again",
+)
 BUFFERED = Gauge("mt_worker_buffered_segments", "Segments waiting in the scheduler", ["lane"])
 INFLIGHT = Gauge("mt_worker_inflight_segments", "Segments inside a streaming engine")
 BULK_CAP = Gauge(

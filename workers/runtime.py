@@ -79,6 +79,7 @@ class WorkerRuntime:
         self._stop = threading.Event()
         self._beat_thread: threading.Thread | None = None
         self._control_thread: threading.Thread | None = None
+        self._reconciler: Any = None
         self._chunk_segments = float(settings.chunk_size)  # running mean segments per chunk
         self._gate = Gate()
         self.name = f"{os.getpid()}@{socket.gethostname()}"
@@ -179,6 +180,12 @@ class WorkerRuntime:
         self._control_thread = threading.Thread(target=control, name="mt-window", daemon=True)
         self._control_thread.start()
 
+    def start_reconciler(self, app: Any) -> None:
+        """Sweep for chunks the broker lost (:mod:`workers.reconciler`)."""
+        from workers import reconciler
+
+        self._reconciler = reconciler.start(self, app)
+
     def adjust_window(self, qos: Any = None) -> int:
         sched = self.scheduler
         rate = sched.tick()
@@ -207,6 +214,8 @@ class WorkerRuntime:
             self._beat_thread.join(timeout=5)  # no beat may land after we leave
         if self._control_thread is not None:
             self._control_thread.join(timeout=5)
+        if self._reconciler is not None:
+            self._reconciler.stop()
         try:
             self.registry.leave(self.name)
         except Exception as exc:  # noqa: BLE001 - Redis may be gone at shutdown
@@ -232,13 +241,23 @@ class WorkerRuntime:
 
     def _process(self, msg: ChunkMessage) -> dict[str, Any]:
         all_indices = [i for seg in msg.segments for i in seg.indices]
-        status, deliveries, pending = self.store.start_chunk(msg.job_id, msg.chunk, all_indices)
+        status, deliveries, pending = self.store.start_chunk(
+            msg.job_id,
+            msg.chunk,
+            all_indices,
+            lane=msg.lane.value,
+            enqueued_at=msg.enqueued_at,
+        )
         if status is None:
             return {"skipped": "job expired or deleted"}
         if status.final:
             return {"skipped": f"job {status.value}"}
         if deliveries > self.settings.max_deliveries:
-            return self._dead_letter(msg, all_indices, deliveries)
+            reason = (
+                f"chunk {msg.chunk} was delivered {deliveries} times without finishing "
+                f"(limit MT_MAX_DELIVERIES={self.settings.max_deliveries})"
+            )
+            return self.dead_letter(msg, all_indices, reason=reason)
 
         segments = [s for s in msg.segments if any(i in pending for i in s.indices)]
         fp = self.engine.fingerprint
@@ -280,7 +299,7 @@ class WorkerRuntime:
                 else:
                     outcomes.append((i, outcome))
         self.cache.put_many(fp, msg.source, msg.target, to_cache)
-        final = self.store.record(msg.job_id, outcomes)
+        final = self.store.record(msg.job_id, outcomes, chunk=msg.chunk)
         failed = sum(1 for _, o in outcomes if not o.ok)
         self._chunk_segments += (len(all_indices) - self._chunk_segments) * 0.1
         metrics.CACHE_LOOKUPS.labels("hit").inc(len(cached))
@@ -303,17 +322,15 @@ class WorkerRuntime:
             "job_status": final.value if final else None,
         }
 
-    def _dead_letter(
-        self, msg: ChunkMessage, indices: list[int], deliveries: int
-    ) -> dict[str, Any]:
-        reason = (
-            f"chunk {msg.chunk} was delivered {deliveries} times without finishing "
-            f"(limit MT_MAX_DELIVERIES={self.settings.max_deliveries}); it was dead-lettered"
-        )
+    def dead_letter(self, msg: ChunkMessage, indices: list[int], *, reason: str) -> dict[str, Any]:
+        """Fail a chunk's segments with ``reason`` and list it once on the dead-letter list."""
+        reason = f"{reason}; it was dead-lettered"
         # The failed results first (idempotent: a chunk may be delivered again after this, or
         # this may crash half-way), then the dead-letter entry, written once per chunk.
         err = DeadLettered(reason).as_dict()
-        final = self.store.record(msg.job_id, [(i, SegmentOutcome(error=err)) for i in indices])
+        final = self.store.record(
+            msg.job_id, [(i, SegmentOutcome(error=err)) for i in indices], chunk=msg.chunk
+        )
         first = self.redis.hsetnx(
             keys.chunk_deliveries(msg.job_id), f"dead-lettered:{msg.chunk}", time.time()
         )

@@ -1,4 +1,8 @@
-"""/v1/jobs: submit, inspect, fetch results, cancel."""
+"""/v1/jobs: submit, inspect, fetch results, cancel, purge.
+
+Every route needs an API key (:mod:`api.auth`); a job is visible only to the key that made it:
+another key's job answers exactly as a missing one (404).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Response
 
+from api.auth import Caller, CallerDep
 from api.deps import Services, ServicesDep
 from api.schemas import (
     ErrorPublic,
@@ -15,21 +20,62 @@ from api.schemas import (
     SegmentError,
     SegmentWarning,
 )
-from core.errors import JobNotFinished
+from api.service import Submitted
+from core.errors import JobNotFinished, JobNotFound, QuotaExceeded
 from core.models import JobRecord, JobStatus, SegmentOutcome
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
 ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorPublic},
     404: {"model": ErrorPublic},
     409: {"model": ErrorPublic},
     422: {"model": ErrorPublic},
+    429: {"model": ErrorPublic},
     503: {"model": ErrorPublic},
 }
 
 
 def public(job: JobRecord) -> JobPublic:
     return JobPublic(**job.model_dump(include=set(JobPublic.model_fields)))
+
+
+def visible_job(services: Services, caller: Caller, job_id: str) -> JobRecord:
+    """The job, if this caller may see it; another key's job is JobNotFound, word for word
+    what a missing job says (nothing tells that the id exists)."""
+    job = services.store.get(job_id)
+    if not caller.may_see(job):
+        raise JobNotFound(f"job {job_id} not found (it may have expired)")
+    return job
+
+
+def submit_for(
+    services: Services, caller: Caller, req: JobCreate, idempotency_key: str | None
+) -> Submitted:
+    """Submit as ``caller``: its characters are charged first (atomically, 429 when over
+    the daily quota) and given back when the request is refused (422, 409, 503) or an
+    Idempotency-Key returns an earlier job; the job is owned by the caller's key."""
+    charge = None
+    if caller.key is not None:
+        try:
+            charge = services.apikeys.charge(caller.key, sum(len(t) for t in req.texts))
+        except QuotaExceeded:
+            # A replay of an earlier job (a client retrying after a lost answer) still gets
+            # its job when the quota is spent; submit() answers it without creating one.
+            replay = idempotency_key and services.store.r.exists(
+                services.jobs.idempotency_redis_key(idempotency_key, caller.owner)
+            )
+            if not replay:
+                raise
+    try:
+        submitted = services.jobs.submit(req, idempotency_key, owner=caller.owner)
+    except BaseException:
+        if charge is not None:
+            charge.refund()
+        raise
+    if charge is not None and not submitted.created:
+        charge.refund()
+    return submitted
 
 
 def job_result(
@@ -73,14 +119,17 @@ def job_result(
 def create_job(
     body: JobCreate,
     services: ServicesDep,
+    caller: CallerDep,
     response: Response,
     idempotency_key: Annotated[str | None, Header(max_length=256)] = None,
 ) -> JobPublic:
     """Submit segments. 202 while queued; 200 when every segment came from the phrase cache.
 
-    An ``Idempotency-Key`` header returns the same job for the same key (409 if the body differs).
+    An ``Idempotency-Key`` header returns the same job for the same key (409 if the body differs);
+    it is scoped to the API key. The texts' characters count against the key's daily quota
+    (429 when over it).
     """
-    submitted = services.jobs.submit(body, idempotency_key)
+    submitted = submit_for(services, caller, body, idempotency_key)
     job = submitted.job
     response.headers["Location"] = f"/v1/jobs/{job.id}"
     if job.status is JobStatus.succeeded:
@@ -92,10 +141,11 @@ def create_job(
 def get_job(
     job_id: str,
     services: ServicesDep,
+    caller: CallerDep,
     wait: Annotated[float, Query(ge=0, le=60, description="Seconds to wait for a final state")] = 0,
 ) -> JobPublic:
     """Status and progress. ``?wait=S`` blocks (no polling) until the job is final or S passes."""
-    job = services.store.get(job_id)
+    job = visible_job(services, caller, job_id)
     if wait and not job.status.final:
         services.waiter.wait(
             job_id, lambda: (s := services.store.status(job_id)) is None or s.final, wait
@@ -108,11 +158,12 @@ def get_job(
 def get_result(
     job_id: str,
     services: ServicesDep,
+    caller: CallerDep,
     partial: Annotated[bool, Query(description="Return what is done so far")] = False,
 ) -> JobResultPublic:
     """Translations aligned with the submitted texts (409 until the job is final, unless
     ``?partial=true``)."""
-    job = services.store.get(job_id)
+    job = visible_job(services, caller, job_id)
     if not job.status.final and not partial:
         raise JobNotFinished(
             f"job {job_id} is {job.status.value} ({job.progress.done + job.progress.failed}/"
@@ -123,7 +174,24 @@ def get_result(
 
 
 @router.delete("/{job_id}", response_model=JobPublic, responses=ERRORS)
-def cancel_job(job_id: str, services: ServicesDep) -> JobPublic:
-    """Cancel: chunks not yet started are skipped; finished results are kept."""
+def cancel_job(
+    job_id: str,
+    services: ServicesDep,
+    caller: CallerDep,
+    purge: Annotated[
+        bool, Query(description="Also delete everything stored for the job (texts, results)")
+    ] = False,
+) -> JobPublic:
+    """Cancel: chunks not yet started are skipped; finished results are kept.
+
+    ``?purge=true`` cancels the job if it is running, then deletes everything stored for it; the
+    answer is the job as it was when purged, and afterwards the job is 404.
+    """
+    job = visible_job(services, caller, job_id)
+    if purge:
+        services.store.purge(job_id)
+        if not job.status.final:
+            job = job.model_copy(update={"status": JobStatus.cancelled})
+        return public(job)
     services.store.cancel(job_id)
     return public(services.store.get(job_id))

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Depends, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from api import metrics
+from api.auth import authenticate
 from api.deps import ServicesDep
-from api.schemas import LanguagePublic, LanguagesPublic, PairPublic
+from api.schemas import ErrorPublic, LanguagePublic, LanguagesPublic, PairPublic
 from core import keys, languages
 
 router = APIRouter(tags=["meta"])
 
 
-@router.get("/v1/languages", response_model=LanguagesPublic)
+@router.get(
+    "/v1/languages",
+    response_model=LanguagesPublic,
+    dependencies=[Depends(authenticate)],
+    responses={401: {"model": ErrorPublic}, 429: {"model": ErrorPublic}},
+)
 def list_languages(services: ServicesDep) -> LanguagesPublic:
     """Language pairs the fleet serves (remembered after workers stop; ``live`` says whether a
     worker serves the pair right now) and the language codes mtfleet knows."""

@@ -9,8 +9,9 @@ from fastapi import APIRouter, Header
 from fastapi.responses import JSONResponse
 
 from api import metrics
+from api.auth import CallerDep
 from api.deps import ServicesDep
-from api.routes.jobs import ERRORS, job_result
+from api.routes.jobs import ERRORS, job_result, submit_for
 from api.schemas import JobCreate, JobPublic, TranslateCreate, TranslatePublic
 from core.models import Lane
 
@@ -25,6 +26,7 @@ router = APIRouter(prefix="/v1", tags=["translate"])
 def translate(
     body: TranslateCreate,
     services: ServicesDep,
+    caller: CallerDep,
     idempotency_key: Annotated[str | None, Header(max_length=256)] = None,
 ) -> TranslatePublic:
     """Translate on the interactive lane and answer with the translations (200).
@@ -40,7 +42,7 @@ def translate(
         target_lang=body.target_lang,
         lane=Lane.interactive,
     )
-    submitted = services.jobs.submit(job_req, idempotency_key)
+    submitted = submit_for(services, caller, job_req, idempotency_key)
     job = submitted.job
     timeout = body.timeout or services.settings.translate_timeout_s
     if not job.status.final:

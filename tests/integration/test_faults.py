@@ -24,11 +24,13 @@ from producer.localfleet import LocalFleet, Proc, redis_server_command
 from tests.integration.costfleet import cost_fleet
 
 # Redelivery within seconds: a 10 s visibility timeout, restore sweeps every second.
+# Lost chunks (workers/reconciler.py) are found by sweeps every second.
 FAULT_ENV = {
     "MTBENCH_MAX_NUM_SEQS": "64",
     "MT_CHUNK_SIZE": "32",
     "MT_VISIBILITY_TIMEOUT_S": "10",
     "MT_RESTORE_INTERVAL_S": "1",
+    "MT_RECONCILE_INTERVAL_S": "1",
 }
 
 
@@ -127,7 +129,6 @@ def test_sigterm_mid_batch_finishes_or_gives_back(
     assert result["translations"] == [f"<es> {t}" for t in texts]
 
 
-@pytest.mark.soak  # stalled once in CI (job left running after the kills); see issue 4
 def test_client_kill_on_every_connection_recovers_without_loss(
     faulty: tuple[LocalFleet, TestClient, redis.Redis],
 ) -> None:
@@ -184,8 +185,6 @@ def test_poison_chunk_that_kills_the_worker_is_dead_lettered_and_the_fleet_goes_
     rd.flushdb()
     env = {
         **FAULT_ENV,
-        # the preset's 16 sequences: with 64 this run once left the job running (see issue 4)
-        "MTBENCH_MAX_NUM_SEQS": "16",
         "MTBENCH_CRASH_ON": "POISON",
         "MTBENCH_FAIL_ON": "BROKEN",
         "MT_CHUNK_SIZE": "4",
@@ -213,3 +212,172 @@ def test_poison_chunk_that_kills_the_worker_is_dead_lettered_and_the_fleet_goes_
             json={"texts": ["after the poison"], "source_lang": "en", "target_lang": "es"},
         )
         assert resp.json()["translations"] == ["<es> after the poison"]
+
+
+def test_a_batch_that_outlives_the_visibility_timeout_has_one_visible_result(
+    redis_server: str,
+) -> None:
+    """F4: one segment takes 14 s, longer than the 10 s visibility timeout, while a second
+    worker is alive: the broker hands the chunk out again, both workers translate it, and only
+    the first result written is visible (HSETNX); progress never counts it twice."""
+    url = redis_server.rsplit("/", 1)[0] + "/6"
+    rd = redis.Redis.from_url(url, decode_responses=True)
+    rd.flushdb()
+    env = {**FAULT_ENV, "MTBENCH_SLOW_ON": "SLOW:14", "MT_CHUNK_SIZE": "8"}
+    with cost_fleet(url, env) as (fleet, api):
+        fleet.start_worker("--lanes", "interactive,bulk")
+        texts = [f"line {i}" for i in range(64)]
+        texts[3] = "a SLOW line"  # chunk 0
+        job_id = submit(api, texts)
+        job = wait_final(api, job_id, timeout=90, fleet=fleet)
+        assert job["status"] == "succeeded", job
+        assert job["progress"] == {"done": 64, "failed": 0, "total": 64}
+        # the second delivery came once the timeout and a restore sweep had passed
+        deadline = time.monotonic() + 30
+        while int(rd.hget(keys.chunk_deliveries(job_id), "0") or 0) < 2:
+            assert time.monotonic() < deadline, rd.hgetall(keys.chunk_deliveries(job_id))
+            time.sleep(0.2)
+        time.sleep(15)  # the duplicate finishes translating (14 s) and tries to write
+        assert rd.hlen(keys.job_results(job_id)) == 64
+        job = api.get(f"/v1/jobs/{job_id}").json()
+        assert job["progress"] == {"done": 64, "failed": 0, "total": 64}
+        result = api.get(f"/v1/jobs/{job_id}/result").json()
+        assert result["translations"] == [f"<es> {t}" for t in texts]
+
+
+def test_redis_full_under_noeviction_refuses_new_work_and_loses_no_result(
+    faulty: tuple[LocalFleet, TestClient, redis.Redis],
+) -> None:
+    """F7 + F9: Redis runs out of memory (maxmemory with noeviction) in the middle of a job:
+    result writes fail after translating, and the API answers 503 with Retry-After instead of
+    accepting work it cannot record. The job is never final without its results; once memory
+    is back it completes, every segment once."""
+    fleet, api, rd = faulty
+    texts = [f"segment {i} of the job that meets a full Redis" for i in range(1500)]
+    job_id = submit(api, texts)
+    deadline = time.monotonic() + 60
+    while rd.hlen(keys.job_results(job_id)) < 100:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    rd.config_set("maxmemory-policy", "noeviction")
+    rd.config_set("maxmemory", "1mb")  # far below what the job already uses
+    try:
+        t0 = time.monotonic()
+        refused = api.post(
+            "/v1/jobs",
+            json={"texts": ["new work"], "source_lang": "en", "target_lang": "es"},
+        )
+        assert refused.status_code == 503, refused.text
+        assert refused.headers["Retry-After"]
+        assert time.monotonic() - t0 < 5
+        stuck_at = rd.hlen(keys.job_results(job_id))
+        for _ in range(20):  # 3 s: writes fail, workers retry
+            job = api.get(f"/v1/jobs/{job_id}").json()
+            assert job["status"] not in {"succeeded", "partial", "failed"}, job
+            time.sleep(0.15)
+        assert rd.hlen(keys.job_results(job_id)) == stuck_at  # nothing written meanwhile
+    finally:
+        rd.config_set("maxmemory", "0")
+    job = wait_final(api, job_id, timeout=120, fleet=fleet)
+    assert job["status"] == "succeeded", job
+    assert job["progress"] == {"done": 1500, "failed": 0, "total": 1500}
+    result = api.get(f"/v1/jobs/{job_id}/result").json()
+    assert result["translations"] == [f"<es> {t}" for t in texts]
+
+
+def test_the_same_idempotency_key_sent_concurrently_makes_one_job(
+    faulty: tuple[LocalFleet, TestClient, redis.Redis],
+) -> None:
+    """F11: twenty clients send the same request with the same Idempotency-Key at once, to a
+    real API process: one job, every client gets its id, each chunk executes once."""
+    import concurrent.futures
+
+    import httpx
+
+    fleet, _api, rd = faulty
+    base = fleet.start_api()
+    body = {
+        "texts": [f"idempotent line {i}" for i in range(200)],
+        "source_lang": "en",
+        "target_lang": "es",
+    }
+
+    def post(_: int) -> httpx.Response:
+        return httpx.post(
+            f"{base}/v1/jobs", json=body, headers={"Idempotency-Key": "order-42"}, timeout=30
+        )
+
+    with concurrent.futures.ThreadPoolExecutor(20) as pool:
+        answers = list(pool.map(post, range(20)))
+    assert {a.status_code for a in answers} <= {200, 202}, [a.text for a in answers]
+    ids = {a.json()["id"] for a in answers}
+    assert len(ids) == 1
+    job_id = ids.pop()
+    with httpx.Client(base_url=base, timeout=30) as client:
+        deadline = time.monotonic() + 60
+        while client.get(f"/v1/jobs/{job_id}", params={"wait": 2}).json()["status"] != "succeeded":
+            assert time.monotonic() < deadline
+        job_hashes = [k for k in rd.scan_iter(keys.job("*")) if k.count(":") == 2]
+        assert job_hashes == [keys.job(job_id)]  # one job, no other
+        deliveries = rd.hgetall(keys.chunk_deliveries(job_id))
+        assert deliveries and set(deliveries.values()) == {"1"}, deliveries
+        result = client.get(f"/v1/jobs/{job_id}/result").json()
+        assert result["translations"] == [f"<es> {t}" for t in body["texts"]]
+
+
+def test_cancel_during_processing_skips_the_rest_and_keeps_what_finished(
+    faulty: tuple[LocalFleet, TestClient, redis.Redis],
+) -> None:
+    """F12: a job cancelled while its chunks run: status `cancelled`, chunks not yet started
+    are skipped, the results already written are kept and served."""
+    _fleet, api, rd = faulty
+    texts = [f"segment {i} of the job that is cancelled" for i in range(3000)]
+    job_id = submit(api, texts)
+    deadline = time.monotonic() + 60
+    while rd.hlen(keys.job_results(job_id)) < 200:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert api.delete(f"/v1/jobs/{job_id}").json()["status"] == "cancelled"
+    time.sleep(3)  # chunks in the engine at the time finish
+    kept = rd.hlen(keys.job_results(job_id))
+    time.sleep(3)
+    assert rd.hlen(keys.job_results(job_id)) == kept < 3000  # the rest was skipped
+    job = api.get(f"/v1/jobs/{job_id}").json()
+    assert job["status"] == "cancelled"
+    result = api.get(f"/v1/jobs/{job_id}/result").json()
+    done = [i for i, t in enumerate(result["translations"]) if t is not None]
+    assert len(done) == kept
+    assert all(result["translations"][i] == f"<es> {texts[i]}" for i in done)
+    assert rd.llen(keys.queue("bulk")) == 0  # skipped chunks were consumed, not left behind
+
+
+@pytest.mark.soak
+def test_soak_ten_kills_during_a_5000_segment_job(
+    faulty: tuple[LocalFleet, TestClient, redis.Redis],
+) -> None:
+    """F1 soak: ten SIGKILLs of the Celery worker during a 5,000-segment bulk job, each while
+    it holds chunks; the job completes with the results of a run without faults."""
+    fleet, api, rd = faulty
+    texts = [f"segment {i} of the soak job" for i in range(5000)]
+    job_id = submit(api, texts)
+    kills = 0
+    deadline = time.monotonic() + 400
+    while kills < 10:
+        assert time.monotonic() < deadline, fleet.procs[-1].log_tail(40)
+        job = api.get(f"/v1/jobs/{job_id}").json()
+        assert job["status"] in {"queued", "running"}, f"finished after {kills} kills"
+        kids = celery_children(fleet.procs[-1])
+        if kids and rd.hlen("unacked") and job["status"] == "running":
+            time.sleep(0.2)
+            for k in kids:
+                os.kill(k.pid, signal.SIGKILL)
+            kills += 1
+            time.sleep(1.0)
+        time.sleep(0.05)
+    job = wait_final(api, job_id, timeout=300, fleet=fleet)
+    assert job["status"] == "succeeded", job
+    assert job["progress"] == {"done": 5000, "failed": 0, "total": 5000}
+    result = api.get(f"/v1/jobs/{job_id}/result").json()
+    assert result["translations"] == [f"<es> {t}" for t in texts]
+    assert rd.hlen(keys.job_results(job_id)) == 5000
+    assert rd.llen(keys.DEAD_LETTER) == 0

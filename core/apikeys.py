@@ -1,0 +1,316 @@
+"""API keys: who may call ``/v1``, how fast, and how many characters a day.
+
+A token is ``mt_<key id>_<secret>``: the key id (16 hex digits) names the key's hash in Redis,
+which holds only the sha256 of the secret (compared with :func:`hmac.compare_digest`) and the
+key's name, creation time, daily character quota, rate and revoked flag. The token itself is
+shown once, when the key is created, and stored nowhere.
+
+Hot path: :meth:`KeyStore.verify` reads a key at most once per ``cache_s`` seconds per process
+(one HGETALL; zero round trips while cached), so a revoke takes effect within ``cache_s``
+(``MT_AUTH_CACHE_S``). The rate check (a GCRA in Lua, one round trip, only for keys with a
+rate) and the quota charge (check and INCRBY in one Lua script, only when jobs are submitted)
+are atomic in Redis, so any number of API processes share one budget per key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import math
+import secrets
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import redis
+from pydantic import BaseModel, Field
+
+from core import keys
+from core.errors import InvalidInput, QuotaExceeded, RateLimited, Unauthorized
+
+TOKEN_PREFIX = "mt_"
+_KEY_ID_HEX = 16
+_CACHE_MAX = 10_000
+_DAY_S = 86_400
+#: How long a day's character count is kept (it is read for ``mtfleet keys list``).
+_USAGE_TTL_S = 2 * _DAY_S
+
+# GCRA (generic cell rate algorithm): one stored number per key, the theoretical arrival time
+# (TAT) of the next request; a request may come ``burst`` intervals early. Redis's own clock,
+# so every API process agrees. Microseconds since the epoch fit a Lua double exactly.
+_RATE = """
+-- KEYS: tat   ARGV: interval_us, burst -> 0 (allowed) or microseconds to wait
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local interval = tonumber(ARGV[1])
+local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
+if tat < now then tat = now end
+local new_tat = tat + interval
+local allow_at = new_tat - interval * tonumber(ARGV[2])
+if allow_at > now then return allow_at - now end
+local ttl_ms = math.ceil((new_tat - now) / 1000) + 1
+redis.call('SET', KEYS[1], string.format('%d', new_tat), 'PX', ttl_ms)
+return 0
+"""
+
+# Check and charge in one step: concurrent requests can never spend more than the quota.
+_CHARGE = """
+-- KEYS: counter   ARGV: chars, limit (-1: none), ttl -> {1, used after} or {0, used before}
+local used = tonumber(redis.call('GET', KEYS[1]) or '0')
+local n = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+if limit >= 0 and used + n > limit then return {0, used} end
+used = redis.call('INCRBY', KEYS[1], n)
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
+return {1, used}
+"""
+
+
+class ApiKey(BaseModel):
+    """One API key as stored (never its secret; the secret's digest stays out of dumps)."""
+
+    id: str
+    name: str
+    created_at: float
+    chars_per_day: int | None = Field(None, description="Characters per UTC day; None: no limit.")
+    rate: float | None = Field(None, description="Requests per second; None: no limit.")
+    revoked: bool = False
+    revoked_at: float | None = None
+    secret_sha256: str = Field("", exclude=True, repr=False)
+
+
+def parse_token(token: str) -> tuple[str, str] | None:
+    """(key id, secret) of a well-formed token, else None."""
+    if not token.startswith(TOKEN_PREFIX):
+        return None
+    key_id, sep, secret = token[len(TOKEN_PREFIX) :].partition("_")
+    if not sep or not secret or not is_key_id(key_id):
+        return None
+    return key_id, secret
+
+
+def is_key_id(text: str) -> bool:
+    return len(text) == _KEY_ID_HEX and all(c in "0123456789abcdef" for c in text)
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def utc_day(now: float) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(now))
+
+
+def seconds_to_utc_midnight(now: float) -> int:
+    """Whole seconds until the UTC day rolls over (at least 1)."""
+    return max(1, math.ceil(_DAY_S - now % _DAY_S))
+
+
+def _opt(raw: str | None) -> str | None:
+    return raw if raw not in (None, "") else None
+
+
+def _parse(raw: dict[str, str]) -> ApiKey:
+    chars = _opt(raw.get("chars_per_day"))
+    rate = _opt(raw.get("rate"))
+    revoked_at = _opt(raw.get("revoked_at"))
+    return ApiKey(
+        id=raw["id"],
+        name=raw.get("name", ""),
+        created_at=float(raw.get("created_at", 0)),
+        chars_per_day=int(chars) if chars else None,
+        rate=float(rate) if rate else None,
+        revoked=raw.get("revoked") == "1",
+        revoked_at=float(revoked_at) if revoked_at else None,
+        secret_sha256=raw.get("secret_sha256", ""),
+    )
+
+
+@dataclass
+class Charge:
+    """Characters taken from a key's day; :meth:`refund` gives them back (once)."""
+
+    r: redis.Redis | None
+    counter: str
+    chars: int
+    used: int = 0  # the day's count after this charge
+
+    def refund(self) -> None:
+        if self.r is not None and self.chars:
+            self.r.decrby(self.counter, self.chars)
+        self.chars = 0
+
+
+class KeyStore:
+    """API keys on the durable Redis (``MT_REDIS_URL``); ``r`` must decode responses."""
+
+    def __init__(
+        self,
+        r: redis.Redis,
+        *,
+        cache_s: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.r = r
+        self.cache_s = cache_s
+        self._clock = clock
+        self._wall = wall
+        self._cache: dict[str, tuple[float, ApiKey]] = {}
+        self._rate = r.register_script(_RATE)
+        self._charge = r.register_script(_CHARGE)
+
+    # -- operator side (mtfleet keys ...) ------------------------------------------------------
+    def create(
+        self, name: str, *, chars_per_day: int | None = None, rate: float | None = None
+    ) -> tuple[ApiKey, str]:
+        """A new key and its token (shown once: only the secret's sha256 is stored)."""
+        name = name.strip()
+        if not name or len(name) > 64 or not name.isprintable():
+            raise InvalidInput("a key name is 1-64 printable characters")
+        if chars_per_day is not None and chars_per_day < 1:
+            raise InvalidInput("chars_per_day must be at least 1 (or unset: no limit)")
+        if rate is not None and not 0 < rate <= 1_000_000:
+            raise InvalidInput("rate must be above 0 requests per second (or unset: no limit)")
+        key_id = secrets.token_hex(_KEY_ID_HEX // 2)
+        secret = secrets.token_urlsafe(32)
+        key = ApiKey(
+            id=key_id,
+            name=name,
+            created_at=self._wall(),
+            chars_per_day=chars_per_day,
+            rate=rate,
+            secret_sha256=_digest(secret),
+        )
+        fields = [
+            *("id", key.id, "name", key.name, "created_at", repr(key.created_at)),
+            *("chars_per_day", "" if chars_per_day is None else str(chars_per_day)),
+            *("rate", "" if rate is None else repr(rate)),
+            *("revoked", "0", "secret_sha256", key.secret_sha256),
+        ]
+        pipe = self.r.pipeline(transaction=True)
+        pipe.hset(keys.api_key(key_id), items=fields)
+        pipe.sadd(keys.API_KEYS, key_id)
+        pipe.execute()
+        return key, f"{TOKEN_PREFIX}{key_id}_{secret}"
+
+    def get(self, key_id: str) -> ApiKey | None:
+        raw = self.r.hgetall(keys.api_key(key_id))
+        return _parse({str(k): str(v) for k, v in raw.items()}) if raw else None
+
+    def list_keys(self) -> list[ApiKey]:
+        """Every key, revoked ones too, oldest first."""
+        ids = sorted(str(i) for i in self.r.smembers(keys.API_KEYS))
+        pipe = self.r.pipeline(transaction=False)
+        for key_id in ids:
+            pipe.hgetall(keys.api_key(key_id))
+        found = [_parse({str(k): str(v) for k, v in raw.items()}) for raw in pipe.execute() if raw]
+        return sorted(found, key=lambda k: k.created_at)
+
+    def used_today(self, key_ids: Iterable[str]) -> dict[str, int]:
+        """Characters each key submitted on the current UTC day."""
+        ids = list(key_ids)
+        day = utc_day(self._wall())
+        values = self.r.mget([keys.api_key_chars(i, day) for i in ids]) if ids else []
+        return {i: int(v or 0) for i, v in zip(ids, values, strict=True)}
+
+    def revoke(self, key_id: str) -> ApiKey | None:
+        """Revoke a key (it stays listed); None when there is no such key. API processes stop
+        accepting it within ``cache_s`` seconds."""
+        if not is_key_id(key_id) or not self.r.exists(keys.api_key(key_id)):
+            return None
+        self.r.hset(keys.api_key(key_id), items=["revoked", "1", "revoked_at", self._wall()])
+        self._cache.pop(key_id, None)
+        return self.get(key_id)
+
+    def delete(self, key_id: str) -> None:
+        """Forget a key entirely (the demo removes the key it made)."""
+        now = self._wall()
+        days = {utc_day(now - _DAY_S), utc_day(now)}  # what has not expired yet
+        self.r.delete(
+            keys.api_key(key_id),
+            keys.api_key_rate(key_id),
+            *(keys.api_key_chars(key_id, day) for day in days),
+        )
+        self.r.srem(keys.API_KEYS, key_id)
+        self._cache.pop(key_id, None)
+
+    # -- API side ------------------------------------------------------------------------------
+    def verify(self, token: str) -> ApiKey:
+        """The live key a token belongs to (read from Redis unless this process read it less
+        than ``cache_s`` ago); raises :class:`Unauthorized`."""
+        key_id, secret = self._parse(token)
+        now = self._clock()
+        hit = self._cache.get(key_id)
+        if hit is not None and hit[0] > now:
+            return self._check(hit[1], secret)
+        key = self.get(key_id)
+        if key is None:
+            raise Unauthorized("invalid API key")
+        if self.cache_s > 0:
+            if len(self._cache) >= _CACHE_MAX:
+                self._cache.clear()
+            self._cache[key_id] = (now + self.cache_s, key)
+        return self._check(key, secret)
+
+    def verify_cached(self, token: str) -> ApiKey | None:
+        """:meth:`verify` without touching Redis: None when the key is not cached here (the
+        caller then calls :meth:`verify`, e.g. off its event loop)."""
+        key_id, secret = self._parse(token)
+        hit = self._cache.get(key_id)
+        if hit is None or hit[0] <= self._clock():
+            return None
+        return self._check(hit[1], secret)
+
+    @staticmethod
+    def _parse(token: str) -> tuple[str, str]:
+        parsed = parse_token(token)
+        if parsed is None:
+            raise Unauthorized("invalid API key (expected mt_<id>_<secret>)")
+        return parsed
+
+    @staticmethod
+    def _check(key: ApiKey, secret: str) -> ApiKey:
+        if not hmac.compare_digest(_digest(secret), key.secret_sha256):
+            raise Unauthorized("invalid API key")
+        if key.revoked:
+            raise Unauthorized("this API key was revoked")
+        return key
+
+    def check_rate(self, key: ApiKey) -> None:
+        """Count one request against the key's rate (bursts of up to one second's worth);
+        raises :class:`RateLimited` with ``retry_after`` (seconds) when it is over."""
+        if key.rate is None:
+            return
+        interval_us = max(1, round(1_000_000 / key.rate))
+        burst = max(1, math.floor(key.rate))
+        wait_us = int(self._rate(keys=[keys.api_key_rate(key.id)], args=[interval_us, burst]))
+        if wait_us > 0:
+            raise RateLimited(
+                f"over this API key's rate of {key.rate:g} requests per second",
+                retry_after=max(1, math.ceil(wait_us / 1_000_000)),
+            )
+
+    def charge(self, key: ApiKey, chars: int) -> Charge:
+        """Take ``chars`` from the key's UTC day, atomically; raises :class:`QuotaExceeded`
+        (``retry_after``: seconds until the day rolls over) when they do not fit."""
+        now = self._wall()
+        counter = keys.api_key_chars(key.id, utc_day(now))
+        limit = -1 if key.chars_per_day is None else key.chars_per_day
+        ok, used = self._charge(keys=[counter], args=[chars, limit, _USAGE_TTL_S])
+        if not ok:
+            left = max(0, limit - int(used))
+            why = (
+                f"this request has {chars} characters, more than this API key's daily quota "
+                f"of {limit}"
+                if chars > limit
+                else f"daily character quota of this API key reached: {chars} characters "
+                f"asked, {left} of {limit} left today; it resets at 00:00 UTC"
+            )
+            raise QuotaExceeded(
+                why,
+                retry_after=seconds_to_utc_midnight(now),
+                chars_per_day=limit,
+                used_today=int(used),
+            )
+        return Charge(self.r, counter, chars, int(used))

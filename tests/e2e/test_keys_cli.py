@@ -1,0 +1,122 @@
+"""API keys as an operator and a client use them: `mtfleet keys create|list|revoke` against
+Redis, then the real `mtfleet api` process (MT_AUTH=required) through the CLI and the SDK,
+including the purge route."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from core.registry import Registry, WorkerInfo
+from producer.client import AsyncMTClient, MTClient, MTClientError
+from producer.localfleet import LocalFleet
+
+
+def mtfleet(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "producer.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "COLUMNS": "200", **(env or {})},
+    )
+
+
+@pytest.fixture
+def api_url(redis_url: str, r: redis.Redis) -> Iterator[str]:
+    Registry(r).beat(
+        WorkerInfo(
+            name="w@test",
+            engine="apertium",
+            model="apertium",
+            fingerprint="fp",
+            pairs=[("en", "es")],
+            lanes=["interactive", "bulk"],
+        ),
+        ttl_s=300,
+    )
+    # revokes must show at once in this test: no in-process cache of keys
+    env = {"MT_REDIS_URL": redis_url, "MT_AUTH": "required", "MT_AUTH_CACHE_S": "0"}
+    with LocalFleet(redis_url=redis_url, env=env) as fleet:
+        fleet.start_redis()
+        yield fleet.start_api()
+
+
+def test_operator_makes_lists_and_revokes_keys_that_clients_use(
+    redis_url: str, api_url: str
+) -> None:
+    made = mtfleet("keys", "create", "--name", "shop1", "--chars-per-day", "1000", "--json")
+    assert made.returncode == 0, made.stderr
+    shop1 = json.loads(made.stdout)
+    token = shop1["token"]
+    assert token.startswith(f"mt_{shop1['id']}_") and shop1["chars_per_day"] == 1000
+
+    plain = mtfleet("keys", "create", "--name", "shop2", "--rate", "50")
+    assert plain.returncode == 0 and "shown only this once" in plain.stderr
+    other = plain.stdout.strip()  # stdout is the token alone: TOKEN=$(mtfleet keys create ...)
+    assert other.startswith("mt_") and "\n" not in other
+
+    listed = mtfleet("keys", "list", "--json")
+    rows = {row["name"]: row for row in json.loads(listed.stdout)}
+    assert set(rows) == {"shop1", "shop2"} and rows["shop2"]["rate"] == 50
+    assert token not in listed.stdout and "secret" not in listed.stdout
+    assert "shop1" in mtfleet("keys", "list").stdout
+
+    # the CLI client: no key is a one-line 401; --api-key or MT_API_KEY lets it in
+    refused = mtfleet("languages", "--url", api_url)
+    assert refused.returncode == 1 and "401 (unauthorized)" in refused.stderr.replace("\n", " ")
+    assert "Traceback" not in refused.stderr
+    assert mtfleet("languages", "--url", api_url, "--api-key", token).returncode == 0
+    assert mtfleet("languages", "--url", api_url, env={"MT_API_KEY": token}).returncode == 0
+
+    # the SDK: a job is its key's alone; purge (CLI, sync and async SDK) deletes it
+    texts = ["Red shoes", "Blue shirt"]
+    with MTClient(api_url, api_key=token) as mt, MTClient(api_url, api_key=other) as them:
+        job = mt.submit(texts, source="en", target="es")
+        with pytest.raises(MTClientError) as exc:
+            them.get(job.id)
+        assert exc.value.status == 404
+        purged = mtfleet("cancel", job.id, "--purge", "--url", api_url, "--api-key", token)
+        assert purged.returncode == 0, purged.stderr
+        assert json.loads(purged.stdout)["status"] == "cancelled"
+        with pytest.raises(MTClientError) as exc:
+            mt.get(job.id)
+        assert exc.value.status == 404
+
+        second = mt.submit(texts, source="en", target="es")
+        assert mt.cancel(second.id, purge=True).id == second.id
+        with pytest.raises(MTClientError):
+            mt.result(second.id, partial=True)
+        kept = mt.submit(texts, source="en", target="es")
+        assert mt.cancel(kept.id).status.value == "cancelled"
+        assert mt.get(kept.id).status.value == "cancelled"
+
+    async def async_purge() -> int:
+        async with AsyncMTClient(api_url, api_key=token) as amt:
+            third = await amt.submit(texts, source="en", target="es")
+            await amt.cancel(third.id, purge=True)
+            try:
+                await amt.get(third.id)
+            except MTClientError as err:
+                return err.status
+            return 200
+
+    assert asyncio.run(async_purge()) == 404
+
+    # revoke: the key stops working (this API caches nothing), and stays listed as revoked
+    revoked = mtfleet("keys", "revoke", shop1["id"])
+    assert revoked.returncode == 0 and "shop1" in revoked.stdout
+    after = mtfleet("languages", "--url", api_url, "--api-key", token)
+    assert after.returncode == 1 and "revoked" in after.stderr
+    rows = {row["name"]: row for row in json.loads(mtfleet("keys", "list", "--json").stdout)}
+    assert rows["shop1"]["revoked"] and not rows["shop2"]["revoked"]
+    assert rows["shop1"]["chars_today"] == 4 * sum(map(len, texts))  # four jobs submitted
+    unknown = mtfleet("keys", "revoke", "0" * 16)
+    assert unknown.returncode == 1 and "no API key" in unknown.stderr

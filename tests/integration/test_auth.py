@@ -1,0 +1,288 @@
+"""API keys on the real API and a real Redis (MT_AUTH=required): 401s, per-key visibility and
+idempotency, the daily quota and the rate (429 + Retry-After), and the purge route."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis
+from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from core import keys
+from core.apikeys import KeyStore, seconds_to_utc_midnight
+from core.errors import QuotaExceeded
+from core.registry import Registry, WorkerInfo
+from core.settings import Settings
+from producer.localfleet import free_port
+
+BODY = {"texts": ["Red shoes"], "source_lang": "en", "target_lang": "es"}
+
+
+def auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.fixture
+def store(r: redis.Redis) -> KeyStore:
+    return KeyStore(r, cache_s=0)
+
+
+@pytest.fixture
+def api(redis_url: str, r: redis.Redis) -> Iterator[TestClient]:
+    # A registered pair (as a worker's heartbeat leaves it); no worker consumes the jobs.
+    Registry(r).beat(
+        WorkerInfo(
+            name="w@test",
+            engine="apertium",
+            model="apertium",
+            fingerprint="fp",
+            pairs=[("en", "es")],
+            lanes=["interactive", "bulk"],
+        ),
+        ttl_s=60,
+    )
+    settings = Settings(redis_url=redis_url, auth="required", auth_cache_s=0, max_segment_chars=50)
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        yield client
+
+
+# Every /v1 route, with a request that would succeed (or 404) given a key.
+V1_CALLS = [
+    ("POST", "/v1/jobs", BODY),
+    ("GET", "/v1/jobs/abc", None),
+    ("GET", "/v1/jobs/abc/result", None),
+    ("DELETE", "/v1/jobs/abc", None),
+    ("POST", "/v1/translate", {**BODY, "timeout": 0.1}),
+    ("GET", "/v1/languages", None),
+]
+
+
+def test_every_v1_route_is_in_the_list_below(api: TestClient) -> None:
+    routes = {
+        (method, route.path.replace("{job_id}", "abc"))
+        for route in api.app.routes  # type: ignore[attr-defined]
+        if isinstance(route, APIRoute) and route.path.startswith("/v1")
+        for method in route.methods
+    }
+    assert routes == {(m, p) for m, p, _ in V1_CALLS}
+
+
+def test_open_routes_need_no_key(api: TestClient) -> None:
+    for path in ("/healthz", "/metrics", "/docs", "/openapi.json"):
+        assert api.get(path).status_code == 200, path
+    assert api.get("/readyz").status_code == 200  # the registered worker counts as live
+    schemes = api.get("/openapi.json").json()["components"]["securitySchemes"]
+    assert schemes["ApiKey"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "description": schemes["ApiKey"]["description"],
+    }
+
+
+@pytest.mark.parametrize(("method", "path", "body"), V1_CALLS)
+def test_v1_refuses_missing_malformed_unknown_wrong_and_revoked_keys(
+    api: TestClient,
+    store: KeyStore,
+    method: str,
+    path: str,
+    body: dict | None,  # type: ignore[type-arg]
+) -> None:
+    key, token = store.create("shop1")
+    _, other = store.create("shop2")
+    revoked_key, revoked = store.create("gone")
+    store.revoke(revoked_key.id)
+    secret = token.split("_", 2)[2]
+    attempts: list[dict[str, str]] = [
+        {},
+        {"Authorization": f"Basic {token}"},
+        {"Authorization": "Bearer"},
+        auth("nonsense"),
+        auth(f"mt_{'0' * 16}_{secret}"),  # unknown id
+        auth(f"mt_{key.id}_{other.split('_', 2)[2]}"),  # another key's secret
+        auth(token + "x"),
+        auth(revoked),
+    ]
+    for headers in attempts:
+        resp = api.request(method, path, json=body, headers=headers)
+        assert resp.status_code == 401, (headers, resp.text)
+        assert resp.headers["www-authenticate"].startswith("Bearer")
+        assert resp.json()["error"]["type"] == "unauthorized"
+    ok = api.request(method, path, json=body, headers=auth(token))
+    assert ok.status_code in {200, 202, 404}, ok.text
+    assert store.used_today([revoked_key.id]) == {revoked_key.id: 0}
+
+
+def test_a_job_is_visible_only_to_the_key_that_made_it(api: TestClient, store: KeyStore) -> None:
+    _, a = store.create("shop-a")
+    _, b = store.create("shop-b")
+    job = api.post("/v1/jobs", json=BODY, headers=auth(a)).json()
+    missing = "0" * 32
+    for method, suffix in (
+        ("GET", ""),
+        ("GET", "/result"),
+        ("DELETE", ""),
+        ("DELETE", "?purge=true"),
+    ):
+        theirs = api.request(method, f"/v1/jobs/{job['id']}{suffix}", headers=auth(b))
+        none = api.request(method, f"/v1/jobs/{missing}{suffix}", headers=auth(b))
+        assert theirs.status_code == none.status_code == 404
+        assert theirs.json() == _with_id(none.json(), missing, job["id"])
+    mine = api.get(f"/v1/jobs/{job['id']}", headers=auth(a))
+    assert mine.status_code == 200 and mine.json()["status"] == "queued"  # B changed nothing
+    assert "owner" not in mine.json()
+
+
+def _with_id(body: dict, old: str, new: str) -> dict:  # type: ignore[type-arg]
+    err = dict(body["error"])
+    err["message"] = err["message"].replace(old, new)
+    return {"error": err}
+
+
+def test_idempotency_keys_are_scoped_per_api_key(api: TestClient, store: KeyStore) -> None:
+    _, a = store.create("shop-a")
+    _, b = store.create("shop-b")
+    idem = {"Idempotency-Key": "order-42"}
+    first_a = api.post("/v1/jobs", json=BODY, headers={**auth(a), **idem}).json()
+    first_b = api.post("/v1/jobs", json=BODY, headers={**auth(b), **idem}).json()
+    again_a = api.post("/v1/jobs", json=BODY, headers={**auth(a), **idem}).json()
+    assert first_a["id"] != first_b["id"]
+    assert again_a["id"] == first_a["id"]
+    assert api.get(f"/v1/jobs/{first_b['id']}", headers=auth(b)).status_code == 200
+
+
+def test_daily_quota_is_429_with_seconds_until_the_utc_day_ends(
+    api: TestClient, store: KeyStore
+) -> None:
+    key, token = store.create("shop1", chars_per_day=20)
+    assert api.post("/v1/jobs", json={**BODY, "texts": ["x" * 12]}, headers=auth(token)).is_success
+    over = api.post("/v1/jobs", json={**BODY, "texts": ["y" * 9]}, headers=auth(token))
+    assert over.status_code == 429
+    err = over.json()["error"]
+    assert err["type"] == "quota_exceeded" and "8 of 20 left today" in err["message"]
+    retry_after = int(over.headers["retry-after"])
+    assert retry_after == err["retry_after"]
+    assert abs(retry_after - seconds_to_utc_midnight(time.time())) <= 5
+    exact = api.post("/v1/jobs", json={**BODY, "texts": ["z" * 4, "w" * 4]}, headers=auth(token))
+    assert exact.is_success  # 20 of 20
+    translate = api.post("/v1/translate", json={**BODY, "texts": ["a"]}, headers=auth(token))
+    assert translate.status_code == 429 and translate.json()["error"]["type"] == "quota_exceeded"
+    assert store.used_today([key.id]) == {key.id: 20}
+
+
+def test_refused_requests_and_idempotent_replays_cost_no_quota(
+    api: TestClient, store: KeyStore
+) -> None:
+    key, token = store.create("shop1", chars_per_day=10)
+    refused = [
+        ({**BODY, "texts": ["0123456789"], "target_lang": "de"}, 422),  # no engine for en->de
+        ({**BODY, "texts": ["0123456789"], "target_lang": "en"}, 422),  # same language
+        ({**BODY, "texts": ["0123456789"], "lane": "fast"}, 422),  # schema error
+        ({**BODY, "texts": ["0123456789"] * 2}, 429),  # over the quota
+        ({**BODY, "texts": ["x" * 51]}, 429),  # over the quota (and MT_MAX_SEGMENT_CHARS)
+    ]
+    for body, status in refused:
+        resp = api.post("/v1/jobs", json=body, headers=auth(token))
+        assert resp.status_code == status, resp.text
+    assert store.used_today([key.id]) == {key.id: 0}
+    idem = {**auth(token), "Idempotency-Key": "k"}
+    first = api.post("/v1/jobs", json=BODY, headers=idem)  # 9 characters
+    again = api.post("/v1/jobs", json=BODY, headers=idem)
+    conflict = api.post("/v1/jobs", json={**BODY, "texts": ["a"]}, headers=idem)
+    assert first.status_code == again.status_code == 202 and conflict.status_code == 409
+    assert again.json()["id"] == first.json()["id"]
+    assert store.used_today([key.id]) == {key.id: 9}
+    assert api.post("/v1/jobs", json={**BODY, "texts": ["a"]}, headers=auth(token)).is_success
+    # the quota is spent now, but a replay still answers with its job (and costs nothing)
+    spent = api.post("/v1/jobs", json={**BODY, "texts": ["b"]}, headers=auth(token))
+    assert spent.status_code == 429
+    replay = api.post("/v1/jobs", json=BODY, headers=idem)
+    assert replay.status_code == 202 and replay.json()["id"] == first.json()["id"]
+    assert store.used_today([key.id]) == {key.id: 10}
+
+
+def test_rate_limit_is_429_with_retry_after_and_per_key(api: TestClient, store: KeyStore) -> None:
+    _, slow = store.create("slow", rate=0.2)  # one request per 5 s, no burst
+    _, free = store.create("free")
+    assert api.get("/v1/languages", headers=auth(slow)).status_code == 200
+    limited = api.get("/v1/languages", headers=auth(slow))
+    assert limited.status_code == 429
+    assert limited.json()["error"]["type"] == "rate_limited"
+    assert 1 <= int(limited.headers["retry-after"]) <= 5
+    assert api.post("/v1/jobs", json=BODY, headers=auth(slow)).status_code == 429
+    for _ in range(5):
+        assert api.get("/v1/languages", headers=auth(free)).status_code == 200
+
+
+def test_quota_charges_are_atomic_under_concurrency(r: redis.Redis, store: KeyStore) -> None:
+    key, _ = store.create("shop1", chars_per_day=100)
+    charged: list[int] = []
+    refused: list[int] = []
+    start = threading.Barrier(16)
+
+    def spend() -> None:
+        start.wait()
+        for _ in range(5):
+            try:
+                store.charge(key, 7)
+                charged.append(7)
+            except QuotaExceeded:
+                refused.append(7)
+
+    threads = [threading.Thread(target=spend) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(charged) == 100 // 7 and len(refused) == 16 * 5 - 100 // 7
+    assert store.used_today([key.id]) == {key.id: 7 * (100 // 7)}
+
+
+def test_purge_deletes_everything_and_plain_delete_keeps_results(
+    api: TestClient, store: KeyStore, r: redis.Redis
+) -> None:
+    _, token = store.create("shop1")
+    purged = api.post("/v1/jobs", json=BODY, headers=auth(token)).json()
+    resp = api.delete(f"/v1/jobs/{purged['id']}", params={"purge": "true"}, headers=auth(token))
+    assert resp.status_code == 200 and resp.json()["status"] == "cancelled"
+    assert api.get(f"/v1/jobs/{purged['id']}", headers=auth(token)).status_code == 404
+    assert r.exists(*keys.job_all(purged["id"])) == 0
+    again = api.delete(f"/v1/jobs/{purged['id']}?purge=true", headers=auth(token))
+    assert again.status_code == 404
+
+    kept = api.post("/v1/jobs", json=BODY, headers=auth(token)).json()
+    assert api.delete(f"/v1/jobs/{kept['id']}", headers=auth(token)).json()["status"] == "cancelled"
+    after = api.get(f"/v1/jobs/{kept['id']}/result", headers=auth(token))
+    assert after.status_code == 200 and after.json()["status"] == "cancelled"
+
+
+def test_auth_off_lets_anyone_in_and_jobs_have_no_owner(redis_url: str, r: redis.Redis) -> None:
+    Registry(r).beat(
+        WorkerInfo(
+            name="w@test",
+            engine="apertium",
+            model="apertium",
+            fingerprint="fp",
+            pairs=[("en", "es")],
+            lanes=["interactive"],
+        ),
+        ttl_s=60,
+    )
+    with TestClient(create_app(Settings(redis_url=redis_url, auth="off"))) as client:
+        job = client.post("/v1/jobs", json=BODY, headers=auth("anything")).json()
+        assert client.get(f"/v1/jobs/{job['id']}").status_code == 200
+    assert r.hget(keys.job(job["id"]), "owner") is None
+
+
+def test_redis_down_with_auth_required_is_503_not_401_or_500() -> None:
+    dead = Settings(redis_url=f"redis://127.0.0.1:{free_port()}/0", auth="required")
+    token = f"mt_{'a' * 16}_secret"
+    with TestClient(create_app(dead), raise_server_exceptions=False) as client:
+        resp = client.get("/v1/languages", headers=auth(token))
+        assert resp.status_code == 503 and resp.headers["retry-after"] == "1"
+        assert resp.json()["error"]["type"] == "unavailable"
+        assert client.get("/v1/languages").status_code == 401  # no key: no Redis needed

@@ -1,0 +1,112 @@
+"""Chunks the broker lost are sent again (workers/reconciler.py).
+
+kombu pops a message with BRPOP and only then records it as unacknowledged; a worker killed in
+between loses it, and the visibility timeout never brings it back. Here the loss is made
+deterministic: the worker is stopped (SIGSTOP), a job is queued, one of its messages is taken off
+the queue as the dead worker would have taken it, and the worker resumes. The job must still
+complete, with exactly one result per segment, and only the lost chunk may be sent twice.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis
+from fastapi.testclient import TestClient
+
+from core import keys
+from producer.localfleet import LocalFleet
+from tests.integration.costfleet import cost_fleet
+from tests.integration.test_faults import FAULT_ENV, celery_children, submit, wait_final
+
+ENV = {**FAULT_ENV, "MT_RECONCILE_INTERVAL_S": "1"}
+
+
+@pytest.fixture
+def fleet(redis_server: str) -> Iterator[tuple[LocalFleet, TestClient, redis.Redis]]:
+    url = redis_server.rsplit("/", 1)[0] + "/6"
+    rd = redis.Redis.from_url(url, decode_responses=True)
+    rd.flushdb()
+    with cost_fleet(url, ENV) as (f, api):
+        yield f, api, rd
+
+
+def resent_fields(rd: redis.Redis, job_id: str) -> dict[str, str]:
+    return {
+        k: v
+        for k, v in rd.hgetall(keys.chunk_deliveries(job_id)).items()
+        if k.startswith("resent:")
+    }
+
+
+def test_a_message_lost_between_fetch_and_unacked_is_sent_again(
+    fleet: tuple[LocalFleet, TestClient, redis.Redis],
+) -> None:
+    f, api, rd = fleet
+    kids = celery_children(f.procs[-1])
+    assert kids
+    for k in kids:
+        os.kill(k.pid, signal.SIGSTOP)
+    try:
+        texts = [f"line {i} of the job that loses a message" for i in range(320)]  # 10 chunks
+        job_id = submit(api, texts)
+        # a second job behind it keeps the queue busy for longer than the grace period
+        other_texts = [f"line {i} of the job behind it" for i in range(1600)]
+        other_id = submit(api, other_texts)
+        queue = keys.queue("bulk")
+        # the fetching end holds the first job's oldest chunk (a stopped worker blocked in
+        # BRPOP may already have been handed one more; it gets it when it resumes)
+        lost = rd.rpop(queue)
+        assert lost is not None
+        m = re.search(r'"id": "([0-9a-f]{32})\.(\d+)\.', lost)
+        assert m and m.group(1) == job_id, lost[:300]
+        lost_chunk = int(m.group(2))
+    finally:
+        for k in kids:
+            os.kill(k.pid, signal.SIGCONT)
+
+    job = wait_final(api, job_id, timeout=90, fleet=f)
+    assert job["status"] == "succeeded", job
+    assert job["progress"] == {"done": 320, "failed": 0, "total": 320}
+    assert api.get(f"/v1/jobs/{job_id}/result").json()["translations"] == [
+        f"<es> {t}" for t in texts
+    ]
+    assert rd.hlen(keys.job_results(job_id)) == 320
+    # only the lost chunk was sent again, once
+    assert resent_fields(rd, job_id) == {f"resent:{lost_chunk}": "1"}
+
+    other = wait_final(api, other_id, timeout=90, fleet=f)
+    assert other["status"] == "succeeded"
+    assert resent_fields(rd, other_id) == {}  # queued for seconds, never taken for lost
+    # finished jobs leave the ledger and the active set
+    assert rd.exists(keys.job_chunks(job_id), keys.job_chunks(other_id)) == 0
+    assert rd.zcard(keys.active("bulk")) == 0
+    assert rd.llen(keys.DEAD_LETTER) == 0
+
+
+def test_a_cancelled_or_purged_job_is_not_reconciled(
+    fleet: tuple[LocalFleet, TestClient, redis.Redis],
+) -> None:
+    f, api, rd = fleet
+    kids = celery_children(f.procs[-1])
+    for k in kids:
+        os.kill(k.pid, signal.SIGSTOP)
+    try:
+        job_id = submit(api, [f"cancelled line {i}" for i in range(200)])
+        assert rd.zscore(keys.active("bulk"), job_id) is not None
+        assert rd.hlen(keys.job_chunks(job_id)) > 0
+        assert api.delete(f"/v1/jobs/{job_id}").json()["status"] == "cancelled"
+        assert rd.zscore(keys.active("bulk"), job_id) is None
+        assert rd.exists(keys.job_chunks(job_id)) == 0
+        rd.delete(keys.queue("bulk"))  # its messages are gone too: nothing to reconcile
+    finally:
+        for k in kids:
+            os.kill(k.pid, signal.SIGCONT)
+    time.sleep(7)  # longer than the grace period at 1 s sweeps
+    assert resent_fields(rd, job_id) == {}
+    assert api.get(f"/v1/jobs/{job_id}").json()["status"] == "cancelled"

@@ -149,6 +149,17 @@ return status
 """
 
 
+_DEAD_LETTER = """
+-- KEYS: deliveries, dead-letter list   ARGV: chunk, now, entry
+-- One entry per chunk, however often this runs (a client retrying after a lost reply too).
+if redis.call('HSETNX', KEYS[1], 'dead-lettered:' .. ARGV[1], ARGV[2]) == 1 then
+  redis.call('LPUSH', KEYS[2], ARGV[3])
+  return 1
+end
+return 0
+"""
+
+
 def new_job_id() -> str:
     return uuid.uuid4().hex
 
@@ -172,6 +183,7 @@ class JobStore:
         self._start = client.register_script(_START_CHUNK)
         self._cancel = client.register_script(_CANCEL)
         self._fail = client.register_script(_FAIL)
+        self._dead = client.register_script(_DEAD_LETTER)
 
     # -- API side ------------------------------------------------------------------------------
     def create(
@@ -322,6 +334,16 @@ class JobStore:
             args=args,
         )
         return JobStatus(status) if status else None
+
+    def dead_letter(self, job_id: str, chunk: int, entry: str) -> bool:
+        """List ``entry`` (JSON) on the dead-letter list once per chunk; True if this call
+        did."""
+        return bool(
+            self._dead(
+                keys=[keys.chunk_deliveries(job_id), keys.DEAD_LETTER],
+                args=[chunk, time.time(), entry],
+            )
+        )
 
     # -- reads ---------------------------------------------------------------------------------
     def get(self, job_id: str) -> JobRecord:

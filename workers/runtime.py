@@ -331,23 +331,15 @@ class WorkerRuntime:
         final = self.store.record(
             msg.job_id, [(i, SegmentOutcome(error=err)) for i in indices], chunk=msg.chunk
         )
-        first = self.redis.hsetnx(
-            keys.chunk_deliveries(msg.job_id), f"dead-lettered:{msg.chunk}", time.time()
-        )
-        if first:
+        entry = {
+            "job_id": msg.job_id,
+            "chunk": msg.chunk,
+            "reason": reason,
+            "at": time.time(),
+            "lane": msg.lane.value,
+        }
+        if self.store.dead_letter(msg.job_id, msg.chunk, json.dumps(entry)):
             log.error("dead-lettering job %s chunk %s: %s", msg.job_id, msg.chunk, reason)
-            self.redis.lpush(
-                keys.DEAD_LETTER,
-                json.dumps(
-                    {
-                        "job_id": msg.job_id,
-                        "chunk": msg.chunk,
-                        "reason": reason,
-                        "at": time.time(),
-                        "lane": msg.lane.value,
-                    }
-                ),
-            )
             metrics.DEAD_LETTERED.inc()
         return {"dead_lettered": True, "job_status": final.value if final else None}
 

@@ -346,7 +346,7 @@ class Scheduler:
             text = res.text if isinstance(res, Translation) else res
             counted = res.tokens_out if isinstance(res, Translation) else None
             metrics.TOKENS.labels("out").inc(counted or estimate_tokens(text))
-            it.ticket.set(it.index, outcome_of(res, it.lead, it.trail))
+            it.ticket.set(it.index, outcome_of(res, it.lead, it.trail, it.request.text))
 
     def _fail(self, batch: list[_Item], exc: BaseException) -> None:
         for it in batch:

@@ -4,12 +4,15 @@ Pure logic over the engine contract (no Redis): segments that cannot fit are ref
 call; a batch that raises is split in halves until the failing segment is isolated
 (O(log n) extra calls for one bad segment); outer whitespace is kept around each translation;
 empty output for non-empty input is a failed segment; output the engine cut off at its token
-limit is delivered with a ``truncated`` warning. Neither is ever cached.
+limit is delivered with a ``truncated`` warning, and output carrying markup its source did not
+(a tag, an ``on*`` event handler, a ``javascript:`` URL: what a model talked into injecting
+``<script>`` would produce) with a ``markup_mismatch`` warning. Neither is ever cached.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 
 from core.errors import EngineError, EngineOutputMismatch, EngineUnavailable, SegmentTooLong
@@ -24,6 +27,58 @@ TRUNCATED = {
 }
 
 
+# Markup the output check compares. A tag is ``<name ...>`` or ``</name>``; it counts when the name
+# is an HTML element (SVG and MathML roots included), when it is a closing tag, or when it carries
+# attributes, so a bare ``<word>`` (a placeholder, or the cost-model engine's ``<es>`` prefix) is
+# text. Inside counted tags, event-handler attributes and script URLs count on their own.
+_TAG = re.compile(r"<(/?)([^\W\d_][\w:.-]*)([^<>]*)>")
+_HANDLER = re.compile(r"(?:^|[\s/\"'])(on[a-z]+)\s*=", re.IGNORECASE)
+_SCRIPT_URL = re.compile(r"(java|vb)script\s*:", re.IGNORECASE)
+_ELEMENT_NAMES = """
+    a abbr address applet area article aside audio b base basefont bdi bdo blink blockquote
+    body br button canvas caption center cite code col colgroup data datalist dd del details
+    dfn dialog dir div dl dt em embed fieldset figcaption figure font footer form frame
+    frameset h1 h2 h3 h4 h5 h6 head header hgroup hr html i iframe image img input ins kbd
+    keygen label legend li link main map mark marquee math menu meta meter nav noembed noframes
+    noscript object ol optgroup option output p param picture plaintext portal pre progress q
+    rp rt ruby s samp script search section select slot small source span strike strong style
+    sub summary sup svg table tbody td template textarea tfoot th thead time title tr track tt
+    u ul var video wbr xmp
+"""
+HTML_ELEMENTS = frozenset(_ELEMENT_NAMES.split())
+
+MARKUP_MISMATCH = "markup_mismatch"
+
+
+def markup(text: str) -> set[str]:
+    """The markup items of a text: ``<tag>`` names (lower case), ``on*=`` handlers, script URLs."""
+    items: set[str] = set()
+    if "<" not in text:
+        return items
+    for m in _TAG.finditer(text):
+        closing, name, attrs = m.group(1), m.group(2).lower(), m.group(3)
+        if not (name in HTML_ELEMENTS or closing or attrs.strip(" /")):
+            continue
+        items.add(f"<{name}>")
+        items.update(f"{h.lower()}=" for h in _HANDLER.findall(attrs))
+        items.update(f"{s.lower()}script:" for s in _SCRIPT_URL.findall(attrs))
+    return items
+
+
+def markup_warning(source: str, output: str) -> dict[str, str] | None:
+    """A ``markup_mismatch`` warning when the output has markup its source does not (the
+    output's markup must be a subset of the source's), else None."""
+    extra = markup(output)
+    if extra:
+        extra -= markup(source)
+    if not extra:
+        return None
+    return {
+        "type": MARKUP_MISMATCH,
+        "message": "the translation has markup its source does not: " + ", ".join(sorted(extra)),
+    }
+
+
 def split_outer_space(text: str) -> tuple[str, str, str]:
     """(leading whitespace, core, trailing whitespace); all-space text is all lead."""
     core = text.strip()
@@ -33,14 +88,20 @@ def split_outer_space(text: str) -> tuple[str, str, str]:
     return text[:start], core, text[start + len(core) :]
 
 
-def outcome_of(out: str | Translation, lead: str = "", trail: str = "") -> SegmentOutcome:
-    """An engine's output as a segment outcome, outer whitespace of the source put back."""
+def outcome_of(
+    out: str | Translation, lead: str = "", trail: str = "", source: str | None = None
+) -> SegmentOutcome:
+    """An engine's output as a segment outcome, outer whitespace of the source put back; with
+    the ``source`` text, its markup is checked too."""
     text = out.text if isinstance(out, Translation) else out
     if not text.strip():
         return SegmentOutcome(
             error={"type": "empty_output", "message": "the engine returned no text"}
         )
     warnings = [TRUNCATED] if isinstance(out, Translation) and out.truncated else []
+    mismatch = markup_warning(source, text) if source is not None else None
+    if mismatch is not None:
+        warnings.append(mismatch)
     return SegmentOutcome(translation=f"{lead}{text.strip()}{trail}", warnings=warnings)
 
 
@@ -115,7 +176,11 @@ def translate_isolated(
             runnable.append(i)
     results = run_isolated(engine, [stripped[i] for i in runnable])
     for i, res in zip(runnable, results, strict=True):
-        outcomes[i] = res if isinstance(res, SegmentOutcome) else outcome_of(res, *spaces[i])
+        outcomes[i] = (
+            res
+            if isinstance(res, SegmentOutcome)
+            else outcome_of(res, *spaces[i], source=stripped[i].text)
+        )
     return [
         o if o is not None else SegmentOutcome(error={"type": "internal", "message": "lost"})
         for o in outcomes

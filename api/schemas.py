@@ -60,6 +60,12 @@ class TextsIn(BaseModel):
     )
     source_lang: LangCode = Field(description="Source language code, e.g. 'en'.", examples=["en"])
     target_lang: LangCode = Field(description="Target language code, e.g. 'es'.", examples=["es"])
+    glossary_id: str | None = Field(
+        None,
+        max_length=64,
+        description="A glossary (/v1/glossaries) for this language pair: its terms come out as "
+        "the glossary says and its protected terms untranslated, in their canonical casing.",
+    )
 
     @field_validator("texts")
     @classmethod

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core import languages
+from core.documents.base import TAG
 from core.errors import EngineError
 from core.settings import Settings
 from workers.engines.base import Engine, EngineLimits, TranslationRequest
@@ -38,6 +39,20 @@ _TAIL = ".[]"
 
 
 def escape(text: str) -> str:
+    """Text -> stream format. Inline tags (``<x1/>``, ``<g1>``, ``</g1>``: document markup and
+    protected spans, see core/documents/base.py) become superblanks, which every Apertium
+    program passes through untouched."""
+    out = []
+    pos = 0
+    for m in TAG.finditer(text):
+        out.append(_escape_text(text[pos : m.start()]))
+        out.append(f"[{m.group(0)}]")
+        pos = m.end()
+    out.append(_escape_text(text[pos:]))
+    return "".join(out) + _TAIL
+
+
+def _escape_text(text: str) -> str:
     out = []
     for ch in text:
         if ch in _RESERVED:
@@ -48,7 +63,7 @@ def escape(text: str) -> str:
             out.append(" ")
         else:
             out.append(ch)
-    return "".join(out) + _TAIL
+    return "".join(out)
 
 
 def unescape(stream: str) -> str:

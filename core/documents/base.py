@@ -1,0 +1,236 @@
+"""The contract every document format implements, and the inline tags segments carry.
+
+A document is cut into *units* (a paragraph, a table cell, a JSON string value, a subtitle cue,
+an XLIFF source...): the text a translator sees as one piece. Markup *inside* a unit (``<b>``,
+a link, a DOCX run with its own formatting, a ``{name}`` placeholder) is carried as inline tags
+the engine is asked to keep, and restored afterwards:
+
+* ``<xN/>`` a standalone code (a void element such as ``<br/>``, an image, a protected span
+  such as a URL or ``{count}``): the original text of code N goes back in its place;
+* ``<gN>`` ... ``</gN>`` a paired code around translatable text (``<b>…</b>``, ``<a href>…</a>``,
+  a DOCX run): the opening and closing markup of code N go back around whatever the
+  translation put between them.
+
+Tags are numbered from 1 within a unit. A literal ``<x1/>`` or ``<g1>`` already in a document's
+text is itself turned into a standalone code, so the engine never sees an ambiguous tag.
+
+The contract: ``render(content, [u.text for u in extract(content)])`` gives back ``content``
+exactly (byte-equal; for HTML and XML formats, an equal tree). The round-trip property test
+in ``tests/unit/test_documents_roundtrip.py`` checks it on a corpus of realistic files per
+format.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from core.errors import InvalidInput
+
+#: Any inline tag: group 1 "/" for a closing tag, group 2 "x" or "g", group 3 the number,
+#: group 4 "/" for a standalone tag.
+TAG = re.compile(r"<(/?)([xg])([1-9][0-9]{0,4})(/?)>")
+
+
+def x(n: int) -> str:
+    """Standalone tag for code ``n``."""
+    return f"<x{n}/>"
+
+
+def g_open(n: int) -> str:
+    return f"<g{n}>"
+
+
+def g_close(n: int) -> str:
+    return f"</g{n}>"
+
+
+@dataclass(frozen=True)
+class Code:
+    """What an inline tag stands for: ``start`` (a standalone code's text, or a paired code's
+    opening markup) and ``end`` (a paired code's closing markup; None for standalone)."""
+
+    start: str
+    end: str | None = None
+
+    @property
+    def paired(self) -> bool:
+        return self.end is not None
+
+
+@dataclass
+class Unit:
+    """One translatable piece of a document: ``text`` with inline tags, the codes they stand
+    for, and where it sits (``path``, for messages and for the formats' own bookkeeping)."""
+
+    text: str
+    codes: dict[int, Code] = field(default_factory=dict)
+    path: str = ""
+
+
+class DocumentError(InvalidInput):
+    """The document cannot be parsed as the format it claims (HTTP 422)."""
+
+    code = "invalid_document"
+
+
+class DocumentFormat(ABC):
+    """A file format: cut into units, and put translated units back."""
+
+    #: Name used in the API (``{"document": {"format": name}}``).
+    name: ClassVar[str]
+    #: File extensions (lower case, with the dot) the CLI maps to this format.
+    extensions: ClassVar[tuple[str, ...]]
+    #: Binary formats travel base64-encoded in JSON.
+    binary: ClassVar[bool] = False
+    media_type: ClassVar[str] = "text/plain; charset=utf-8"
+
+    @abstractmethod
+    def extract(self, content: bytes) -> list[Unit]:
+        """The document's translatable units, in document order. Raises DocumentError for
+        content that is not this format. Must be deterministic: ``render`` extracts again."""
+
+    @abstractmethod
+    def render(self, content: bytes, translations: Sequence[str]) -> bytes:
+        """``content`` with unit i's text replaced by ``translations[i]`` (tagged text, as
+        returned by the engine: tags may be missing, repeated or moved; every code must still
+        be restored once, see :func:`restore`)."""
+
+
+@dataclass
+class Restored:
+    """A translated unit with its codes put back, and what went wrong doing it."""
+
+    text: str
+    warnings: list[str] = field(default_factory=list)
+
+
+def restore(
+    translation: str,
+    codes: dict[int, Code],
+    escape: object = None,
+    *,
+    keep_other: bool = False,
+) -> Restored:
+    """Put codes back into a tagged translation.
+
+    Tags for unknown codes are dropped; a code whose tag is missing is appended at the end (a
+    paired one around nothing), so no markup and no protected text is ever lost; a code whose
+    tag appears twice is restored once (the first time). ``escape`` (a callable, optional) is
+    applied to the text between tags: a markup format escapes ``<`` and ``&`` in translated text.
+    With ``keep_other``, tags of codes not in ``codes`` are left in place untouched (the
+    pipeline restores its protected spans first and leaves the format's own tags to it).
+    """
+    esc = escape if callable(escape) else (lambda s: s)
+    out: list[str] = []
+    warnings: list[str] = []
+    used: set[int] = set()
+    opened: list[int] = []
+    pos = 0
+    for m in TAG.finditer(translation):
+        out.append(esc(translation[pos : m.start()]))
+        pos = m.end()
+        closing, kind, num, selfclosing = m.group(1), m.group(2), int(m.group(3)), m.group(4)
+        code = codes.get(num)
+        if code is None and keep_other:
+            out.append(m.group(0))
+            continue
+        if code is None or (kind == "x") == code.paired or (closing and selfclosing):
+            warnings.append(f"unknown tag {m.group(0)} dropped")
+            continue
+        if kind == "x":
+            if num in used:
+                warnings.append(f"tag {m.group(0)} repeated; kept once")
+                continue
+            used.add(num)
+            out.append(code.start)
+        elif not closing:
+            if num in used:
+                warnings.append(f"tag {m.group(0)} repeated; kept once")
+                continue
+            used.add(num)
+            opened.append(num)
+            out.append(code.start)
+        else:
+            if num not in opened:
+                warnings.append(f"closing tag {m.group(0)} without its opening tag dropped")
+                continue
+            # close anything opened inside it first, so markup stays well nested
+            while opened:
+                inner = opened.pop()
+                out.append(codes[inner].end or "")
+                if inner == num:
+                    break
+    out.append(esc(translation[pos:]))
+    while opened:
+        inner = opened.pop()
+        warnings.append(f"tag <g{inner}> not closed; closed at the end")
+        out.append(codes[inner].end or "")
+    for num in sorted(set(codes) - used):
+        code = codes[num]
+        warnings.append(f"tag {x(num) if not code.paired else g_open(num)} missing; appended")
+        out.append(code.start + (code.end or ""))
+    return Restored("".join(out), warnings)
+
+
+def tag_counts(text: str) -> dict[str, int]:
+    """How often each inline tag occurs (the worker's placeholder check compares these)."""
+    counts: dict[str, int] = {}
+    for m in TAG.finditer(text):
+        counts[m.group(0)] = counts.get(m.group(0), 0) + 1
+    return counts
+
+
+class UnitBuilder:
+    """Builds a unit's tagged text while a format walks its markup.
+
+    ``text`` adds document text (a literal tag-like string in it becomes a standalone code, so
+    it cannot be mistaken for one of ours); ``standalone`` adds a code; ``open``/``close`` wrap
+    translatable text in a paired code. ``build`` returns the Unit.
+    """
+
+    def __init__(self, path: str = "") -> None:
+        self.path = path
+        self._parts: list[str] = []
+        self._codes: dict[int, Code] = {}
+        self._open: list[int] = []
+
+    def _next(self) -> int:
+        return len(self._codes) + 1
+
+    def text(self, s: str) -> None:
+        pos = 0
+        for m in TAG.finditer(s):
+            self._parts.append(s[pos : m.start()])
+            self.standalone(m.group(0))
+            pos = m.end()
+        self._parts.append(s[pos:])
+
+    def standalone(self, markup: str) -> int:
+        n = self._next()
+        self._codes[n] = Code(markup)
+        self._parts.append(x(n))
+        return n
+
+    def open(self, start: str, end: str) -> int:
+        n = self._next()
+        self._codes[n] = Code(start, end)
+        self._open.append(n)
+        self._parts.append(g_open(n))
+        return n
+
+    def close(self) -> None:
+        self._parts.append(g_close(self._open.pop()))
+
+    @property
+    def empty(self) -> bool:
+        """No text at all (only codes and whitespace): nothing to translate."""
+        return not TAG.sub("", "".join(self._parts)).strip()
+
+    def build(self) -> Unit:
+        while self._open:
+            self.close()
+        return Unit("".join(self._parts), dict(self._codes), self.path)

@@ -1,0 +1,171 @@
+"""From a document's units to the segments a job translates, and back.
+
+``plan`` takes the units a format extracted and
+
+1. **protects** spans no engine may touch: URLs, e-mail addresses, placeholders (``{name}``,
+   ``{{count}}``, ``%s``, ``%(name)s``, ``%1$s``), numbers with units (``20 kg``, ``5.5 GHz``,
+   ``$50``), SKU-like codes (``SKU-12345``, ``AB12-CD34``) and version numbers: each becomes a
+   standalone tag ``<xN/>``, numbered after the format's own tags;
+2. **segments** each unit into sentences with sentencex (Wikimedia's rule-based segmenter:
+   maintained, no model download, a pure-Python wheel with rules for the languages we serve),
+   never splitting inside a paired tag, so markup stays within one segment;
+3. keeps the whitespace between sentences (and around a unit) out of the segments, so it comes
+   back byte for byte.
+
+``assemble`` joins translated segments back into unit texts with the protected spans restored
+and the format's own tags left for the format's ``render``. A segment without a translation
+(it failed) keeps its source text: nothing of the document is ever lost.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from sentencex import segment as sentencex_segment
+
+from core.documents.base import TAG, Code, Unit, restore, x
+
+# One alternation, most specific first; matches are taken left to right without overlap.
+_PROTECT = re.compile(
+    r"""
+      (?P<url>\b(?:https?|ftp)://[^\s<>"'\u00a0]+[^\s<>"'\u00a0.,;:!?)\]}]
+        | \bwww\.[^\s<>"'\u00a0]+[^\s<>"'\u00a0.,;:!?)\]}])
+    | (?P<email>\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b)
+    | (?P<placeholder>\{\{\s*[\w.-]+\s*\}\}|\{[\w.-]*\}|\$\{[\w.-]+\}|%%
+        |%(?:\d+\$)?[-+\#0]*\d*(?:\.\d+)?[sdifxXeEgGcou](?![A-Za-z])|%\([\w.-]+\)[sdifr])
+    | (?P<sku>\b(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9]{2,}(?:-[A-Z0-9]+)+\b)
+    | (?P<version>\bv?\d+(?:\.\d+){2,}\b)
+    | (?P<measure>(?:[$€£¥]\s?\d[\d,.]*\b
+        |\b\d+(?:[.,]\d+)?\s?(?:kg|mg|g|lbs?|oz|mm|cm|km|m|in|ft|ml|l|L|GB|MB|KB|TB|GHz|MHz
+          |Hz|kW|W|V|mAh|Wh|°C|°F|px|pt|%)(?![\w])))
+    """,
+    re.VERBOSE,
+)
+
+_WORDLIKE = re.compile(r"[^\W\d_]", re.UNICODE)
+
+
+@dataclass
+class UnitPlan:
+    """How one unit maps to segments: ``layout`` alternates literal text (whitespace and
+    untranslatable pieces, kept as is) and segment indices (ints)."""
+
+    unit: Unit
+    protected: dict[int, Code] = field(default_factory=dict)
+    layout: list[str | int] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    units: list[UnitPlan]
+    segments: list[str]
+
+
+def protect(text: str, first: int) -> tuple[str, dict[int, Code]]:
+    """Replace protected spans outside existing tags by ``<xN/>`` tags numbered from ``first``."""
+    codes: dict[int, Code] = {}
+    out: list[str] = []
+    pos = 0
+    n = first
+    for part in _split_keep_tags(text):
+        if TAG.fullmatch(part):
+            out.append(part)
+            continue
+        last = 0
+        for m in _PROTECT.finditer(part):
+            if not m.group(0).strip():
+                continue
+            out.append(part[last : m.start()])
+            codes[n] = Code(m.group(0))
+            out.append(x(n))
+            n += 1
+            last = m.end()
+        out.append(part[last:])
+        pos += len(part)
+    return "".join(out), codes
+
+
+def _split_keep_tags(text: str) -> list[str]:
+    parts: list[str] = []
+    pos = 0
+    for m in TAG.finditer(text):
+        parts.append(text[pos : m.start()])
+        parts.append(m.group(0))
+        pos = m.end()
+    parts.append(text[pos:])
+    return [p for p in parts if p]
+
+
+def sentences(text: str, lang: str) -> list[str]:
+    """Split into sentences whose concatenation is ``text``; never inside a paired tag."""
+    raw = list(sentencex_segment(lang.split("-")[0], text))
+    if "".join(raw) != text:  # the segmenter must not lose characters; if it did, do not split
+        return [text]
+    merged: list[str] = []
+    depth = 0
+    for s in raw:
+        if merged and depth > 0:
+            merged[-1] += s
+        else:
+            merged.append(s)
+        for m in TAG.finditer(s):
+            if m.group(2) == "g":
+                depth += -1 if m.group(1) else 1
+    return merged
+
+
+def _translatable(text: str) -> bool:
+    return bool(_WORDLIKE.search(TAG.sub(" ", text)))
+
+
+def plan(units: Sequence[Unit], lang: str) -> Plan:
+    """Segments to translate for ``units`` (source language ``lang``)."""
+    segments: list[str] = []
+    plans: list[UnitPlan] = []
+    for unit in units:
+        first = max(unit.codes, default=0) + 1
+        for m in TAG.finditer(unit.text):  # tags in the text always have codes; be safe
+            first = max(first, int(m.group(3)) + 1)
+        text, protected = protect(unit.text, first)
+        up = UnitPlan(unit, protected)
+        for sentence in sentences(text, lang) if _translatable(text) else [text]:
+            core = sentence.strip()
+            if not core or not _translatable(core):
+                up.layout.append(sentence)
+                continue
+            lead = sentence[: len(sentence) - len(sentence.lstrip())]
+            trail = sentence[len(sentence.rstrip()) :]
+            if lead:
+                up.layout.append(lead)
+            up.layout.append(len(segments))
+            segments.append(core)
+            if trail:
+                up.layout.append(trail)
+        plans.append(up)
+    return Plan(plans, segments)
+
+
+@dataclass
+class Assembled:
+    texts: list[str]  # per unit: tagged with the format's own tags, protected spans restored
+    warnings: list[tuple[int, str]]  # (unit index, message)
+
+
+def assemble(p: Plan, translations: Sequence[str | None]) -> Assembled:
+    """Unit texts from segment translations (None: keep the source segment)."""
+    texts: list[str] = []
+    warnings: list[tuple[int, str]] = []
+    for u, up in enumerate(p.units):
+        joined = "".join(
+            part
+            if isinstance(part, str)
+            else (translations[part] if translations[part] is not None else p.segments[part])
+            or p.segments[part]
+            for part in up.layout
+        )
+        restored = restore(joined, up.protected, keep_other=True)
+        warnings += [(u, w) for w in restored.warnings]
+        texts.append(restored.text)
+    return Assembled(texts, warnings)

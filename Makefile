@@ -9,7 +9,7 @@ PIP := $(PY) -m pip
 # Machines of this kind keep the CPU torch wheel on disk; let pip find it there.
 export PIP_FIND_LINKS := $(or $(PIP_FIND_LINKS),$(wildcard /opt/wheels))
 TINY_MODEL := .cache/tiny-model
-APT_PACKAGES := redis-server apertium apertium-eng-spa
+APT_PACKAGES := redis-server apertium apertium-eng-spa openssl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: demo test lint unit integration e2e bench soak system-deps test-deps clean help

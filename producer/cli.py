@@ -151,7 +151,7 @@ def flower(
     try:
         warning = check_flower_auth(address, s.flower_user, s.flower_password.get_secret_value())
     except ConfigError as exc:
-        err_console.print(f"[red]{exc.message}[/red]")
+        err_console.print(f"[red]{exc.message}[/red]", soft_wrap=True)
         raise typer.Exit(2) from None
     if warning:
         err_console.print(f"[bold red]WARNING: {warning}[/bold red]", soft_wrap=True)

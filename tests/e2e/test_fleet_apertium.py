@@ -156,7 +156,9 @@ def test_flower_sees_the_worker_and_every_chunk(fleet: LocalFleet) -> None:
         mt.wait(job.id, timeout=60)
     deadline = time.monotonic() + 30
     while True:
-        workers = httpx.get(f"{fleet.flower_url}/api/workers", auth=FLOWER_AUTH, timeout=10).json()
+        workers = httpx.get(
+            f"{fleet.flower_url}/api/workers?refresh=1", auth=FLOWER_AUTH, timeout=10
+        ).json()  # refresh: Flower may have started before the worker answered its first inspect
         tasks = httpx.get(f"{fleet.flower_url}/api/tasks", auth=FLOWER_AUTH, timeout=10).json()
         mine = [
             t

@@ -9,6 +9,7 @@ make redelivery take seconds: a 10 s visibility timeout and 1 s restore sweeps.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -32,6 +33,17 @@ FAULT_ENV = {
     "MT_RESTORE_INTERVAL_S": "1",
     "MT_RECONCILE_INTERVAL_S": "1",
 }
+
+
+def signal_all(procs: list[psutil.Process], sig: int) -> int:
+    """Send ``sig`` to each process still alive (one may exit between listing and signal);
+    returns how many got it."""
+    sent = 0
+    for p in procs:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(p.pid, sig)
+            sent += 1
+    return sent
 
 
 def celery_children(launcher: Proc) -> list[psutil.Process]:
@@ -94,9 +106,8 @@ def test_sigkilled_worker_loses_nothing_and_duplicates_nothing(
         held = rd.hlen("unacked")
         if kids and held and job["status"] == "running":
             time.sleep(0.3)  # mid-batch
-            for k in kids:
-                os.kill(k.pid, signal.SIGKILL)
-            kills += 1
+            if signal_all(kids, signal.SIGKILL):
+                kills += 1
             time.sleep(1.5)
         time.sleep(0.1)
     job = wait_final(api, job_id, timeout=180)
@@ -121,8 +132,7 @@ def test_sigterm_mid_batch_finishes_or_gives_back(
         assert time.monotonic() < deadline
         time.sleep(0.05)
     time.sleep(0.3)
-    for k in celery_children(fleet.procs[-1]):
-        os.kill(k.pid, signal.SIGTERM)
+    signal_all(celery_children(fleet.procs[-1]), signal.SIGTERM)
     job = wait_final(api, job_id, timeout=180)
     assert job["status"] == "succeeded", job
     result = api.get(f"/v1/jobs/{job_id}/result").json()
@@ -370,9 +380,8 @@ def test_soak_ten_kills_during_a_5000_segment_job(
         kids = celery_children(fleet.procs[-1])
         if kids and rd.hlen("unacked") and job["status"] == "running":
             time.sleep(0.2)
-            for k in kids:
-                os.kill(k.pid, signal.SIGKILL)
-            kills += 1
+            if signal_all(kids, signal.SIGKILL):
+                kills += 1
             time.sleep(1.0)
         time.sleep(0.05)
     job = wait_final(api, job_id, timeout=300, fleet=fleet)

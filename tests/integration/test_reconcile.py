@@ -9,7 +9,6 @@ complete, with exactly one result per segment, and only the lost chunk may be se
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import time
@@ -22,7 +21,13 @@ from fastapi.testclient import TestClient
 from core import keys
 from producer.localfleet import LocalFleet
 from tests.integration.costfleet import cost_fleet
-from tests.integration.test_faults import FAULT_ENV, celery_children, submit, wait_final
+from tests.integration.test_faults import (
+    FAULT_ENV,
+    celery_children,
+    signal_all,
+    submit,
+    wait_final,
+)
 
 ENV = {**FAULT_ENV, "MT_RECONCILE_INTERVAL_S": "1"}
 
@@ -50,8 +55,7 @@ def test_a_message_lost_between_fetch_and_unacked_is_sent_again(
     f, api, rd = fleet
     kids = celery_children(f.procs[-1])
     assert kids
-    for k in kids:
-        os.kill(k.pid, signal.SIGSTOP)
+    signal_all(kids, signal.SIGSTOP)
     try:
         texts = [f"line {i} of the job that loses a message" for i in range(320)]  # 10 chunks
         job_id = submit(api, texts)
@@ -67,8 +71,7 @@ def test_a_message_lost_between_fetch_and_unacked_is_sent_again(
         assert m and m.group(1) == job_id, lost[:300]
         lost_chunk = int(m.group(2))
     finally:
-        for k in kids:
-            os.kill(k.pid, signal.SIGCONT)
+        signal_all(kids, signal.SIGCONT)
 
     job = wait_final(api, job_id, timeout=90, fleet=f)
     assert job["status"] == "succeeded", job
@@ -94,8 +97,7 @@ def test_a_cancelled_or_purged_job_is_not_reconciled(
 ) -> None:
     f, api, rd = fleet
     kids = celery_children(f.procs[-1])
-    for k in kids:
-        os.kill(k.pid, signal.SIGSTOP)
+    signal_all(kids, signal.SIGSTOP)
     try:
         job_id = submit(api, [f"cancelled line {i}" for i in range(200)])
         assert rd.zscore(keys.active("bulk"), job_id) is not None
@@ -105,8 +107,7 @@ def test_a_cancelled_or_purged_job_is_not_reconciled(
         assert rd.exists(keys.job_chunks(job_id)) == 0
         rd.delete(keys.queue("bulk"))  # its messages are gone too: nothing to reconcile
     finally:
-        for k in kids:
-            os.kill(k.pid, signal.SIGCONT)
+        signal_all(kids, signal.SIGCONT)
     time.sleep(7)  # longer than the grace period at 1 s sweeps
     assert resent_fields(rd, job_id) == {}
     assert api.get(f"/v1/jobs/{job_id}").json()["status"] == "cancelled"

@@ -14,7 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import errors, metrics
 from api.deps import Services
-from api.routes import jobs, meta, translate
+from api.routes import glossaries, jobs, meta, translate
 from api.service import JobService
 from core.broker import make_celery
 from core.cache import PhraseCache
@@ -168,6 +168,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     errors.install(app)
     app.include_router(jobs.router)
     app.include_router(translate.router)
+    app.include_router(glossaries.router)
     app.include_router(meta.router)
 
     app.add_middleware(Timing)

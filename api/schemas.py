@@ -6,9 +6,16 @@ This contract is public: extend it, never break it.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 from core.models import JobStatus, Lane, Progress
 
@@ -73,12 +80,70 @@ class TextsIn(BaseModel):
         return [check_text(t, i) for i, t in enumerate(v)]
 
 
+class DocumentIn(BaseModel):
+    """A file to translate, returned in its own format by ``GET /v1/jobs/{id}/result``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: str = Field(
+        max_length=16,
+        description="text, markdown, html, json, srt, xliff or docx.",
+        examples=["html"],
+    )
+    content: str = Field(
+        description="The file: text formats as text (UTF-8), binary formats (docx) base64.",
+        examples=["<p>Free shipping on orders over $50.</p>"],
+    )
+    encoding: Literal["text", "base64"] | None = Field(
+        None, description="How `content` is given. Default: base64 for docx, text otherwise."
+    )
+    filename: str | None = Field(
+        None, max_length=255, description="Kept for the download's file name."
+    )
+
+
+class DocumentOut(BaseModel):
+    format: str
+    filename: str | None = None
+    encoding: Literal["text", "base64"]
+    content: str = Field(
+        description="The translated file; segments that failed keep their source text."
+    )
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="Markup the translation lost, moved or repeated, and how it was repaired.",
+    )
+
+
 class JobCreate(TextsIn):
+    texts: list[str] | None = Field(  # type: ignore[assignment]
+        None,
+        min_length=1,
+        description="Segments to translate (or a `document`); the result is aligned with this "
+        "list. Each must have a character that is not whitespace, and none may contain NUL, a "
+        "C0/C1 control other than tab, LF and CR, a lone surrogate, or a bidi override/isolate "
+        "control (U+202A-U+202E, U+2066-U+2069).",
+        examples=[["Add to cart", "Free shipping on orders over $50"]],
+    )
+    document: DocumentIn | None = Field(
+        None, description="A file to translate instead of `texts`; the result is the file."
+    )
     lane: Lane | None = Field(
         None,
         description="interactive (latency first) or bulk (throughput first). Default: "
         "interactive for small jobs, bulk for large ones.",
     )
+
+    @field_validator("texts")
+    @classmethod
+    def _texts(cls, v: list[str] | None) -> list[str] | None:  # type: ignore[override]
+        return None if v is None else [check_text(t, i) for i, t in enumerate(v)]
+
+    @model_validator(mode="after")
+    def _one_input(self) -> JobCreate:
+        if (self.texts is None) == (self.document is None):
+            raise ValueError("give either texts or a document")
+        return self
 
 
 class TranslateCreate(TextsIn):
@@ -99,6 +164,12 @@ class JobPublic(BaseModel):
     started_at: float | None = None
     finished_at: float | None = None
     error: dict[str, Any] | None = None
+    document_format: str | None = Field(
+        None, description="Set for a document job; its segments are the document's sentences."
+    )
+    detected_source_lang: str | None = Field(
+        None, description="The language detected when source_lang was 'auto'."
+    )
 
 
 class SegmentError(BaseModel):
@@ -123,6 +194,9 @@ class JobResultPublic(BaseModel):
     warnings: list[SegmentWarning] = Field(
         default_factory=list,
         description="Translations delivered but flagged (e.g. truncated); never cached.",
+    )
+    document: DocumentOut | None = Field(
+        None, description="A document job's translated file, in its own format."
     )
 
 

@@ -13,6 +13,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import redis
 from celery import Celery
@@ -20,6 +21,9 @@ from kombu.exceptions import OperationalError
 
 from api import metrics
 from api.schemas import JobCreate
+
+if TYPE_CHECKING:
+    from api.documents import PreparedDocument
 from core import keys, languages
 from core.broker import send_chunk
 from core.cache import PhraseCache, rewrap
@@ -30,6 +34,7 @@ from core.errors import (
     Unavailable,
     UnsupportedLanguage,
 )
+from core.glossary import GlossaryStore
 from core.models import (
     ChunkMessage,
     ChunkSegment,
@@ -65,6 +70,14 @@ def plan_chunks(texts: list[str], cached: set[int], chunk_size: int) -> list[lis
     return [segs[i : i + chunk_size] for i in range(0, len(segs), chunk_size)]
 
 
+def required_texts(req: JobCreate) -> list[str]:
+    """The texts of a request; a document request is turned into texts by api.documents
+    before it gets here."""
+    if req.texts is None:
+        raise InvalidInput("give either texts or a document")
+    return req.texts
+
+
 class JobService:
     def __init__(
         self,
@@ -84,21 +97,22 @@ class JobService:
 
     def _validate(self, req: JobCreate) -> tuple[str, str, Lane]:
         s = self.settings
+        texts = required_texts(req)
         source = languages.normalize(req.source_lang)
         target = languages.normalize(req.target_lang)
         if source == target:
             raise InvalidInput(f"source_lang and target_lang are both {source!r}")
-        if len(req.texts) > s.max_segments_per_job:
+        if len(texts) > s.max_segments_per_job:
             raise InvalidInput(
-                f"{len(req.texts)} texts in one job; the limit is {s.max_segments_per_job}"
+                f"{len(texts)} texts in one job; the limit is {s.max_segments_per_job}"
             )
-        for i, t in enumerate(req.texts):
+        for i, t in enumerate(texts):
             if len(t) > s.max_segment_chars:
                 raise InvalidInput(
                     f"texts[{i}] has {len(t)} characters; the limit is {s.max_segment_chars}"
                 )
         lane = req.lane or (
-            Lane.interactive if len(req.texts) <= s.interactive_max_segments else Lane.bulk
+            Lane.interactive if len(texts) <= s.interactive_max_segments else Lane.bulk
         )
         return source, target, lane
 
@@ -109,11 +123,20 @@ class JobService:
         return keys.idempotency(hashlib.sha256(scoped.encode()).hexdigest())
 
     def submit(
-        self, req: JobCreate, idempotency_key: str | None = None, owner: str = ""
+        self,
+        req: JobCreate,
+        idempotency_key: str | None = None,
+        owner: str = "",
+        *,
+        document: PreparedDocument | None = None,
+        detected: str | None = None,
     ) -> Submitted:
         """``owner``: the API key id making the job ('' without auth); an Idempotency-Key is
-        scoped to it, so two keys using the same Idempotency-Key get different jobs."""
+        scoped to it, so two keys using the same Idempotency-Key get different jobs.
+        ``document``: the file a document job's texts come from (api.documents), kept with the
+        job; ``detected``: the source language detected for ``source_lang: auto``."""
         source, target, lane = self._validate(req)
+        texts = required_texts(req)
         try:
             pair = self._pair(source, target)
         except redis.RedisError as exc:
@@ -125,13 +148,22 @@ class JobService:
                 + (", ".join(served) if served else "none yet (no worker has registered)"),
                 served=served,
             )
-        hits = self.cache.get_many(pair.fingerprint, source, target, req.texts)
+        glossary = None  # a glossary's version keys the cache; the workers apply it
+        if req.glossary_id:
+            try:
+                glossary = GlossaryStore(self.store.r).for_job(
+                    req.glossary_id, owner=owner, source=source, target=target
+                )
+            except redis.RedisError as exc:
+                raise Unavailable(f"job store unavailable: {exc}") from exc
+        gv = glossary.version if glossary else None
+        hits = self.cache.get_many(pair.fingerprint, source, target, texts, glossary=gv)
         cached = {
             i: SegmentOutcome(translation=rewrap(t, hits[t]), cached=True)
-            for i, t in enumerate(req.texts)
+            for i, t in enumerate(texts)
             if t in hits
         }
-        chunks = plan_chunks(req.texts, set(cached), self.settings.chunk_size)
+        chunks = plan_chunks(texts, set(cached), self.settings.chunk_size)
         if chunks:
             self._admit(lane)
         job_id = new_job_id()
@@ -145,30 +177,35 @@ class JobService:
                 target=target,
                 segments=segs,
                 enqueued_at=now,
+                glossary_id=glossary.id if glossary else None,
+                glossary_version=gv,
             )
             for n, segs in enumerate(chunks)
         ]
         idem = None
         if idempotency_key:
-            body_digest = hashlib.sha256(
-                json.dumps(req.model_dump(mode="json"), sort_keys=True).encode()
-            ).hexdigest()[:32]
+            body = req.model_dump(mode="json")
+            if document is not None:
+                body["document"] = [document.fmt.name, hashlib.sha256(document.content).hexdigest()]
+            body_digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:32]
             idem = (
                 self.idempotency_redis_key(idempotency_key, owner),
                 f"{job_id} {body_digest}",
                 self.settings.idempotency_ttl_s,
             )
         try:
+            if document is not None:
+                self.store.put_document(job_id, document.content)
             existing = self.store.create(
                 job_id=job_id,
                 source=source,
                 target=target,
                 lane=lane,
-                total=len(req.texts),
+                total=len(texts),
                 chunks=len(chunks),
                 cached=cached,
                 idempotency=idem,
-                extra={"owner": owner} if owner else None,
+                extra=self._extra(owner, document, detected),
                 now=now,
                 ledger={m.chunk: m.model_dump_json() for m in messages},
             )
@@ -184,11 +221,11 @@ class JobService:
             raise Unavailable(f"job store unavailable: {exc}") from exc
         self._enqueue(job_id, messages, idem[0] if idem else "")
         metrics.JOBS.labels(lane.value).inc()
-        metrics.SEGMENTS.labels(lane.value).inc(len(req.texts))
+        metrics.SEGMENTS.labels(lane.value).inc(len(texts))
         metrics.CACHE_LOOKUPS.labels("hit").inc(len(cached))
-        metrics.CACHE_LOOKUPS.labels("miss").inc(len(req.texts) - len(cached))
+        metrics.CACHE_LOOKUPS.labels("miss").inc(len(texts) - len(cached))
         # what create() stored, without reading it back
-        total, done = len(req.texts), len(cached)
+        total, done = len(texts), len(cached)
         job = JobRecord(
             id=job_id,
             status=JobStatus.succeeded if done == total else JobStatus.queued,
@@ -201,8 +238,24 @@ class JobService:
             chunks=len(chunks),
             cached=done,
             owner=owner,
+            document_format=document.fmt.name if document is not None else None,
+            document_name=document.filename if document is not None else None,
+            detected_source_lang=detected,
         )
         return Submitted(job, created=True, cached=cached)
+
+    @staticmethod
+    def _extra(
+        owner: str, document: PreparedDocument | None, detected: str | None
+    ) -> dict[str, str] | None:
+        extra = {"owner": owner} if owner else {}
+        if document is not None:
+            extra["document_format"] = document.fmt.name
+            if document.filename:
+                extra["document_name"] = document.filename
+        if detected:
+            extra["detected_source_lang"] = detected
+        return extra or None
 
     def _admit(self, lane: Lane) -> None:
         """Backpressure: refuse new work for a lane whose queue is past its limit (429). The

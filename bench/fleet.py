@@ -63,6 +63,8 @@ def cost_env(preset: str = "h200-7b", **overrides: str) -> dict[str, str]:
     """The cost-model engine (``bench/costengine.py``) with a preset and ``MTBENCH_*`` overrides."""
     return {
         "MT_ENGINE": COST_ENGINE,
+        # it echoes its source: every output would be flagged wrong_language and never cached
+        "MT_CHECK_LANGUAGE": "false",
         "MTBENCH_PRESET": preset,
         **{f"MTBENCH_{k.upper()}": v for k, v in overrides.items()},
     }

@@ -59,27 +59,42 @@ class PhraseCache:
         return _key(fingerprint, glossary, source, target, text)
 
     def get_many(
-        self, fingerprint: str, source: str, target: str, texts: Iterable[str]
+        self,
+        fingerprint: str,
+        source: str,
+        target: str,
+        texts: Iterable[str],
+        *,
+        glossary: str | None = None,
     ) -> dict[str, str]:
-        """Cached translations for the texts that have one (text -> translation)."""
+        """Cached translations for the texts that have one (text -> translation); ``glossary``:
+        the version of the glossary applied (core.glossary), None without one."""
         unique = list(dict.fromkeys(texts))
         if not unique:
             return {}
+        g = glossary or "-"
         try:
-            values = self.r.mget([self.key(fingerprint, source, target, t) for t in unique])
+            values = self.r.mget([self.key(fingerprint, source, target, t, g) for t in unique])
         except redis.RedisError as exc:
             log.warning("phrase cache unavailable, treating as miss: %s", exc)
             return {}
         return {t: str(v) for t, v in zip(unique, values, strict=True) if v is not None}
 
     def put_many(
-        self, fingerprint: str, source: str, target: str, pairs: Mapping[str, str]
+        self,
+        fingerprint: str,
+        source: str,
+        target: str,
+        pairs: Mapping[str, str],
+        *,
+        glossary: str | None = None,
     ) -> None:
         if not pairs:
             return
+        g = glossary or "-"
         try:
             self._put(
-                keys=[self.key(fingerprint, source, target, text) for text in pairs],
+                keys=[self.key(fingerprint, source, target, text, g) for text in pairs],
                 args=[self.ttl, *pairs.values()],
             )
         except redis.RedisError as exc:

@@ -36,7 +36,18 @@ def chunk_deliveries(job_id: str) -> str:
 
 def job_all(job_id: str) -> list[str]:
     """Every key that holds a job's data (what a purge deletes)."""
-    return [job(job_id), job_results(job_id), chunk_deliveries(job_id), job_chunks(job_id)]
+    return [
+        job(job_id),
+        job_results(job_id),
+        chunk_deliveries(job_id),
+        job_chunks(job_id),
+        job_document(job_id),
+    ]
+
+
+def job_document(job_id: str) -> str:
+    """String: a document job's original file (base64), kept to render the translation."""
+    return f"{PREFIX}job:{job_id}:document"
 
 
 def job_chunks(job_id: str) -> str:
@@ -131,3 +142,20 @@ def api_key_chars(key_id: str, day: str) -> str:
     """String (expires two days later): characters the key submitted on a UTC day
     (``YYYY-MM-DD``)."""
     return f"{PREFIX}apikey:{key_id}:chars:{day}"
+
+
+def glossary(glossary_id: str) -> str:
+    """Hash: one glossary's metadata (name, pair, owner, created_at, version, counts; ``deleted``
+    once deleted, when it expires after the result TTL)."""
+    return f"{PREFIX}glossary:{glossary_id}"
+
+
+def glossary_terms(glossary_id: str) -> str:
+    """String (JSON): a glossary's terms, ``{"entries": {source: target}, "protected": [...]}``."""
+    return f"{PREFIX}glossary:{glossary_id}:terms"
+
+
+def glossaries(owner: str) -> str:
+    """Sorted set: the live glossary ids of an API key ('' : made with MT_AUTH=off), scored by
+    creation time."""
+    return f"{PREFIX}glossaries:{owner or '-'}"

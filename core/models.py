@@ -55,6 +55,10 @@ class ChunkMessage(BaseModel):
     target: str
     segments: list[ChunkSegment]
     enqueued_at: float
+    # a glossary (core.glossary) applied to every segment; its version keys the phrase cache.
+    # Optional fields: messages without them are still version 1.
+    glossary_id: str | None = None
+    glossary_version: str | None = None
 
     def summary(self) -> str:
         """Short description shown in Flower instead of customer text."""
@@ -98,4 +102,7 @@ class JobRecord(BaseModel):
     chunks: int = 0
     cached: int = 0
     error: dict[str, Any] | None = None
+    document_format: str | None = None  # a document job: its texts are the document's segments
+    document_name: str | None = None
+    detected_source_lang: str | None = None  # source_lang was "auto"
     owner: str = ""  # id of the API key that made it ('' when the API ran with MT_AUTH=off)

@@ -195,6 +195,29 @@ class Settings(BaseSettings):
         "takes effect within this (0: read Redis on every request).",
     )
 
+    # --- glossaries / checks -----------------------------------------------------------------
+    glossary_max_terms: int = Field(
+        10_000, ge=1, le=100_000, description="Entries plus protected terms in one glossary."
+    )
+    glossary_max_term_chars: int = Field(
+        200, ge=1, le=1_000, description="Characters one glossary term may have."
+    )
+    glossary_max_per_key: int = Field(
+        1_000, ge=1, description="Glossaries one API key may keep (MT_AUTH=off: in all)."
+    )
+    check_length_ratio: float = Field(
+        3.0,
+        gt=1,
+        le=100,
+        description="Output check: warn when a translation (source of 20+ characters) is more "
+        "than this many times longer or shorter than expected.",
+    )
+    check_language: bool = Field(
+        True,
+        description="Output check: warn when a translation is confidently in another language "
+        "than the target (lingua; false: workers never load the detector).",
+    )
+
     @field_validator("redis_url", "cache_url")
     @classmethod
     def _redis_scheme(cls, v: str | None) -> str | None:

@@ -13,6 +13,7 @@ Each multi-step change is one Lua script, so it is atomic and one round trip.
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 import uuid
@@ -273,6 +274,15 @@ class JobStore:
             args=[job_id, time.time(), keys.JOB_DONE_CHANNEL, json.dumps(error)],
         )
 
+    def put_document(self, job_id: str, content: bytes) -> None:
+        """Keep a document job's original file (written before the job, so a job never
+        exists without it; an orphan left by a refused job expires with the TTL)."""
+        self.r.set(keys.job_document(job_id), base64.b64encode(content).decode(), ex=self.ttl)
+
+    def get_document(self, job_id: str) -> bytes | None:
+        raw = self.r.get(keys.job_document(job_id))
+        return base64.b64decode(str(raw)) if raw is not None else None
+
     def purge(self, job_id: str) -> None:
         """Delete a job and everything stored for it (texts, results, delivery counts). A
         running job is cancelled first; a chunk still in a worker then writes nothing (every
@@ -387,4 +397,7 @@ def parse_job(raw: dict[str, str]) -> JobRecord:
         cached=int(raw.get("cached", 0)),
         error=json.loads(raw["error"]) if raw.get("error") else None,
         owner=raw.get("owner", ""),
+        document_format=raw.get("document_format") or None,
+        document_name=raw.get("document_name") or None,
+        detected_source_lang=raw.get("detected_source_lang") or None,
     )

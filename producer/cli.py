@@ -3,6 +3,7 @@
 Components:  ``mtfleet api`` · ``mtfleet worker`` · ``mtfleet flower`` · ``mtfleet demo``
 Clients:     ``mtfleet translate`` · ``mtfleet submit`` · ``mtfleet status`` · ``mtfleet result``
              ``mtfleet cancel`` · ``mtfleet languages``
+             ``mtfleet glossary create|list|show|delete``
 Operator:    ``mtfleet keys create|list|revoke`` (API keys, straight in Redis)
 
 Settings come from ``MT_*`` environment variables (see the README); command-line options
@@ -11,6 +12,8 @@ override them for the process they start.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import sys
@@ -25,7 +28,9 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from core import documents
 from core.apikeys import KeyStore
+from core.documents import DocumentError
 from core.errors import InvalidInput
 from producer.client import DEFAULT_URL, Job, JobTimeout, MTClient, MTClientError
 from producer.lines import LineDocument, parse_lines
@@ -42,6 +47,9 @@ err_console = Console(stderr=True)
 UrlOpt = Annotated[str, typer.Option("--url", envvar="MT_API_URL", help="API base URL.")]
 KeyOpt = Annotated[
     str | None, typer.Option("--api-key", envvar="MT_API_KEY", help="API key (Bearer).")
+]
+GlossaryOpt = Annotated[
+    str | None, typer.Option("--glossary", help="Glossary id (mtfleet glossary create).")
 ]
 
 
@@ -183,10 +191,13 @@ def translate(
     api_key: KeyOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds to wait in all.")] = 60.0,
+    glossary: GlossaryOpt = None,
 ) -> None:
     """Translate text now (interactive lane); one translation per line."""
     with _client(url, api_key) as mt:
-        out = mt.translate(texts, source=source, target=target, timeout=timeout)
+        out = mt.translate(
+            texts, source=source, target=target, timeout=timeout, glossary_id=glossary
+        )
     if as_json:
         print(json.dumps(out, ensure_ascii=False))
     else:
@@ -200,34 +211,75 @@ def translate(
 def submit(
     files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=False, readable=True)],
     target: Annotated[str, typer.Option("--to", help="Target language code.")],
-    source: Annotated[str, typer.Option("--from", help="Source language code.")] = "en",
+    source: Annotated[
+        str, typer.Option("--from", help="Source language code, or auto to detect it.")
+    ] = "auto",
     lane: Annotated[str, typer.Option(help="interactive or bulk.")] = "bulk",
     out: Annotated[Path, typer.Option("--out", help="Folder for translated files.")] = Path(
         "mtfleet-output"
     ),
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            help="Document format for every file (text, markdown, html, json, srt, xliff, "
+            "docx); default: from each file's extension.",
+        ),
+    ] = None,
+    lines: Annotated[
+        bool, typer.Option("--lines", help="One segment per non-blank line, for any file.")
+    ] = False,
     wait: Annotated[bool, typer.Option(help="Wait, show progress, write results.")] = True,
     url: UrlOpt = DEFAULT_URL,
     api_key: KeyOpt = None,
+    glossary: GlossaryOpt = None,
 ) -> None:
-    """Submit files (one job per file, one segment per non-blank line) and write results."""
-    docs: dict[Path, LineDocument] = {}
+    """Submit files, one job each, and write the translated files to --out.
+
+    The format comes from the extension (.md, .html, .json, .srt, .xlf/.xliff, .docx...): the
+    file comes back in its own format, markup and placeholders intact. A .txt file (or any file
+    with --lines) is a list: one segment per non-blank line.
+    """
+    docs: dict[Path, LineDocument | None] = {}
     jobs: dict[Path, Job] = {}
     with _client(url, api_key) as mt:
         for path in files:
-            doc = parse_lines(path.read_bytes().decode("utf-8"))
-            if not doc.segments:
-                err_console.print(f"[yellow]{path}: no text, skipped[/yellow]")
-                continue
+            as_lines = lines or (fmt is None and path.suffix.lower() == ".txt")
             try:
-                job = mt.submit(
-                    doc.segments, source=source, target=target, lane=lane, idempotency_key=None
-                )
-            except MTClientError as exc:
+                if as_lines:
+                    doc = parse_lines(path.read_bytes().decode("utf-8"))
+                    if not doc.segments:
+                        err_console.print(f"[yellow]{path}: no text, skipped[/yellow]")
+                        continue
+                    job = mt.submit(
+                        doc.segments,
+                        source="en" if source == "auto" else source,
+                        target=target,
+                        lane=lane,
+                        glossary_id=glossary,
+                    )
+                    docs[path] = doc
+                else:
+                    name = fmt or documents.for_filename(path.name).name
+                    job = mt.submit_document(
+                        path.read_bytes(),
+                        format=name,
+                        source=source,
+                        target=target,
+                        lane=lane,
+                        filename=path.name,
+                        glossary_id=glossary,
+                    )
+                    docs[path] = None
+            except (MTClientError, DocumentError) as exc:
                 err_console.print(f"[red]{path}:[/red] {exc.message}")
                 raise typer.Exit(1) from None
-            docs[path] = doc
+            except UnicodeDecodeError:
+                err_console.print(f"[red]{path}:[/red] not UTF-8 text (use a document format)")
+                raise typer.Exit(1) from None
             jobs[path] = job
-            print(f"{path}: job {job.id} ({len(doc.segments)} segments, {job.status})", flush=True)
+            kind = "segments" if as_lines else f"{job.document_format} document segments"
+            print(f"{path}: job {job.id} ({job.progress.total} {kind}, {job.status})", flush=True)
         if not wait or not jobs:
             return
         ok = _follow(mt, jobs, docs, out, target)
@@ -235,7 +287,11 @@ def submit(
 
 
 def _follow(
-    mt: MTClient, jobs: dict[Path, Job], docs: dict[Path, LineDocument], out: Path, target: str
+    mt: MTClient,
+    jobs: dict[Path, Job],
+    docs: dict[Path, LineDocument | None],
+    out: Path,
+    target: str,
 ) -> bool:
     total = sum(j.progress.total for j in jobs.values())
     pending = dict(jobs)
@@ -259,11 +315,17 @@ def _follow(
                     del pending[path]
                     result = mt.result(job.id, partial=True)
                     dest = out / f"{path.stem}.{target}{path.suffix}"
-                    dest.write_bytes(docs[path].render(result.translations).encode("utf-8"))
+                    line_doc = docs[path]
+                    if line_doc is not None:
+                        dest.write_bytes(line_doc.render(result.translations).encode("utf-8"))
+                    elif result.document is not None:
+                        dest.write_bytes(result.document.data())
                     msg = f"{path} -> {dest} [{job.status}]"
                     if result.errors:
                         all_ok = False
                         msg += f" ({len(result.errors)} segment(s) failed; source kept there)"
+                    if result.document is not None and result.document.warnings:
+                        msg += f" ({len(result.document.warnings)} markup repair(s))"
                     if job.status.value != "succeeded":
                         all_ok = False
                     bar.console.print(msg)
@@ -316,6 +378,116 @@ def languages(url: UrlOpt = DEFAULT_URL, api_key: KeyOpt = None) -> None:
     for p in data["pairs"]:
         state = "live" if p["live"] else "no live worker"
         print(f"{p['source']}->{p['target']}\t{p['engine']}\t{p['model']}\t{state}")
+
+
+# --- glossaries (client: through the API) ------------------------------------------------------
+glossary_app = typer.Typer(
+    no_args_is_help=True, help="Glossaries: create, list, show, delete (through the API)."
+)
+app.add_typer(glossary_app, name="glossary")
+
+
+def read_terms_file(path: Path) -> str:
+    """A .tsv (source<TAB>target) or .csv (source,target; a 'source,target' header is skipped)
+    file as TSV text, for the API to check line by line."""
+    text = path.read_bytes().decode("utf-8-sig")
+    if path.suffix.lower() != ".csv":
+        return text
+    lines = []
+    for n, row in enumerate(csv.reader(io.StringIO(text)), 1):
+        if not any(c.strip() for c in row):
+            continue
+        if n == 1 and [c.strip().lower() for c in row] == ["source", "target"]:
+            continue
+        if len(row) != 2 or any("\t" in c or "\n" in c for c in row):
+            raise InvalidInput(f"{path} line {n}: expected 'source,target'")
+        lines.append("\t".join(row))
+    return "\n".join(lines)
+
+
+@glossary_app.command("create")
+def glossary_create(
+    name: Annotated[str, typer.Option(help="A name for it, e.g. 'shop terms'.")],
+    source: Annotated[str, typer.Option("--from", help="Source language code.")],
+    target: Annotated[str, typer.Option("--to", help="Target language code.")],
+    file: Annotated[
+        Path | None,
+        typer.Option(
+            "--file", exists=True, dir_okay=False, help="Entries: .tsv (source<TAB>target) or .csv."
+        ),
+    ] = None,
+    protect: Annotated[
+        list[str] | None,
+        typer.Option(help="Terms kept untranslated, comma-separated: 'iPhone,PlayStation'."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the glossary as JSON.")] = False,
+    url: UrlOpt = DEFAULT_URL,
+    api_key: KeyOpt = None,
+) -> None:
+    """Create a glossary; prints its id (use it with --glossary)."""
+    protected = [t.strip() for opt in protect or [] for t in opt.split(",") if t.strip()]
+    try:
+        tsv = read_terms_file(file) if file else None
+    except (InvalidInput, UnicodeDecodeError) as exc:
+        err_console.print(f"[red]{getattr(exc, 'message', exc)}[/red]")
+        raise typer.Exit(2) from None
+    with _client(url, api_key) as mt:
+        g = mt.create_glossary(
+            name, source=source, target=target, entries_tsv=tsv, protected=protected
+        )
+    if as_json:
+        print(g.model_dump_json(indent=2))
+        return
+    err_console.print(
+        f"created glossary {g.id} ({g.name}, {g.source_lang}->{g.target_lang}): "
+        f"{g.entry_count} entries, {g.protected_count} protected terms"
+    )
+    print(g.id)
+
+
+@glossary_app.command("list")
+def glossary_list(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    url: UrlOpt = DEFAULT_URL,
+    api_key: KeyOpt = None,
+) -> None:
+    """List this key's glossaries."""
+    with _client(url, api_key) as mt:
+        found = mt.glossaries()
+    if as_json:
+        print(json.dumps([g.model_dump(mode="json", exclude_none=True) for g in found]))
+        return
+    print("id\tname\tpair\tentries\tprotected\tversion\tcreated (UTC)")
+    for g in found:
+        created = time.strftime("%Y-%m-%d %H:%M", time.gmtime(g.created_at))
+        print(
+            f"{g.id}\t{g.name}\t{g.source_lang}->{g.target_lang}\t{g.entry_count}\t"
+            f"{g.protected_count}\t{g.version}\t{created}"
+        )
+
+
+@glossary_app.command("show")
+def glossary_show(
+    glossary_id: Annotated[str, typer.Argument(help="The glossary's id.")],
+    url: UrlOpt = DEFAULT_URL,
+    api_key: KeyOpt = None,
+) -> None:
+    """Print a glossary with its entries and protected terms (JSON)."""
+    with _client(url, api_key) as mt:
+        g = mt.glossary(glossary_id)
+    print(json.dumps(g.model_dump(mode="json"), ensure_ascii=False, indent=2))
+
+
+@glossary_app.command("delete")
+def glossary_delete(
+    glossary_id: Annotated[str, typer.Argument(help="The glossary's id.")],
+    url: UrlOpt = DEFAULT_URL,
+    api_key: KeyOpt = None,
+) -> None:
+    """Delete a glossary (jobs already accepted still finish with it)."""
+    with _client(url, api_key) as mt:
+        mt.delete_glossary(glossary_id)
+    print(f"deleted glossary {glossary_id}")
 
 
 # --- API keys (operator: straight to Redis) ---------------------------------------------------

@@ -13,8 +13,9 @@ Waiting uses the API's ``?wait=`` long poll, so a waiting client costs one reque
 
 from __future__ import annotations
 
+import base64
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -55,6 +56,8 @@ class Job(BaseModel):
     started_at: float | None = None
     finished_at: float | None = None
     error: dict[str, Any] | None = None
+    document_format: str | None = None
+    detected_source_lang: str | None = None
 
     @property
     def final(self) -> bool:
@@ -67,12 +70,42 @@ class SegmentError(BaseModel):
     message: str
 
 
+class DocumentResult(BaseModel):
+    format: str
+    filename: str | None = None
+    encoding: str
+    content: str
+    warnings: list[str] = Field(default_factory=list)
+
+    def data(self) -> bytes:
+        """The translated file's bytes."""
+        return (
+            base64.b64decode(self.content) if self.encoding == "base64" else self.content.encode()
+        )
+
+
+class Glossary(BaseModel):
+    """A glossary; ``entries`` and ``protected`` are None in lists (fetch one for its terms)."""
+
+    id: str
+    name: str
+    source_lang: str
+    target_lang: str
+    version: str
+    entry_count: int
+    protected_count: int
+    created_at: float
+    entries: dict[str, str] | None = None
+    protected: list[str] | None = None
+
+
 class JobResult(BaseModel):
     id: str
     status: JobStatus
     translations: list[str | None]
     errors: list[SegmentError] = Field(default_factory=list)
     warnings: list[SegmentError] = Field(default_factory=list)
+    document: DocumentResult | None = None
 
 
 def _check(resp: httpx.Response) -> dict[str, Any]:
@@ -88,17 +121,67 @@ def _check(resp: httpx.Response) -> dict[str, Any]:
     return data
 
 
-def _job_body(texts: Sequence[str], source: str, target: str, lane: str | None) -> dict[str, Any]:
+def _job_body(
+    texts: Sequence[str], source: str, target: str, lane: str | None, glossary_id: str | None = None
+) -> dict[str, Any]:
     body: dict[str, Any] = {"texts": list(texts), "source_lang": source, "target_lang": target}
     if lane:
         body["lane"] = lane
+    return _with_glossary(body, glossary_id)
+
+
+def _with_glossary(body: dict[str, Any], glossary_id: str | None) -> dict[str, Any]:
+    if glossary_id:
+        body["glossary_id"] = glossary_id
     return body
 
 
 def _translate_body(
-    texts: Sequence[str], source: str, target: str, server_wait: float
+    texts: Sequence[str], source: str, target: str, server_wait: float, glossary_id: str | None
 ) -> dict[str, Any]:
-    return {**_job_body(texts, source, target, None), "timeout": server_wait}
+    return {**_job_body(texts, source, target, None, glossary_id), "timeout": server_wait}
+
+
+def _glossary_body(
+    name: str,
+    source: str,
+    target: str,
+    entries: Mapping[str, str] | None,
+    protected: Sequence[str] | None,
+    entries_tsv: str | None,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"name": name, "source_lang": source, "target_lang": target}
+    body["entries"] = dict(entries or {})
+    body["protected"] = list(protected or [])
+    if entries_tsv:
+        body["entries_tsv"] = entries_tsv
+    return body
+
+
+def _document_body(
+    content: bytes | str,
+    fmt: str,
+    source: str,
+    target: str,
+    lane: str | None,
+    filename: str | None,
+) -> dict[str, Any]:
+    if isinstance(content, bytes):
+        try:
+            doc: dict[str, Any] = {"content": content.decode("utf-8"), "encoding": "text"}
+        except UnicodeDecodeError:
+            doc = {"content": base64.b64encode(content).decode(), "encoding": "base64"}
+        if fmt == "docx":
+            doc = {"content": base64.b64encode(content).decode(), "encoding": "base64"}
+    else:
+        doc = {"content": content}
+    doc["format"] = fmt
+    if filename:
+        doc["filename"] = filename
+    body: dict[str, Any] = {"document": doc, "source_lang": source, "target_lang": target}
+    if lane:
+        body["lane"] = lane
+    return body
 
 
 def _headers(idempotency_key: str | None) -> dict[str, str]:
@@ -133,13 +216,45 @@ class MTClient:
         target: str,
         lane: str | None = None,
         idempotency_key: str | None = None,
+        glossary_id: str | None = None,
     ) -> Job:
         resp = self.http.post(
             "/v1/jobs",
-            json=_job_body(texts, source, target, lane),
+            json=_job_body(texts, source, target, lane, glossary_id),
             headers=_headers(idempotency_key),
         )
         return Job.model_validate(_check(resp))
+
+    def submit_document(
+        self,
+        content: bytes | str,
+        *,
+        format: str,
+        target: str,
+        source: str = "auto",
+        filename: str | None = None,
+        lane: str | None = None,
+        idempotency_key: str | None = None,
+        glossary_id: str | None = None,
+    ) -> Job:
+        """Submit a file (text, markdown, html, json, srt, xliff, docx); fetch the translated
+        file with :meth:`document` once the job is final."""
+        body = _document_body(content, format, source, target, lane, filename)
+        resp = self.http.post(
+            "/v1/jobs",
+            json=_with_glossary(body, glossary_id),
+            headers=_headers(idempotency_key),
+        )
+        return Job.model_validate(_check(resp))
+
+    def document(self, job_id: str, *, partial: bool = False) -> bytes:
+        """A document job's translated file (failed sentences keep their source text)."""
+        resp = self.http.get(
+            f"/v1/jobs/{job_id}/document", params={"partial": "true"} if partial else None
+        )
+        if resp.status_code >= 400:
+            _check(resp)
+        return resp.content
 
     def get(self, job_id: str, *, wait: float = 0) -> Job:
         resp = self.http.get(
@@ -182,7 +297,13 @@ class MTClient:
         return Job.model_validate(_check(resp))
 
     def translate(
-        self, texts: Sequence[str], *, source: str, target: str, timeout: float = 60.0
+        self,
+        texts: Sequence[str],
+        *,
+        source: str,
+        target: str,
+        timeout: float = 60.0,
+        glossary_id: str | None = None,
     ) -> list[str | None]:
         """Translations aligned with ``texts``; None where a segment failed.
 
@@ -193,7 +314,7 @@ class MTClient:
         server_wait = min(timeout, 300.0)
         resp = self.http.post(
             "/v1/translate",
-            json=_translate_body(texts, source, target, server_wait),
+            json=_translate_body(texts, source, target, server_wait, glossary_id),
             timeout=server_wait + 10,
         )
         data = _check(resp)
@@ -206,6 +327,35 @@ class MTClient:
 
     def languages(self) -> dict[str, Any]:
         return _check(self.http.get("/v1/languages"))
+
+    # -- glossaries --------------------------------------------------------------------------
+    def create_glossary(
+        self,
+        name: str,
+        *,
+        source: str,
+        target: str,
+        entries: Mapping[str, str] | None = None,
+        protected: Sequence[str] | None = None,
+        entries_tsv: str | None = None,
+    ) -> Glossary:
+        """A new glossary: ``entries`` source term -> target term, ``protected`` terms kept
+        untranslated in their casing; pass its ``id`` as ``glossary_id`` to submit/translate."""
+        body = _glossary_body(name, source, target, entries, protected, entries_tsv)
+        return Glossary.model_validate(_check(self.http.post("/v1/glossaries", json=body)))
+
+    def glossaries(self) -> list[Glossary]:
+        """This key's glossaries (without their terms)."""
+        data = _check(self.http.get("/v1/glossaries"))
+        return [Glossary.model_validate(g) for g in data["glossaries"]]
+
+    def glossary(self, glossary_id: str) -> Glossary:
+        return Glossary.model_validate(_check(self.http.get(f"/v1/glossaries/{glossary_id}")))
+
+    def delete_glossary(self, glossary_id: str) -> None:
+        resp = self.http.delete(f"/v1/glossaries/{glossary_id}")
+        if resp.status_code >= 400:
+            _check(resp)
 
 
 class AsyncMTClient:
@@ -232,13 +382,42 @@ class AsyncMTClient:
         target: str,
         lane: str | None = None,
         idempotency_key: str | None = None,
+        glossary_id: str | None = None,
     ) -> Job:
         resp = await self.http.post(
             "/v1/jobs",
-            json=_job_body(texts, source, target, lane),
+            json=_job_body(texts, source, target, lane, glossary_id),
             headers=_headers(idempotency_key),
         )
         return Job.model_validate(_check(resp))
+
+    async def submit_document(
+        self,
+        content: bytes | str,
+        *,
+        format: str,
+        target: str,
+        source: str = "auto",
+        filename: str | None = None,
+        lane: str | None = None,
+        idempotency_key: str | None = None,
+        glossary_id: str | None = None,
+    ) -> Job:
+        body = _document_body(content, format, source, target, lane, filename)
+        resp = await self.http.post(
+            "/v1/jobs",
+            json=_with_glossary(body, glossary_id),
+            headers=_headers(idempotency_key),
+        )
+        return Job.model_validate(_check(resp))
+
+    async def document(self, job_id: str, *, partial: bool = False) -> bytes:
+        resp = await self.http.get(
+            f"/v1/jobs/{job_id}/document", params={"partial": "true"} if partial else None
+        )
+        if resp.status_code >= 400:
+            _check(resp)
+        return resp.content
 
     async def get(self, job_id: str, *, wait: float = 0) -> Job:
         resp = await self.http.get(
@@ -270,14 +449,20 @@ class AsyncMTClient:
         return Job.model_validate(_check(resp))
 
     async def translate(
-        self, texts: Sequence[str], *, source: str, target: str, timeout: float = 60.0
+        self,
+        texts: Sequence[str],
+        *,
+        source: str,
+        target: str,
+        timeout: float = 60.0,
+        glossary_id: str | None = None,
     ) -> list[str | None]:
         """As :meth:`MTClient.translate`."""
         deadline = time.monotonic() + timeout
         server_wait = min(timeout, 300.0)
         resp = await self.http.post(
             "/v1/translate",
-            json=_translate_body(texts, source, target, server_wait),
+            json=_translate_body(texts, source, target, server_wait, glossary_id),
             timeout=server_wait + 10,
         )
         data = _check(resp)
@@ -290,3 +475,30 @@ class AsyncMTClient:
 
     async def languages(self) -> dict[str, Any]:
         return _check(await self.http.get("/v1/languages"))
+
+    # -- glossaries (as MTClient's) ------------------------------------------------------------
+    async def create_glossary(
+        self,
+        name: str,
+        *,
+        source: str,
+        target: str,
+        entries: Mapping[str, str] | None = None,
+        protected: Sequence[str] | None = None,
+        entries_tsv: str | None = None,
+    ) -> Glossary:
+        body = _glossary_body(name, source, target, entries, protected, entries_tsv)
+        return Glossary.model_validate(_check(await self.http.post("/v1/glossaries", json=body)))
+
+    async def glossaries(self) -> list[Glossary]:
+        data = _check(await self.http.get("/v1/glossaries"))
+        return [Glossary.model_validate(g) for g in data["glossaries"]]
+
+    async def glossary(self, glossary_id: str) -> Glossary:
+        resp = await self.http.get(f"/v1/glossaries/{glossary_id}")
+        return Glossary.model_validate(_check(resp))
+
+    async def delete_glossary(self, glossary_id: str) -> None:
+        resp = await self.http.delete(f"/v1/glossaries/{glossary_id}")
+        if resp.status_code >= 400:
+            _check(resp)

@@ -21,12 +21,13 @@ from typing import Any
 from core import keys
 from core.cache import PhraseCache, normalize, rewrap
 from core.errors import DeadLettered, EngineUnavailable
+from core.glossary import GlossaryNotFound, GlossaryStore
 from core.models import ChunkMessage, JobStatus, Lane, SegmentOutcome
 from core.redis_conn import connect
 from core.registry import Registry, WorkerInfo
 from core.settings import Settings
 from core.store import JobStore
-from workers import metrics
+from workers import checks, metrics
 from workers.batching import pull_window
 from workers.engines import Engine, TranslationRequest, create_engine
 from workers.scheduler import Scheduler
@@ -261,7 +262,20 @@ class WorkerRuntime:
 
         segments = [s for s in msg.segments if any(i in pending for i in s.indices)]
         fp = self.engine.fingerprint
-        cached = self.cache.get_many(fp, msg.source, msg.target, (s.text for s in segments))
+        gv = msg.glossary_version if msg.glossary_id else None  # part of the cache key
+        matcher = None
+        if msg.glossary_id:
+            try:
+                matcher = GlossaryStore(self.redis).matcher(msg.glossary_id, gv or "")
+            except GlossaryNotFound as exc:
+                gone = [
+                    (i, SegmentOutcome(error=exc.as_dict())) for i in all_indices if i in pending
+                ]
+                final = self.store.record(msg.job_id, gone, chunk=msg.chunk)
+                return {"failed": len(gone), "job_status": final.value if final else None}
+        cached = self.cache.get_many(
+            fp, msg.source, msg.target, (s.text for s in segments), glossary=gv
+        )
         cache_hits = 0
         outcomes: list[tuple[int, SegmentOutcome]] = []
         todo: dict[str, list[int]] = {}  # normalized text -> indices (dedupe within the batch)
@@ -282,10 +296,16 @@ class WorkerRuntime:
         priority = 0 if msg.lane is Lane.interactive else 1
         texts = list(todo)
         t0 = time.monotonic()
-        ticket = self.scheduler.submit(
-            [TranslationRequest(t, msg.source, msg.target, priority) for t in texts]
+
+        def translate(batch: list[str]) -> list[SegmentOutcome]:
+            requests = [TranslationRequest(t, msg.source, msg.target, priority) for t in batch]
+            return self.scheduler.submit(requests).result()  # EngineUnavailable: requeued
+
+        # glossary terms protected and restored, output checks, one retry on a hard failure
+        check = checks.CheckConfig(
+            msg.source, msg.target, self.settings.check_length_ratio, self.settings.check_language
         )
-        results = ticket.result()  # EngineUnavailable propagates: the chunk is requeued
+        results, retried = checks.translate_checked(translate, texts, check, matcher)
         elapsed = time.monotonic() - t0
         to_cache = {}
         for norm, outcome in zip(texts, results, strict=True):
@@ -298,7 +318,7 @@ class WorkerRuntime:
                     outcomes.append((i, delivered))
                 else:
                     outcomes.append((i, outcome))
-        self.cache.put_many(fp, msg.source, msg.target, to_cache)
+        self.cache.put_many(fp, msg.source, msg.target, to_cache, glossary=gv)
         final = self.store.record(msg.job_id, outcomes, chunk=msg.chunk)
         failed = sum(1 for _, o in outcomes if not o.ok)
         self._chunk_segments += (len(all_indices) - self._chunk_segments) * 0.1
@@ -319,6 +339,7 @@ class WorkerRuntime:
             "cache_hits": cache_hits,
             "failed": failed,
             "engine_s": round(elapsed, 4),
+            "retried": retried,
             "job_status": final.value if final else None,
         }
 

@@ -6,13 +6,17 @@ another key's job answers exactly as a missing one (404).
 
 from __future__ import annotations
 
+import base64
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Response
 
+from api import documents
 from api.auth import Caller, CallerDep
 from api.deps import Services, ServicesDep
+from api.documents import PreparedDocument
 from api.schemas import (
+    DocumentOut,
     ErrorPublic,
     JobCreate,
     JobPublic,
@@ -21,6 +25,7 @@ from api.schemas import (
     SegmentWarning,
 )
 from api.service import Submitted
+from core import documents as core_documents
 from core.errors import JobNotFinished, JobNotFound, QuotaExceeded
 from core.models import JobRecord, JobStatus, SegmentOutcome
 
@@ -50,7 +55,13 @@ def visible_job(services: Services, caller: Caller, job_id: str) -> JobRecord:
 
 
 def submit_for(
-    services: Services, caller: Caller, req: JobCreate, idempotency_key: str | None
+    services: Services,
+    caller: Caller,
+    req: JobCreate,
+    idempotency_key: str | None,
+    *,
+    document: PreparedDocument | None = None,
+    detected: str | None = None,
 ) -> Submitted:
     """Submit as ``caller``: its characters are charged first (atomically, 429 when over
     the daily quota) and given back when the request is refused (422, 409, 503) or an
@@ -58,7 +69,7 @@ def submit_for(
     charge = None
     if caller.key is not None:
         try:
-            charge = services.apikeys.charge(caller.key, sum(len(t) for t in req.texts))
+            charge = services.apikeys.charge(caller.key, sum(len(t) for t in req.texts or ()))
         except QuotaExceeded:
             # A replay of an earlier job (a client retrying after a lost answer) still gets
             # its job when the quota is spent; submit() answers it without creating one.
@@ -68,7 +79,9 @@ def submit_for(
             if not replay:
                 raise
     try:
-        submitted = services.jobs.submit(req, idempotency_key, owner=caller.owner)
+        submitted = services.jobs.submit(
+            req, idempotency_key, owner=caller.owner, document=document, detected=detected
+        )
     except BaseException:
         if charge is not None:
             charge.refund()
@@ -123,13 +136,21 @@ def create_job(
     response: Response,
     idempotency_key: Annotated[str | None, Header(max_length=256)] = None,
 ) -> JobPublic:
-    """Submit segments. 202 while queued; 200 when every segment came from the phrase cache.
+    """Submit segments, or a document. 202 while queued; 200 when every segment came from the
+    phrase cache. ``source_lang: "auto"`` detects the source language.
+
+    A document (``{"document": {"format", "content"}}``) is cut into sentences that become the
+    job's segments; ``GET /v1/jobs/{id}/result`` then carries the translated file, and
+    ``GET /v1/jobs/{id}/document`` downloads it.
 
     An ``Idempotency-Key`` header returns the same job for the same key (409 if the body differs);
     it is scoped to the API key. The texts' characters count against the key's daily quota
     (429 when over it).
     """
-    submitted = submit_for(services, caller, body, idempotency_key)
+    req, document, detected = documents.prepare(body)
+    submitted = submit_for(
+        services, caller, req, idempotency_key, document=document, detected=detected
+    )
     job = submitted.job
     response.headers["Location"] = f"/v1/jobs/{job.id}"
     if job.status is JobStatus.succeeded:
@@ -170,7 +191,51 @@ def get_result(
             f"{job.progress.total} done); ask again later or pass ?partial=true",
             status=job.status.value,
         )
-    return job_result(services, job)
+    result = job_result(services, job)
+    if job.document_format is not None:
+        result.document = document_of(services, job, partial)
+    return result
+
+
+def document_of(services: Services, job: JobRecord, partial: bool) -> DocumentOut:
+    content = services.store.get_document(job.id)
+    if content is None:
+        raise JobNotFound(f"job {job.id}'s document is gone (it may have expired)")
+    outcomes = services.store.results(job.id, job.progress.total)
+    return documents.render(job, content, outcomes)
+
+
+@router.get(
+    "/{job_id}/document",
+    response_class=Response,
+    responses={200: {"content": {"application/octet-stream": {}}}, **ERRORS},
+)
+def get_document(
+    job_id: str,
+    services: ServicesDep,
+    caller: CallerDep,
+    partial: Annotated[bool, Query(description="Render what is done so far")] = False,
+) -> Response:
+    """A document job's translated file, as a download in its own format (409 until the job
+    is final unless ``?partial=true``; 404 for a job that is not a document job)."""
+    job = visible_job(services, caller, job_id)
+    if job.document_format is None:
+        raise JobNotFound(f"job {job_id} is not a document job; see /v1/jobs/{job_id}/result")
+    if not job.status.final and not partial:
+        raise JobNotFinished(
+            f"job {job_id} is {job.status.value}; ask again later or pass ?partial=true",
+            status=job.status.value,
+        )
+    out = document_of(services, job, partial)
+    fmt = core_documents.for_name(out.format)
+    body = base64.b64decode(out.content) if out.encoding == "base64" else out.content.encode()
+    name = out.filename or f"{job_id}{fmt.extensions[0]}"
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+    return Response(
+        body,
+        media_type=fmt.media_type,
+        headers={"Content-Disposition": f'attachment; filename="{safe}"'},
+    )
 
 
 @router.delete("/{job_id}", response_model=JobPublic, responses=ERRORS)

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header
 from fastapi.responses import JSONResponse
 
-from api import metrics
+from api import documents, metrics
 from api.auth import CallerDep
 from api.deps import ServicesDep
 from api.routes.jobs import ERRORS, job_result, submit_for
@@ -41,8 +41,10 @@ def translate(
         source_lang=body.source_lang,
         target_lang=body.target_lang,
         lane=Lane.interactive,
+        glossary_id=body.glossary_id,
     )
-    submitted = submit_for(services, caller, job_req, idempotency_key)
+    job_req, _, detected = documents.prepare(job_req)  # source_lang "auto"
+    submitted = submit_for(services, caller, job_req, idempotency_key, detected=detected)
     job = submitted.job
     timeout = body.timeout or services.settings.translate_timeout_s
     if not job.status.final:

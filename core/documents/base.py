@@ -94,10 +94,13 @@ class DocumentFormat(ABC):
         content that is not this format. Must be deterministic: ``render`` extracts again."""
 
     @abstractmethod
-    def render(self, content: bytes, translations: Sequence[str]) -> bytes:
+    def render(
+        self, content: bytes, translations: Sequence[str], *, target_lang: str | None = None
+    ) -> bytes:
         """``content`` with unit i's text replaced by ``translations[i]`` (tagged text, as
         returned by the engine: tags may be missing, repeated or moved; every code must still
-        be restored once, see :func:`restore`)."""
+        be restored once, see :func:`restore`). ``target_lang``: for formats that record the
+        language of their translations (XLIFF); others ignore it."""
 
 
 @dataclass

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 COST_ENGINE = {
     "MT_ENGINE": "bench.costengine:CostModelEngine",
     "MTBENCH_PRESET": "cpu-small",  # 20 ms steps
+    "MT_CHECK_LANGUAGE": "false",  # it echoes its source (never the target language)
     "MT_HEARTBEAT_S": "1",
     "PYTHONPATH": str(ROOT),  # workers import bench.costengine
 }

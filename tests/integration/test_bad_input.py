@@ -60,6 +60,7 @@ LIMITS = {
 ENGINE = {
     "MT_ENGINE": "tests.integration.injecting_engine:ScriptInjectingEngine",
     "MTBENCH_PRESET": "cpu-small",  # 20 ms steps; a segment may have 1024 tokens (~770 words)
+    "MT_CHECK_LANGUAGE": "false",  # the engine echoes English: this file tests the markup check
     "PYTHONPATH": str(ROOT),
 }
 JSON = {"content-type": "application/json"}

@@ -1,0 +1,147 @@
+"""/v1/glossaries: create, list, read and delete glossaries (:mod:`core.glossary`).
+
+Same API keys as jobs: a glossary belongs to the key that made it, and another key's glossary
+answers exactly as a missing one (404). A job names one with ``glossary_id``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from api.auth import CallerDep
+from api.deps import ServicesDep
+from api.schemas import ErrorPublic, LangCode
+from core.glossary import (
+    Glossary,
+    GlossaryInfo,
+    GlossaryNotFound,
+    GlossaryStore,
+    parse_tsv,
+    validate,
+    visible,
+)
+
+router = APIRouter(prefix="/v1/glossaries", tags=["glossaries"])
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorPublic},
+    404: {"model": ErrorPublic},
+    422: {"model": ErrorPublic},
+    429: {"model": ErrorPublic},
+    503: {"model": ErrorPublic},
+}
+
+Term = Annotated[str, Field(max_length=1_000)]
+
+
+class GlossaryCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(max_length=100, examples=["shop terms"])
+    source_lang: LangCode = Field(examples=["en"])
+    target_lang: LangCode = Field(examples=["es"])
+    entries: dict[Term, Term] = Field(
+        default_factory=dict,
+        description="Source term -> target term (matched case-insensitively on word "
+        "boundaries; the target term is put in as written).",
+        examples=[{"case": "funda"}],
+    )
+    entries_tsv: str | None = Field(
+        None,
+        description="More entries as 'source<TAB>target' lines (blank lines skipped).",
+        examples=["free shipping\tenvío gratis\n"],
+    )
+    protected: list[Term] = Field(
+        default_factory=list,
+        description="Terms never translated (brands, product names); they come out in the "
+        "casing given here.",
+        examples=[["iPhone", "PlayStation"]],
+    )
+
+
+class GlossaryPublic(BaseModel):
+    id: str
+    name: str
+    source_lang: str
+    target_lang: str
+    version: str = Field(description="Hash of the content; part of the phrase-cache key.")
+    entry_count: int
+    protected_count: int
+    created_at: float
+
+
+class GlossaryDetail(GlossaryPublic):
+    entries: dict[str, str]
+    protected: list[str]
+
+
+class GlossaryList(BaseModel):
+    glossaries: list[GlossaryPublic]
+
+
+def public(g: GlossaryInfo) -> GlossaryPublic:
+    return GlossaryPublic(**g.model_dump(include=set(GlossaryPublic.model_fields)))
+
+
+def detail(g: Glossary) -> GlossaryDetail:
+    return GlossaryDetail(**g.model_dump(include=set(GlossaryDetail.model_fields)))
+
+
+def _store(services: ServicesDep) -> GlossaryStore:
+    return GlossaryStore(services.store.r)
+
+
+@router.post("", status_code=201, response_model=GlossaryDetail, responses=ERRORS)
+def create_glossary(
+    body: GlossaryCreate, services: ServicesDep, caller: CallerDep, response: Response
+) -> GlossaryDetail:
+    """Create a glossary for one language pair (entries and/or protected terms). Glossaries do
+    not change: to change one, create another and delete the old one."""
+    s = services.settings
+    pairs = list(body.entries.items())
+    if body.entries_tsv:
+        pairs += parse_tsv(body.entries_tsv)
+    draft = validate(
+        name=body.name,
+        source_lang=body.source_lang,
+        target_lang=body.target_lang,
+        entries=pairs,
+        protected=body.protected,
+        max_terms=s.glossary_max_terms,
+        max_term_chars=s.glossary_max_term_chars,
+    )
+    g = _store(services).create(draft, owner=caller.owner, max_per_owner=s.glossary_max_per_key)
+    response.headers["Location"] = f"/v1/glossaries/{g.id}"
+    return detail(g)
+
+
+@router.get("", response_model=GlossaryList, responses=ERRORS)
+def list_glossaries(services: ServicesDep, caller: CallerDep) -> GlossaryList:
+    """The caller's glossaries, oldest first, without their terms."""
+    return GlossaryList(glossaries=[public(g) for g in _store(services).list_for(caller.owner)])
+
+
+def _visible(services: ServicesDep, owner: str, glossary_id: str) -> Glossary:
+    g = _store(services).get_full(glossary_id)
+    if g is None or not visible(g, owner):
+        raise GlossaryNotFound(f"glossary {glossary_id} not found")
+    return g
+
+
+@router.get("/{glossary_id}", response_model=GlossaryDetail, responses=ERRORS)
+def get_glossary(glossary_id: str, services: ServicesDep, caller: CallerDep) -> GlossaryDetail:
+    """One glossary with its entries and protected terms."""
+    return detail(_visible(services, caller.owner, glossary_id))
+
+
+@router.delete("/{glossary_id}", status_code=204, responses=ERRORS)
+def delete_glossary(glossary_id: str, services: ServicesDep, caller: CallerDep) -> Response:
+    """Delete a glossary: new jobs can no longer name it; jobs accepted before still finish
+    with it (its terms are kept for MT_RESULT_TTL_S, then expire)."""
+    g = _visible(services, caller.owner, glossary_id)
+    if not _store(services).delete(g.id, owner=g.owner, retention_s=services.settings.result_ttl_s):
+        raise GlossaryNotFound(f"glossary {glossary_id} not found")
+    return Response(status_code=204)

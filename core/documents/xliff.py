@@ -1,0 +1,440 @@
+"""XLIFF 1.2 and 2.x: the sources are the units, the translations fill the targets.
+
+One format, ``xliff`` (``.xlf``, ``.xliff``), tells the version from the root element:
+``urn:oasis:names:tc:xliff:document:1.2`` (also 1.1, or no namespace with ``version="1.x"``)
+or ``urn:oasis:names:tc:xliff:document:2.0`` (the namespace XLIFF 2.1 and 2.2 keep; their
+own ``…:2.1``/``…:2.2`` spellings are accepted too).
+
+Units:
+
+* 1.2: each ``<trans-unit>``'s ``<source>``; when the unit carries a ``<seg-source>`` with
+  ``<mrk mtype="seg">`` segments (Okapi, Trados), each segment instead, and the target mirrors
+  the ``<seg-source>``. A unit or group with ``translate="no"`` is skipped.
+* 2.x: each ``<segment>``'s ``<source>`` in every ``<unit>`` (``translate="no"`` on the unit,
+  a group or the file skips it); ``<ignorable>`` is left alone.
+
+Inline elements become tags: the paired ``<g>``, ``<mrk>`` (1.2) and ``<pc>``, ``<mrk>`` (2.x)
+wrap ``<gN>…</gN>`` around their translatable text; everything else (``<x/>``, ``<bx/>``,
+``<ex/>``, ``<ph>``, ``<bpt>``, ``<ept>``, ``<it>``, ``<ph/>``, ``<sc/>``, ``<ec/>``,
+``<cp/>``, ``<sm/>``, ``<em/>``, comments, protected ``<mrk>``) is one standalone ``<xN/>``.
+A unit without any text (only codes and whitespace) is not sent to the engine: its target
+becomes a copy of its source.
+
+``render`` fills or creates ``<target>`` (attributes of an existing one are kept), marks it
+translated (1.2 ``<target state="translated">``, 2.x ``<segment state="translated">``) and leaves
+every other node as it was. With the optional ``target_lang`` it also sets ``target-language``
+on each ``<file>`` (1.2) or ``trgLang`` on the root (2.x) where missing. The round-trip
+contract: rendering the sources gives a tree equal to the input apart from the targets (which
+equal the sources) and those state attributes.
+
+XML safety (shared with the DOCX format through :func:`parse_untrusted_xml`): lxml with
+``resolve_entities=False``, ``no_network=True``, ``load_dtd=False`` and ``huge_tree=False``;
+libxml2 refuses entity amplification (billion laughs) itself, and any document with a DOCTYPE
+is refused outright (XLIFF and OOXML never need one), so no entity is ever expanded and nothing
+outside the document is read. ``defusedxml.lxml`` is deprecated upstream, hence plain lxml.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from lxml import etree
+
+from core.documents import register
+from core.documents.base import Code, DocumentError, DocumentFormat, Unit, UnitBuilder, restore
+
+# --- untrusted XML, shared with docx.py ---------------------------------------------------------
+
+_XML_NS = "http://www.w3.org/XML/1998/namespace"
+
+
+def _parser() -> etree.XMLParser:
+    return etree.XMLParser(
+        resolve_entities=False,
+        no_network=True,
+        load_dtd=False,
+        dtd_validation=False,
+        huge_tree=False,
+        remove_blank_text=False,
+        remove_comments=False,
+        remove_pis=False,
+    )
+
+
+def parse_untrusted_xml(content: bytes, what: str) -> Any:
+    """Parse bytes from a client: no DTD, no entities, no network, no huge trees.
+
+    Returns the root element; raises DocumentError naming ``what`` for anything else.
+    """
+    try:
+        root = etree.fromstring(content, _parser())
+    except (etree.XMLSyntaxError, ValueError) as exc:
+        if b"<!DOCTYPE" in content[:4096].replace(b"\x00", b""):
+            raise DocumentError(
+                f"{what} has a DOCTYPE; DTDs and entities are not accepted ({exc})"
+            ) from None
+        raise DocumentError(f"{what} is not well-formed XML: {exc}") from None
+    if root is None:
+        raise DocumentError(f"{what} is empty")
+    docinfo = root.getroottree().docinfo
+    if docinfo.doctype or docinfo.internalDTD is not None:
+        raise DocumentError(f"{what} has a DOCTYPE; DTDs and entities are not accepted")
+    return root
+
+
+# XML 1.0 cannot carry these at all (not even as character references)
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_text(s: str) -> str:
+    """Escape translated text for XML content; characters XML 1.0 cannot carry are dropped
+    (``\\r`` travels as ``&#13;`` so the parser does not turn it into ``\\n``)."""
+    s = _NOT_XML.sub("", s)
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\r", "&#13;")
+
+
+def restore_markers(translation: str, codes: dict[int, Code]) -> tuple[Any, list[str]]:
+    """Run :func:`restore` with neutral markers standing in for the codes and parse the result.
+
+    Returns a ``<m>`` element whose children are ``<x n="N"/>`` (standalone code N) and
+    ``<g n="N">…</g>`` (paired code N around its restored content), with the translated text as
+    text and tails, plus restore's warnings. Each code of ``codes`` occurs exactly once, nested
+    well, whatever the engine did with its tags; a format then rebuilds its own markup from it.
+    """
+    markers = {
+        n: Code(f'<g n="{n}">', "</g>") if code.paired else Code(f'<x n="{n}"/>')
+        for n, code in codes.items()
+    }
+    restored = restore(translation, markers, xml_text)
+    return etree.fromstring(f"<m>{restored.text}</m>".encode(), _parser()), restored.warnings
+
+
+def walk_markers(
+    node: Any,
+    on_text: Callable[[str], None],
+    on_standalone: Callable[[int], None],
+    on_open: Callable[[int], None],
+    on_close: Callable[[int], None],
+) -> None:
+    """Visit a :func:`restore_markers` tree in document order."""
+    if node.text:
+        on_text(node.text)
+    for child in node:
+        n = int(child.get("n"))
+        if child.tag == "x":
+            on_standalone(n)
+        else:
+            on_open(n)
+            walk_markers(child, on_text, on_standalone, on_open, on_close)
+            on_close(n)
+        if child.tail:
+            on_text(child.tail)
+
+
+def serialize(el: Any) -> str:
+    """An element with its content (not its tail) as XML text, prefixes as in the document and
+    without the namespace declarations lxml would repeat on a detached element."""
+    if not isinstance(el.tag, str):  # comment, processing instruction
+        return str(etree.tostring(el, encoding="unicode", with_tail=False))
+    inner = xml_text(el.text or "") + "".join(
+        serialize(child) + xml_text(child.tail or "") for child in el
+    )
+    start = open_tag(el)
+    return f"{start[:-1]}/>" if not inner else f"{start}{inner}{close_tag(el)}"
+
+
+def _prefixed(el: Any, qname: str) -> str:
+    q = etree.QName(qname)
+    if q.namespace == _XML_NS:
+        return f"xml:{q.localname}"
+    prefix = {uri: p for p, uri in el.nsmap.items()}.get(q.namespace) if q.namespace else None
+    return f"{prefix}:{q.localname}" if prefix else q.localname
+
+
+def open_tag(el: Any) -> str:
+    """The start tag of ``el``, prefixes as in the document (no namespace declarations)."""
+    attrs = "".join(
+        f' {_prefixed(el, k)}="{xml_text(v).replace(chr(34), "&quot;")}"'
+        for k, v in el.attrib.items()
+    )
+    return f"<{_prefixed(el, el.tag)}{attrs}>"
+
+
+def close_tag(el: Any) -> str:
+    return f"</{_prefixed(el, el.tag)}>"
+
+
+def to_bytes(root: Any, content: bytes) -> bytes:
+    """Serialize a parsed document the way it came: same encoding and XML declaration."""
+    tree = root.getroottree()
+    docinfo = tree.docinfo
+    encoding = docinfo.encoding or "UTF-8"
+    head = content[:256].replace(b"\x00", b"").removeprefix(b"\xef\xbb\xbf")
+    declared = head.lstrip(b"\xfe\xff").startswith(b"<?xml")
+    standalone = _STANDALONE.search(head.split(b"?>", 1)[0]) if declared else None
+    return bytes(
+        etree.tostring(
+            tree,
+            encoding=encoding,
+            xml_declaration=declared or encoding.upper() not in {"UTF-8", "UTF8"},
+            standalone=None if standalone is None else standalone.group(1) == b"yes",
+        )
+    )
+
+
+_STANDALONE = re.compile(rb"""standalone\s*=\s*["'](yes|no)["']""")
+
+
+# --- XLIFF ----------------------------------------------------------------------------------------
+
+_V1_NAMESPACES = {"urn:oasis:names:tc:xliff:document:1.2", "urn:oasis:names:tc:xliff:document:1.1"}
+_V2_NAMESPACES = {
+    "urn:oasis:names:tc:xliff:document:2.0",
+    "urn:oasis:names:tc:xliff:document:2.1",
+    "urn:oasis:names:tc:xliff:document:2.2",
+}
+_PAIRED = {1: {"g", "mrk"}, 2: {"pc", "mrk"}}
+
+
+@dataclass
+class _Slot:
+    """One source (or 1.2 segment) and where its translation goes."""
+
+    unit: Unit
+    refs: dict[int, Any]  # code number -> the inline element it stands for
+    holder: Any  # 1.2: <trans-unit>; 2.x: <segment>
+    source: Any  # the element whose content is the unit (<source> or a seg <mrk>)
+    segmented: bool = False
+    #: no text to translate: not extracted; its target becomes a copy of its source
+    empty: bool = False
+
+
+@dataclass
+class _Doc:
+    root: Any
+    version: int
+    ns: str
+    slots: list[_Slot] = field(default_factory=list)
+
+    def q(self, local: str) -> str:
+        return f"{{{self.ns}}}{local}" if self.ns else local
+
+
+def _parse(content: bytes) -> _Doc:
+    root = parse_untrusted_xml(content, "the XLIFF document")
+    q = etree.QName(root)
+    ns = q.namespace or ""
+    if q.localname != "xliff":
+        raise DocumentError(f"not an XLIFF document: the root element is <{q.localname}>")
+    if ns in _V1_NAMESPACES or (not ns and str(root.get("version", "")).startswith("1.")):
+        doc = _Doc(root, 1, ns)
+    elif ns in _V2_NAMESPACES:
+        doc = _Doc(root, 2, ns)
+    else:
+        raise DocumentError(
+            f"unsupported XLIFF namespace {ns or '(none)'!r} (version "
+            f"{root.get('version')!r}); supported: XLIFF 1.2 and 2.x"
+        )
+    _collect(doc)
+    return doc
+
+
+def _translatable(el: Any, root: Any) -> bool:
+    node = el
+    while node is not None:
+        value = node.get("translate")
+        if value is not None:
+            return str(value).strip().lower() != "no"
+        if node is root:
+            break
+        node = node.getparent()
+    return True
+
+
+def _inline(doc: _Doc, b: UnitBuilder, el: Any, refs: dict[int, Any]) -> None:
+    if el.text:
+        b.text(el.text)
+    for child in el:
+        local = etree.QName(child).localname if isinstance(child.tag, str) else ""
+        paired = (
+            isinstance(child.tag, str)
+            and etree.QName(child).namespace == (doc.ns or None)
+            and local in _PAIRED[doc.version]
+            and not (local == "mrk" and _protected_mrk(doc, child))
+        )
+        if paired:
+            refs[b.open(open_tag(child), close_tag(child))] = child
+            _inline(doc, b, child, refs)
+            b.close()
+        else:
+            refs[b.standalone(serialize(child))] = child
+        if child.tail:
+            b.text(child.tail)
+
+
+def _protected_mrk(doc: _Doc, mrk: Any) -> bool:
+    if doc.version == 1:
+        return mrk.get("mtype") == "protected" or mrk.get("translate") == "no"
+    return mrk.get("translate") == "no"
+
+
+def _slot(doc: _Doc, holder: Any, source: Any, path: str, segmented: bool = False) -> _Slot:
+    b = UnitBuilder(path)
+    refs: dict[int, Any] = {}
+    _inline(doc, b, source, refs)
+    return _Slot(b.build(), refs, holder, source, segmented, b.empty)
+
+
+def _collect(doc: _Doc) -> None:
+    q = doc.q
+    if doc.version == 1:
+        for fi, file in enumerate(doc.root.iter(q("file"))):
+            fname = file.get("original") or f"file{fi + 1}"
+            for ti, tu in enumerate(file.iter(q("trans-unit"))):
+                if not _translatable(tu, doc.root):
+                    continue
+                path = f"{fname}#{tu.get('id') or ti + 1}"
+                seg_source = tu.find(q("seg-source"))
+                segs = (
+                    [m for m in seg_source.iter(q("mrk")) if m.get("mtype") == "seg"]
+                    if seg_source is not None
+                    else []
+                )
+                if segs:
+                    for si, mrk in enumerate(segs):
+                        seg_path = f"{path}/{mrk.get('mid') or si + 1}"
+                        doc.slots.append(_slot(doc, tu, mrk, seg_path, segmented=True))
+                    continue
+                source = tu.find(q("source"))
+                if source is not None:
+                    doc.slots.append(_slot(doc, tu, source, path))
+    else:
+        for fi, file in enumerate(doc.root.iter(q("file"))):
+            fname = file.get("id") or f"f{fi + 1}"
+            for ui, unit in enumerate(file.iter(q("unit"))):
+                if not _translatable(unit, doc.root):
+                    continue
+                for si, segment in enumerate(unit.iter(q("segment"))):
+                    source = segment.find(q("source"))
+                    if source is None:
+                        continue
+                    path = f"{fname}/{unit.get('id') or ui + 1}/{segment.get('id') or si + 1}"
+                    doc.slots.append(_slot(doc, segment, source, path))
+
+
+def _fill(slot: _Slot, target: Any, translation: str) -> None:
+    """Replace ``target``'s content with ``translation``, its codes rebuilt from the source."""
+    for child in list(target):
+        target.remove(child)
+    target.text = None
+    tree, _warnings = restore_markers(translation, slot.unit.codes)
+    stack = [target]
+
+    def on_text(s: str) -> None:
+        parent = stack[-1]
+        if len(parent):
+            parent[-1].tail = (parent[-1].tail or "") + s
+        else:
+            parent.text = (parent.text or "") + s
+
+    def on_standalone(n: int) -> None:
+        ref = slot.refs.get(n)
+        if ref is None:  # a literal tag-like text the builder protected: it is text again
+            on_text(slot.unit.codes[n].start)
+            return
+        el = copy.deepcopy(ref)
+        el.tail = None
+        stack[-1].append(el)
+
+    def on_open(n: int) -> None:
+        ref = slot.refs[n]
+        stack.append(etree.SubElement(stack[-1], ref.tag, dict(ref.attrib)))
+
+    def on_close(n: int) -> None:
+        stack.pop()
+
+    walk_markers(tree, on_text, on_standalone, on_open, on_close)
+
+
+def _target_for(doc: _Doc, holder: Any, after: Any) -> Any:
+    """The holder's <target>, created right after ``after`` (indented like it) if missing."""
+    target = holder.find(doc.q("target"))
+    if target is None:
+        target = etree.SubElement(holder, doc.q("target"))
+        target.tail = after.tail
+        previous = after.getprevious()
+        indent = holder.text if previous is None else previous.tail
+        after.addnext(target)
+        if indent is not None and not indent.strip():
+            after.tail = indent
+    return target
+
+
+class XliffFormat(DocumentFormat):
+    name: ClassVar[str] = "xliff"
+    extensions: ClassVar[tuple[str, ...]] = (".xlf", ".xliff")
+    media_type: ClassVar[str] = "application/xliff+xml"
+
+    def extract(self, content: bytes) -> list[Unit]:
+        return [slot.unit for slot in _parse(content).slots if not slot.empty]
+
+    def render(
+        self, content: bytes, translations: Sequence[str], *, target_lang: str | None = None
+    ) -> bytes:
+        """Fill the targets. ``target_lang`` (optional) is written where the document lacks
+        one: ``target-language`` on each 1.2 ``<file>``, ``trgLang`` on the 2.x root."""
+        doc = _parse(content)
+        wanted = sum(1 for slot in doc.slots if not slot.empty)
+        if len(translations) != wanted:
+            raise DocumentError(
+                f"{len(translations)} translations for the {wanted} units of this XLIFF document"
+            )
+        it = iter(translations)
+        q = doc.q
+        done: set[Any] = set()
+        for slot in doc.slots:
+            translation = slot.unit.text if slot.empty else next(it)
+            if doc.version == 2:
+                target = _target_for(doc, slot.holder, slot.source)
+                _fill(slot, target, translation)
+                slot.holder.set("state", "translated")
+                continue
+            tu = slot.holder
+            if slot.segmented:
+                seg_source = tu.find(q("seg-source"))
+                target = _target_for(doc, tu, seg_source)
+                if tu not in done:  # the target mirrors the seg-source; segments fill it
+                    done.add(tu)
+                    _copy_content(seg_source, target)
+                index = [m for m in seg_source.iter(q("mrk")) if m.get("mtype") == "seg"].index(
+                    slot.source
+                )
+                mrk = [m for m in target.iter(q("mrk")) if m.get("mtype") == "seg"][index]
+                _fill(slot, mrk, translation)
+            else:
+                target = _target_for(doc, tu, slot.source)
+                _fill(slot, target, translation)
+            target.set("state", "translated")
+        if target_lang:
+            if doc.version == 1:
+                for file in doc.root.iter(q("file")):
+                    if not file.get("target-language"):
+                        file.set("target-language", target_lang)
+            elif not doc.root.get("trgLang"):
+                doc.root.set("trgLang", target_lang)
+        return to_bytes(doc.root, content)
+
+
+def _copy_content(src: Any, dst: Any) -> None:
+    for child in list(dst):
+        dst.remove(child)
+    dst.text = src.text
+    for child in src:
+        dst.append(copy.deepcopy(child))
+
+
+register(XliffFormat())

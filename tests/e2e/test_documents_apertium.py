@@ -1,0 +1,252 @@
+"""Documents end to end, as the content team uses them: ``mtfleet glossary create`` and
+``mtfleet submit`` against separate API and worker processes with real Apertium (English to
+Spanish). Each format comes back in its own format, translated, with markup, placeholders and
+protected brand names intact (and a lower-cased brand restored to its canonical casing)."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import subprocess
+import sys
+import zipfile
+from collections import Counter
+from collections.abc import Iterator
+
+import httpx
+import pytest
+import redis
+import srt
+from lxml import etree, html
+
+from producer.localfleet import LocalFleet
+
+HTML = """<!DOCTYPE html>
+<html><head><title>Red running shoes</title>
+<script>var sku = "The shoes";</script></head>
+<body><h1>Red running shoes</h1>
+<p>The <b>red shoes</b> are very light. Order before <a href="https://shop.example.com/x?id=7">the
+weekend</a> and get free shipping on orders over $50.</p>
+<p>Works with your iphone and your PlayStation.</p>
+<img src="shoe.png" alt="A red shoe on the table">
+<ul><li>Weight: 250 g</li><li>Code SKU-12345</li></ul>
+</body></html>
+"""
+
+MARKDOWN = """# Returns
+
+You can return the shoes within **30 days**. See [the returns page](https://example.com/returns).
+
+- The package must be closed.
+- Your iphone case is not returned.
+
+```bash
+curl https://example.com/api --data "keep this"
+```
+"""
+
+JSON_DOC = (
+    '{\n  "cart": {\n    "title": "Your cart",\n'
+    '    "items": "You have {{count}} items in the cart",\n'
+    '    "greeting": "Hello {name}, welcome back to the store"\n  },\n'
+    '  "brand": "Buy the new iPhone today",\n  "limit": 5\n}\n'
+)
+
+SRT_DOC = """1
+00:00:01,000 --> 00:00:03,500
+The red shoes are very light.
+
+2
+00:00:04,000 --> 00:00:06,000
+<i>Order them</i> today
+with your PlayStation.
+"""
+
+XLIFF = """<?xml version="1.0" encoding="UTF-8"?>
+<xliff version="1.2" xmlns="urn:oasis:names:tc:xliff:document:1.2">
+  <file original="app.properties" source-language="en" datatype="plaintext">
+    <body>
+      <trans-unit id="1">
+        <source>The <g id="b1">red</g> shoes are in the house.</source>
+      </trans-unit>
+      <trans-unit id="2"><source>Press <x id="icon"/> to buy the iPhone.</source></trans-unit>
+      <trans-unit id="3" translate="no"><source>SKU-0001</source></trans-unit>
+    </body>
+  </file>
+</xliff>
+"""
+
+SPANISH = re.compile(r"\b(el|la|los|las|de|en|con|su|y|es|zapatos|rojos?|casa)\b", re.I)
+
+
+def make_docx() -> bytes:
+    import docx
+
+    d = docx.Document()
+    p = d.add_paragraph("The ")
+    p.add_run("red shoes").bold = True
+    p.add_run(" are in the house. Buy them with your iphone.")
+    d.add_paragraph("The cat is on the table.")
+    table = d.add_table(rows=1, cols=2)
+    table.cell(0, 0).text = "Weight"
+    table.cell(0, 1).text = "The big box"
+    buf = io.BytesIO()
+    d.save(buf)
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def fleet(redis_server: str) -> Iterator[LocalFleet]:
+    url = redis_server.rsplit("/", 1)[0] + "/4"
+    redis.Redis.from_url(url).flushdb()
+    f = LocalFleet(redis_url=url, env={"MT_REDIS_URL": url, "MT_HEARTBEAT_S": "1"})
+    f.start_redis()
+    f.start_worker("--engine", "apertium", "--lanes", "interactive,bulk", "--concurrency", "2")
+    f.start_api()
+    f.wait_ready(60)
+    yield f
+    f.stop()
+
+
+def cli(fleet: LocalFleet, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "producer.cli", *args, "--url", fleet.api_url],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**__import__("os").environ, **fleet.env},
+    )
+
+
+@pytest.fixture(scope="module")
+def translated(fleet: LocalFleet, tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    src = tmp_path_factory.mktemp("docs")
+    files = {
+        "page.html": HTML.encode(),
+        "returns.md": MARKDOWN.encode(),
+        "strings.json": JSON_DOC.encode(),
+        "video.srt": SRT_DOC.encode(),
+        "app.xlf": XLIFF.encode(),
+        "sheet.docx": make_docx(),
+    }
+    for name, data in files.items():
+        (src / name).write_bytes(data)
+    made = cli(
+        fleet, "glossary", "create", "--name", "brands", "--from", "en", "--to", "es",
+        "--protect", "iPhone,PlayStation",
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    glossary_id = made.stdout.strip().splitlines()[-1]
+    out = src / "out"
+    proc = cli(
+        fleet, "submit", *[str(src / n) for n in files], "--from", "en", "--to", "es",
+        "--out", str(out), "--glossary", glossary_id,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    got = {}
+    for name in files:
+        stem, ext = name.rsplit(".", 1)
+        dest = out / f"{stem}.es.{ext}"
+        assert dest.exists(), proc.stdout + proc.stderr
+        got[name] = dest.read_bytes()
+    got["_stdout"] = proc.stdout.encode()
+    return got
+
+
+def test_html_product_page(translated: dict[str, bytes]) -> None:
+    out = translated["page.html"].decode()
+    before, after = html.fromstring(HTML), html.fromstring(out)
+    assert Counter(e.tag for e in before.iter()) == Counter(e.tag for e in after.iter())
+    assert after.xpath("//a/@href") == ["https://shop.example.com/x?id=7"]
+    assert after.xpath("//script/text()") == before.xpath("//script/text()")
+    assert "zapatos" in after.xpath("string(//h1)").lower()
+    assert "mesa" in after.xpath("//img/@alt")[0]  # attribute translated
+    body = after.xpath("string(//body)")
+    assert "iPhone" in body and "PlayStation" in body and "iphone" not in body
+    assert "$50" in body and "SKU-12345" in body and "250 g" in body
+
+
+def test_markdown_article(translated: dict[str, bytes]) -> None:
+    out = translated["returns.md"].decode()
+    assert out.startswith("# ")
+    assert "](https://example.com/returns)" in out
+    assert '```bash\ncurl https://example.com/api --data "keep this"\n```\n' in out
+    assert out.count("\n- ") == 2 and "**" in out
+    assert "iPhone" in out and "iphone" not in out
+    assert len(SPANISH.findall(out)) >= 4
+
+
+def test_json_i18n(translated: dict[str, bytes]) -> None:
+    before, after = json.loads(JSON_DOC), json.loads(translated["strings.json"])
+    assert after.keys() == before.keys() and after["cart"].keys() == before["cart"].keys()
+    assert after["limit"] == 5
+    assert "{{count}}" in after["cart"]["items"] and "{name}" in after["cart"]["greeting"]
+    assert "iPhone" in after["brand"]
+    assert after["cart"]["title"] != before["cart"]["title"]
+
+
+def test_srt_subtitles(translated: dict[str, bytes]) -> None:
+    before = list(srt.parse(SRT_DOC))
+    after = list(srt.parse(translated["video.srt"].decode()))
+    assert [(c.start, c.end) for c in after] == [(c.start, c.end) for c in before]
+    assert "zapatos" in after[0].content.lower()
+    assert "<i>" in after[1].content and "</i>" in after[1].content
+    assert "\n" in after[1].content and "PlayStation" in after[1].content
+
+
+def test_xliff_targets(translated: dict[str, bytes]) -> None:
+    ns = {"x": "urn:oasis:names:tc:xliff:document:1.2"}
+    tree = etree.fromstring(translated["app.xlf"])
+    units = {u.get("id"): u for u in tree.iterfind(".//x:trans-unit", ns)}
+    t1 = units["1"].find("x:target", ns)
+    assert t1 is not None and t1.find("x:g", ns) is not None  # inline code kept
+    assert "casa" in "".join(t1.itertext())
+    t2 = units["2"].find("x:target", ns)
+    assert t2 is not None and t2.find("x:x", ns) is not None
+    assert "iPhone" in "".join(t2.itertext())
+    assert units["3"].find("x:target", ns) is None or "SKU-0001" in "".join(
+        units["3"].find("x:target", ns).itertext()  # type: ignore[union-attr]
+    )
+
+
+def test_docx(translated: dict[str, bytes]) -> None:
+    import docx
+
+    data = translated["sheet.docx"]
+    assert zipfile.ZipFile(io.BytesIO(data)).testzip() is None
+    d = docx.Document(io.BytesIO(data))
+    texts = [p.text for p in d.paragraphs]
+    assert "zapatos" in texts[0].lower() and "iPhone" in texts[0] and "iphone" not in texts[0]
+    assert any(r.bold for r in d.paragraphs[0].runs)  # the bold run survived
+    assert "mesa" in texts[1]
+    assert d.tables[0].cell(0, 1).text != "The big box"
+
+
+def test_result_json_carries_the_document_and_detected_language(fleet: LocalFleet) -> None:
+    with httpx.Client(base_url=fleet.api_url, timeout=60) as client:
+        resp = client.post(
+            "/v1/jobs",
+            json={
+                "document": {"format": "markdown", "content": MARKDOWN},
+                "source_lang": "auto",
+                "target_lang": "es",
+            },
+        )
+        assert resp.status_code in (200, 202), resp.text
+        job = resp.json()
+        assert job["document_format"] == "markdown" and job["detected_source_lang"] == "en"
+        done = client.get(f"/v1/jobs/{job['id']}", params={"wait": 30}).json()
+        assert done["status"] == "succeeded", done
+        result = client.get(f"/v1/jobs/{job['id']}/result").json()
+        assert result["document"]["format"] == "markdown"
+        download = client.get(f"/v1/jobs/{job['id']}/document")
+        assert download.status_code == 200
+        assert download.text == result["document"]["content"]
+        assert "attachment" in download.headers["content-disposition"]
+        bad = client.post(
+            "/v1/jobs",
+            json={"document": {"format": "json", "content": "{not json"}, "source_lang": "en",
+                  "target_lang": "es"},
+        )  # fmt: skip
+        assert bad.status_code == 422 and bad.json()["error"]["type"] == "invalid_document"

@@ -1,0 +1,152 @@
+"""Glossaries and output checks on a real fleet (API, one Apertium worker, separate processes),
+driven through the ``mtfleet`` CLI and the SDK as a user would."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import redis
+
+from producer.client import AsyncMTClient, MTClient
+from producer.localfleet import LocalFleet, free_port
+
+TEXT = "The iphone case costs 20 dollars"
+
+
+@pytest.fixture(scope="module")
+def fleet(redis_server: str) -> Iterator[LocalFleet]:
+    redis.Redis.from_url(redis_server).flushall()
+    metrics_port = free_port()
+    f = LocalFleet(
+        redis_url=redis_server,
+        env={"MT_REDIS_URL": redis_server, "MT_HEARTBEAT_S": "1"},
+    )
+    f.start_redis()
+    f.start_worker(
+        "--engine",
+        "apertium",
+        "--concurrency",
+        "2",
+        env={"MT_WORKER_METRICS_PORT": str(metrics_port)},
+    )
+    f.start_api()
+    f.wait_ready(60)
+    f.env["TEST_METRICS_URL"] = f"http://127.0.0.1:{metrics_port}/metrics"
+    yield f
+    f.stop()
+
+
+def cli(fleet: LocalFleet, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "producer.cli", *args, "--url", fleet.api_url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **fleet.env},
+    )
+
+
+def retries(fleet: LocalFleet) -> float:
+    text = httpx.get(fleet.env["TEST_METRICS_URL"], timeout=5).text
+    m = re.search(r"^mt_worker_check_retries_total (\S+)$", text, re.M)
+    return float(m.group(1)) if m else 0.0
+
+
+def make_glossary(fleet: LocalFleet, tmp_path: Path, case: str) -> str:
+    terms = tmp_path / f"terms-{case}.tsv"
+    terms.write_text(f"case\t{case}\n", encoding="utf-8")
+    made = cli(
+        fleet,
+        *("glossary", "create", "--name", f"shop {case}", "--from", "en", "--to", "es"),
+        *("--file", str(terms), "--protect", "iPhone,PlayStation"),
+    )
+    assert made.returncode == 0, made.stderr
+    return made.stdout.strip()
+
+
+def test_glossary_terms_and_protected_names_in_real_translations(
+    fleet: LocalFleet, tmp_path: Path
+) -> None:
+    plain = cli(fleet, "translate", TEXT, "--from", "en", "--to", "es")
+    assert plain.returncode == 0, plain.stderr
+    assert "funda" not in plain.stdout  # Apertium's own word for it: "caso"
+
+    gid = make_glossary(fleet, tmp_path, "funda")
+    out = cli(fleet, "translate", TEXT, "--from", "en", "--to", "es", "--glossary", gid)
+    assert out.returncode == 0, out.stderr
+    assert "iPhone" in out.stdout and "funda" in out.stdout
+    assert "iphone" not in out.stdout and "caso" not in out.stdout
+
+    listed = cli(fleet, "glossary", "list")
+    assert gid in listed.stdout and "en->es" in listed.stdout
+    shown = cli(fleet, "glossary", "show", gid)
+    assert '"case": "funda"' in shown.stdout and '"iPhone"' in shown.stdout
+
+    with MTClient(fleet.api_url) as mt:
+        # the same text and glossary again: answered from the phrase cache
+        again = mt.submit([TEXT], source="en", target="es", glossary_id=gid)
+        assert again.cached == 1 and again.status.value == "succeeded"
+        # another glossary (another version): another cache key, its own term
+        other = make_glossary(fleet, tmp_path, "estuche")
+        assert mt.glossary(other).version != mt.glossary(gid).version
+        job = mt.submit([TEXT], source="en", target="es", glossary_id=other)
+        assert job.cached == 0
+        mt.wait(job.id, timeout=60)
+        result = mt.result(job.id)
+        (translation,) = result.translations
+        assert translation is not None and "estuche" in translation and "iPhone" in translation
+        assert result.warnings == []
+
+    deleted = cli(fleet, "glossary", "delete", gid)
+    assert deleted.returncode == 0, deleted.stderr
+    refused = cli(fleet, "translate", TEXT, "--from", "en", "--to", "es", "--glossary", gid)
+    assert refused.returncode != 0 and "unknown_glossary" in refused.stderr
+
+
+def test_a_hard_check_failure_is_retried_once_and_never_cached(fleet: LocalFleet) -> None:
+    # Apertium translates the placeholder's name ({price} -> {dólares}): a broken placeholder
+    text = "It costs {price} dollars"
+    with MTClient(fleet.api_url) as mt:
+        for _ in range(2):
+            before = retries(fleet)
+            job = mt.submit([text], source="en", target="es")
+            assert job.cached == 0  # never served from the cache
+            mt.wait(job.id, timeout=60)
+            result = mt.result(job.id)
+            assert result.translations[0] is not None  # delivered, with the warning
+            (warning,) = result.warnings
+            assert warning.type == "placeholder_mismatch"
+            assert "{price}" in warning.message and "after one retry" in warning.message
+            assert retries(fleet) == before + 1
+        # a segment that passes its checks is cached as before, and not retried
+        before = retries(fleet)
+        first = mt.submit(["The red shirt costs 20 dollars"], source="en", target="es")
+        mt.wait(first.id, timeout=60)
+        assert mt.result(first.id).warnings == []
+        assert mt.submit(["The red shirt costs 20 dollars"], source="en", target="es").cached == 1
+        assert retries(fleet) == before
+
+
+def test_async_sdk_glossaries(fleet: LocalFleet) -> None:
+    async def use() -> list[str | None]:
+        async with AsyncMTClient(fleet.api_url) as mt:
+            g = await mt.create_glossary("async", source="en", target="es", protected=["iPhone"])
+            assert g.id in [x.id for x in await mt.glossaries()]
+            assert (await mt.glossary(g.id)).protected == ["iPhone"]
+            out = await mt.translate(
+                ["I love my iphone"], source="en", target="es", glossary_id=g.id
+            )
+            await mt.delete_glossary(g.id)
+            assert g.id not in [x.id for x in await mt.glossaries()]
+            return out
+
+    (translation,) = asyncio.run(use())
+    assert translation is not None and "iPhone" in translation

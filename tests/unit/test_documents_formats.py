@@ -1,0 +1,436 @@
+"""Text, Markdown, HTML, JSON i18n and SRT documents on the shared contract.
+
+Every file under tests/fixtures/documents/<format>/ goes through: (a) an identity round trip,
+(b) a pseudo-translation (text upper-cased, tags kept) whose output must parse with the same
+structure, (c) a hostile engine (tags dropped and repeated, ``<script>`` and ``&`` as text),
+and the formats' invalid inputs must be DocumentErrors, never crashes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import lxml.etree as etree
+import lxml.html
+import pytest
+import srt as srt_lib
+from markdown_it import MarkdownIt
+
+from core.documents import DocumentError, for_filename, for_name
+from core.documents.base import TAG, Unit
+from core.errors import InvalidInput
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
+FORMATS = {"text": "text", "markdown": "markdown", "html": "html", "json": "json", "srt": "srt"}
+CORPUS = [
+    pytest.param(fmt, path, id=f"{folder}/{path.name}")
+    for fmt, folder in FORMATS.items()
+    for path in sorted((FIXTURES / folder).iterdir())
+]
+#: HTML that writes one character two ways in one block ("R&D" beside "AT&amp;T"): a re-render
+#: writes it one way, so the tree is equal but the bytes are not.
+HTML_MIXED_ESCAPES = {"newsletter-email.html"}
+HOSTILE = ' <script>alert("x")</script> Tom & Jerry &amp; 5 < 6'
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def shout(tagged: str) -> str:
+    """Pseudo-translation: upper-case the text, keep every tag where it is."""
+    out: list[str] = []
+    pos = 0
+    for m in TAG.finditer(tagged):
+        out += [tagged[pos : m.start()].upper(), m.group(0)]
+        pos = m.end()
+    return "".join([*out, tagged[pos:].upper()])
+
+
+def tags(tagged: str) -> list[str]:
+    return [m.group(0) for m in TAG.finditer(tagged)]
+
+
+def hostile(unit: Unit) -> str:
+    """An engine that drops the first tag, repeats the last one, and adds markup as text."""
+    found = tags(unit.text)
+    text = unit.text
+    if found:
+        text = text.replace(found[0], "", 1)
+        text += found[-1]
+    return text + HOSTILE
+
+
+def html_tree(content: bytes) -> Any:
+    root = etree.fromstring(content, lxml.html.HTMLParser(encoding="utf-8"))
+
+    def walk(el: Any) -> Any:
+        if not isinstance(el.tag, str):  # comment, processing instruction
+            return (str(el.tag), el.text, el.tail)
+        return (el.tag, sorted(el.attrib.items()), el.text, el.tail, [walk(c) for c in el])
+
+    return walk(root)
+
+
+def html_root(content: bytes) -> Any:
+    return etree.fromstring(content, lxml.html.HTMLParser(encoding="utf-8"))
+
+
+def md_tokens(content: bytes) -> list[Any]:
+    md = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
+    return md.parse(content.decode("utf-8-sig"))
+
+
+def md_html(content: bytes) -> str:
+    md = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
+    return md.render(content.decode("utf-8-sig"))
+
+
+def json_shape(value: Any, under_meta: bool = False) -> Any:
+    """Keys, non-string values and metadata strings; other strings as a marker."""
+    if isinstance(value, dict):
+        return {k: json_shape(v, under_meta or k.startswith("@")) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_shape(v, under_meta) for v in value]
+    if isinstance(value, str) and not under_meta:
+        return str
+    return value
+
+
+# --- the corpus ---------------------------------------------------------------------------------
+
+
+def test_every_format_has_a_corpus_and_is_found_by_name_and_extension() -> None:
+    for fmt, folder in FORMATS.items():
+        assert len(list((FIXTURES / folder).iterdir())) >= 4, folder
+        assert for_name(fmt).name == fmt
+    for filename, fmt in [
+        ("a.txt", "text"),
+        ("a.md", "markdown"),
+        ("a.markdown", "markdown"),
+        ("a.HTML", "html"),
+        ("a.htm", "html"),
+        ("en.json", "json"),
+        ("movie.srt", "srt"),
+    ]:
+        assert for_filename(filename).name == fmt
+
+
+@pytest.mark.parametrize(("fmt", "path"), CORPUS)
+def test_identity_round_trip(fmt: str, path: Path) -> None:
+    content = path.read_bytes()
+    f = for_name(fmt)
+    units = f.extract(content)
+    assert units, "every corpus file has something to translate"
+    for u in units:  # each code appears exactly once as a tag
+        assert sorted(int(m.group(3)) for m in TAG.finditer(u.text)) == sorted(
+            n for n, c in u.codes.items() for _ in range(2 if c.paired else 1)
+        )
+    out = f.render(content, [u.text for u in units])
+    if fmt == "html":
+        assert html_tree(out) == html_tree(content)
+    if not (fmt == "html" and path.name in HTML_MIXED_ESCAPES):
+        assert out == content
+    assert f.extract(out) == units
+
+
+@pytest.mark.parametrize(("fmt", "path"), CORPUS)
+def test_pseudo_translation_keeps_every_code_and_the_structure(fmt: str, path: Path) -> None:
+    content = path.read_bytes()
+    f = for_name(fmt)
+    units = f.extract(content)
+    out = f.render(content, [shout(u.text) for u in units])
+    again = f.extract(out)
+    assert len(again) == len(units)
+    for before, after in zip(units, again, strict=True):
+        assert after.text == shout(before.text)
+        assert tags(after.text) == tags(before.text)
+        if fmt != "html":  # html codes carry translated attributes (title=, alt=)
+            assert after.codes == before.codes
+    assert out != content
+    STRUCTURE[fmt](content, out)
+
+
+def _text_structure(content: bytes, out: bytes) -> None:
+    # every byte of whitespace and line ending is where it was
+    assert re.sub(rb"[^\s]+", b"", out) == re.sub(rb"[^\s]+", b"", content)
+    assert out.startswith(b"\xef\xbb\xbf") == content.startswith(b"\xef\xbb\xbf")
+
+
+def _markdown_structure(content: bytes, out: bytes) -> None:
+    before, after = md_tokens(content), md_tokens(out)
+    assert [t.type for t in after] == [t.type for t in before]
+    for a, b in zip(before, after, strict=True):
+        if a.type in ("fence", "code_block", "html_block"):
+            assert b.content == a.content
+        if a.type == "inline":
+            assert _inline_shape(b) == _inline_shape(a)  # same links, images, emphasis, html
+            codes_a = [k.content for k in a.children or [] if k.type == "code_inline"]
+            assert [k.content for k in b.children or [] if k.type == "code_inline"] == codes_a
+    if content.lstrip(b"\xef\xbb\xbf").startswith(b"---"):  # front matter untouched
+        end = content.index(b"---", 4) + 3
+        assert out[:end] == content[:end]
+
+
+def _inline_shape(tok: Any) -> list[Any]:
+    return [
+        (
+            k.type,
+            k.attrs.get("href"),
+            k.attrs.get("src"),
+            k.content if k.type == "html_inline" else "",
+        )
+        for k in tok.children or []
+        if k.type not in ("text", "text_special")
+    ]
+
+
+TRANSLATED_ATTRS = {"alt", "title", "placeholder", "aria-label", "label", "content", "value"}
+
+
+def _html_structure(content: bytes, out: bytes) -> None:
+    before, after = html_root(content), html_root(out)
+    els_a, els_b = list(before.iter()), list(after.iter())
+    assert [str(e.tag) for e in els_b] == [str(e.tag) for e in els_a]
+    for a, b in zip(els_a, els_b, strict=True):
+        if not isinstance(a.tag, str):
+            continue
+        assert set(b.attrib) == set(a.attrib)
+        for name, value in a.attrib.items():
+            if name in TRANSLATED_ATTRS and value.strip() and any(c.isalpha() for c in value):
+                assert b.attrib[name] in (value, value.upper()), name
+            else:
+                assert b.attrib[name] == value, name
+        frozen = a.tag in ("script", "style", "code", "pre", "template", "textarea") or (
+            a.get("translate") == "no" or "notranslate" in (a.get("class") or "").split()
+        )
+        if frozen:  # the content; a textarea's placeholder is still translated
+            assert [b.text, *map(etree.tostring, b)] == [a.text, *map(etree.tostring, a)]
+
+
+def _json_structure(content: bytes, out: bytes) -> None:
+    before, after = json.loads(content.decode("utf-8-sig")), json.loads(out.decode("utf-8-sig"))
+    assert json_shape(after) == json_shape(before)
+    escaped = b"\\u00" in content and not re.search(
+        rb"[\x80-\xff]", content.lstrip(b"\xef\xbb\xbf")
+    )
+    if escaped:  # the file's style: non-ASCII text stays \u-escaped
+        assert not re.search(rb"[\x80-\xff]", out)
+
+
+def _srt_structure(content: bytes, out: bytes) -> None:
+    before = list(srt_lib.parse(content.decode("utf-8-sig")))
+    after = list(srt_lib.parse(out.decode("utf-8-sig")))
+    assert [(s.index, s.start, s.end, s.proprietary) for s in after] == [
+        (s.index, s.start, s.end, s.proprietary) for s in before
+    ]
+    strip = re.compile(r"<[^>]+>|\{\\[^}]*\}")
+    for a, b in zip(before, after, strict=True):
+        assert strip.sub("", b.content) == strip.sub("", a.content).upper()
+        assert strip.findall(b.content) == strip.findall(a.content)
+
+
+STRUCTURE: dict[str, Callable[[bytes, bytes], None]] = {
+    "text": _text_structure,
+    "markdown": _markdown_structure,
+    "html": _html_structure,
+    "json": _json_structure,
+    "srt": _srt_structure,
+}
+
+
+@pytest.mark.parametrize(("fmt", "path"), CORPUS)
+def test_hostile_engine_cannot_lose_markup_or_inject_it(fmt: str, path: Path) -> None:
+    content = path.read_bytes()
+    f = for_name(fmt)
+    units = f.extract(content)
+    out = f.render(content, [hostile(u) for u in units])
+    again = f.extract(out)  # still a document of its format
+    assert len(again) >= len(units)
+    text_out, text_in = out.decode("utf-8"), content.decode("utf-8")
+    for u in units:  # no code is lost (html: tags with translated attributes are checked below)
+        for code in u.codes.values():
+            if fmt == "html" and code.start.startswith("<") and "=" in code.start:
+                continue
+            if not code.start.strip():  # a line break the engine moved to a cue's end is trimmed
+                continue
+            assert text_out.count(code.start) >= text_in.count(code.start), code
+            if code.end:
+                assert text_out.count(code.end) >= text_in.count(code.end), code
+    if fmt == "html":  # every element is still there (a dropped tag's element moves to the end)
+        before, after = html_root(content), html_root(out)
+        assert len(after.findall(".//script")) == len(before.findall(".//script"))
+        assert Counter(e.tag for e in after.iter() if isinstance(e.tag, str)) == Counter(
+            e.tag for e in before.iter() if isinstance(e.tag, str)
+        )
+        assert "<script>alert" in after.text_content()
+    if fmt == "markdown":
+        assert md_html(out).count("<script") == md_html(content).count("<script")
+        assert "&lt;script&gt;alert" in md_html(out)
+    if fmt == "json":
+        assert json_shape(json.loads(out.decode("utf-8-sig"))) == json_shape(
+            json.loads(content.decode("utf-8-sig"))
+        )
+    if fmt == "srt":
+        after_subs = list(srt_lib.parse(out.decode("utf-8-sig")))
+        before_subs = list(srt_lib.parse(content.decode("utf-8-sig")))
+        assert [(s.start, s.end) for s in after_subs] == [(s.start, s.end) for s in before_subs]
+
+
+# --- invalid input ------------------------------------------------------------------------------
+
+INVALID = [
+    *[(fmt, b"caf\xe9 au lait", "not valid UTF-8: byte 0xe9 at offset 3") for fmt in FORMATS],
+    *[(fmt, b"\xff\xfeh\x00i\x00", "UTF-16") for fmt in FORMATS],
+    *[(fmt, b"binary\x00\x01\x02", "NUL") for fmt in FORMATS],
+    ("json", b'{"a": }', "invalid JSON"),
+    ("json", b'{"a": NaN}', "NaN"),
+    ("json", b'["a", "b"', "invalid JSON"),
+    ("json", b'{"a": "x"} {"b": 1}', "invalid JSON"),
+    ("json", b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+    ("srt", b"hello world, not subtitles", "not a valid SRT"),
+    ("srt", b"1\n00:00:01,000 -> 00:00:02,000\nA broken arrow\n", "not a valid SRT"),
+]
+
+
+@pytest.mark.parametrize(("fmt", "content", "message"), INVALID)
+def test_invalid_input_is_a_document_error(fmt: str, content: bytes, message: str) -> None:
+    f = for_name(fmt)
+    for call in (lambda: f.extract(content), lambda: f.render(content, [])):
+        with pytest.raises(DocumentError) as exc:
+            call()
+        assert message in exc.value.message
+        assert isinstance(exc.value, InvalidInput)
+        assert exc.value.as_dict()["type"] == "invalid_document"
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+def test_render_says_so_when_the_translation_count_is_wrong(fmt: str) -> None:
+    path = sorted((FIXTURES / FORMATS[fmt]).iterdir())[0]
+    content = path.read_bytes()
+    units = for_name(fmt).extract(content)
+    with pytest.raises(ValueError, match=f"got {len(units) + 1} translations for {len(units)}"):
+        for_name(fmt).render(content, [u.text for u in units] + ["extra"])
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+def test_empty_documents_have_no_units(fmt: str) -> None:
+    f = for_name(fmt)
+    content = b"{}" if fmt == "json" else b""
+    assert f.extract(content) == []
+    assert f.render(content, []) == content
+
+
+# --- format specifics ---------------------------------------------------------------------------
+
+
+def test_text_keeps_crlf_and_maps_added_line_breaks_to_the_files_breaks() -> None:
+    f = for_name("text")
+    content = b"\xef\xbb\xbfFirst line\r\n  second line\r\n\r\nNext"
+    units = f.extract(content)
+    assert [u.text for u in units] == ["First line\nsecond line", "Next"]
+    out = f.render(content, ["Primera línea\nsegunda\ntercera", "Siguiente"])
+    assert out == "\ufeffPrimera línea\r\n  segunda\r\n  tercera\r\n\r\nSiguiente".encode()
+
+
+def test_text_protects_literal_tags() -> None:
+    f = for_name("text")
+    (unit,) = f.extract(b"Type <x1/> or </g2> here")
+    assert unit.text == "Type <x1/> or <x2/> here"
+    assert f.render(b"Type <x1/> or </g2> here", ["Escribe <x2/> o <x1/>"]) == (
+        b"Escribe </g2> o <x1/>"
+    )
+
+
+def test_markdown_code_and_front_matter_are_never_units() -> None:
+    content = (FIXTURES / "markdown" / "returns-help-article.md").read_bytes()
+    texts = " ".join(u.text for u in for_name("markdown").extract(content))
+    for frozen in ("slug", "curl", "indented code", "A-1001", "[help]:"):
+        assert frozen not in texts
+
+
+def test_markdown_translation_cannot_create_blocks_or_html() -> None:
+    f = for_name("markdown")
+    content = b"> A quoted\n> paragraph.\n\n| a | b |\n|---|---|\n| cell | x |\n"
+    units = f.extract(content)
+    assert [u.text for u in units] == ["A quoted\nparagraph.", "a", "b", "cell", "x"]
+    out = f.render(
+        content,
+        ["# Not a heading\n- not a list\n1. nor this\n---", "a", "b", "x | y <b>z</b>", "x"],
+    )
+    assert [t.type for t in md_tokens(out)] == [t.type for t in md_tokens(content)]
+    assert b"> \\# Not a heading\n> \\- not a list\n> 1\\. nor this\n> \\---" in out
+    assert b"| x \\| y &lt;b>z&lt;/b> | x |" in out
+
+
+def test_markdown_link_is_a_paired_code_with_its_url_in_the_end_markup() -> None:
+    (unit,) = for_name("markdown").extract(b'See [the docs](https://x.example/a "T") now.')
+    assert unit.text == "See <g1>the docs</g1> now."
+    assert unit.codes[1].start == "["
+    assert unit.codes[1].end == '](https://x.example/a "T")'
+
+
+def test_html_translation_is_escaped_and_attributes_are_units() -> None:
+    f = for_name("html")
+    content = b'<p title="Tip">Save <b>10%</b> today</p><img src="a.png" alt="A red shoe">'
+    units = f.extract(content)
+    assert [u.text for u in units] == ["Tip", "Save <g1>10%</g1> today", "A red shoe"]
+    out = f.render(
+        content, ['Consejo "1"', "Ahorra <g1>10 %</g1> hoy <script>x()</script> & más", "Zapato"]
+    )
+    root = html_root(out)
+    assert root.find(".//script") is None
+    assert root.find(".//p").text_content() == "Ahorra 10 % hoy <script>x()</script> & más"
+    assert root.find(".//p").get("title") == 'Consejo "1"'
+    assert root.find(".//img").get("alt") == "Zapato"
+    assert out.startswith(b'<p title="Consejo &quot;1&quot;">Ahorra <b>10 %</b> hoy &lt;script')
+
+
+def test_html_never_translates_scripts_code_or_notranslate() -> None:
+    content = (FIXTURES / "html" / "product-page.html").read_bytes()
+    texts = " ".join(u.text for u in for_name("html").extract(content))
+    for frozen in ("dataLayer", "color: #c00", "TRAIL10", "TrailCo", "129.00", "onerror"):
+        assert frozen not in texts
+
+
+def test_json_skips_metadata_keys_and_keeps_non_strings() -> None:
+    content = b'{"@@locale": "en", "a": "Hi", "@a": {"description": "Greeting"}, "n": [1, true]}'
+    f = for_name("json")
+    assert [(u.path, u.text) for u in f.extract(content)] == [("/a", "Hi")]
+    assert f.render(content, ["Hola"]) == content.replace(b'"Hi"', b'"Hola"')
+
+
+def test_json_icu_plural_cases_are_translatable_and_a_broken_one_keeps_the_source() -> None:
+    content = b'{"n": "{count, plural, one {# item} other {# items}}"}'
+    f = for_name("json")
+    (unit,) = f.extract(content)
+    assert unit.text == "<g1><x2/> item</g1><g3><x4/> items</g3>"
+    out = f.render(content, ["<g1><x2/> art\u00edculo</g1><g3><x4/> art\u00edculos</g3>"])
+    assert json.loads(out)["n"] == "{count, plural, one {# art\u00edculo} other {# art\u00edculos}}"
+    broken = f.render(content, ["<g3><x4/> art\u00edculos</g3><g1><x2/> art\u00edculo</g1>"])
+    assert broken == content
+
+
+def test_json_keeps_the_files_escaping_style() -> None:
+    f = for_name("json")
+    escaped = b'{"a": "caf\\u00e9"}'
+    assert f.render(escaped, ["th\u00e9 \U0001f375"]) == b'{"a": "th\\u00e9 \\ud83c\\udf75"}'
+    raw = '{"a": "café"}'.encode()
+    assert f.render(raw, ["thé"]) == '{"a": "thé"}'.encode()
+
+
+def test_srt_line_breaks_are_codes_and_added_breaks_cannot_split_a_cue() -> None:
+    f = for_name("srt")
+    content = (
+        b"1\n00:00:01,000 --> 00:00:02,000\nTwo <i>lines</i>\nof text\n\n"
+        b"2\n00:00:03,000 --> 00:00:04,000\nNext\n"
+    )
+    units = f.extract(content)
+    assert units[0].text == "Two <g1>lines</g1><x2/>of text"
+    out = f.render(content, ["Dos <g1>l\u00edneas</g1><x2/>de texto\n\n3\n00:00:09,000", "Sig"])
+    subs = list(srt_lib.parse(out.decode()))
+    assert [s.content for s in subs] == ["Dos <i>l\u00edneas</i>\nde texto 3 00:00:09,000", "Sig"]

@@ -49,16 +49,19 @@ def decode(doc: DocumentIn, fmt: DocumentFormat) -> bytes:
     return doc.content.encode("utf-8")
 
 
-def plain_text(p: Plan) -> str:
-    """The document's translatable text, tags removed (for language detection)."""
-    return " ".join(TAG.sub(" ", s) for s in p.segments)
+#: A segment's own detection counts (mixed content) from this many letters and this confidence
+#: (lingua's relative confidence among ~35 candidates; a clear sentence scores well above it).
+SEGMENT_MIN_LETTERS = 20
+SEGMENT_MIN_CONFIDENCE = 0.5
 
 
 def detect_source(sample: str) -> str:
-    """The language of ``sample`` (source_lang "auto"); 422 when it cannot be told."""
+    """The language of ``sample`` (source_lang "auto"); 422 when it cannot be told. Short
+    samples use lingua's full models (better on a few words; +465 MiB once per process), long
+    ones its light trigram models."""
     from core import langdetect
 
-    found = langdetect.detect(sample)
+    found = langdetect.detect(sample, accuracy="high" if len(sample) < 200 else "low")
     if found is None:
         raise InvalidInput(
             "could not detect the source language (too little text, or a language the "
@@ -67,15 +70,53 @@ def detect_source(sample: str) -> str:
     return found[0]
 
 
-def prepare(req: JobCreate) -> tuple[JobCreate, PreparedDocument | None, str | None]:
+def detect_languages(segments: list[str]) -> tuple[str, list[str | None]]:
+    """For ``source_lang: auto``: the job's language and each segment's own where it is clear
+    and differs (mixed content; None elsewhere).
+
+    Each segment is detected on its own; the job's language is the one with the most letters
+    among the clear detections (a job mixing languages is not judged by a blend of them), or
+    the whole text's when no segment is clear. 422 when nothing can be told."""
+    from core import langdetect
+
+    plain = [TAG.sub(" ", s) for s in segments]
+    total = sum(len(t) for t in plain)
+    # lingua's full models are better on a few words (+465 MiB once per process); long
+    # documents use its light trigram models
+    found = langdetect.detect_many(plain, accuracy="high" if total < 5000 else "low")
+    clear: list[str | None] = []
+    letters: dict[str, int] = {}
+    for text, hit in zip(plain, found, strict=True):
+        n = sum(ch.isalpha() for ch in text)
+        if hit is not None and hit[1] >= SEGMENT_MIN_CONFIDENCE and n >= SEGMENT_MIN_LETTERS:
+            clear.append(hit[0])
+            letters[hit[0]] = letters.get(hit[0], 0) + n
+        else:
+            clear.append(None)
+    job = max(letters, key=lambda k: letters[k]) if letters else detect_source(" ".join(plain))
+    return job, clear
+
+
+def others(langs: list[str | None], source: str) -> list[str | None]:
+    """Per segment: its language where it differs from ``source``, else None."""
+    return [lang if lang != source else None for lang in langs]
+
+
+Prepared = tuple[JobCreate, "PreparedDocument | None", str | None, list[str | None] | None]
+
+
+def prepare(req: JobCreate) -> Prepared:
     """Turn a request into a texts request: (request, the document or None, the detected
-    source language or None)."""
+    source language or None, the languages detected per segment or None). With
+    ``source_lang: auto`` the job's language is detected on all its text, then each segment's
+    own (mixed content)."""
     detected: str | None = None
     if req.document is None:
-        if req.source_lang.lower() == AUTO:
-            detected = detect_source(" ".join(req.texts or ()))
-            req = req.model_copy(update={"source_lang": detected})
-        return req, None, detected
+        if req.source_lang.lower() != AUTO:
+            return req, None, None, None
+        detected, clear = detect_languages(req.texts or [])
+        req = req.model_copy(update={"source_lang": detected})
+        return req, None, detected, others(clear, detected)
     fmt = documents.for_name(req.document.format)
     content = decode(req.document, fmt)
     try:
@@ -85,10 +126,13 @@ def prepare(req: JobCreate) -> tuple[JobCreate, PreparedDocument | None, str | N
     except Exception as exc:
         raise DocumentError(f"cannot read the {fmt.name} document: {exc}") from exc
     source = req.source_lang
+    langs: list[str | None] | None = None
     if source.lower() == AUTO:
         # detect on the sentences as the English rules cut them; then cut with the right ones
-        detected = source = detect_source(plain_text(plan(units, "en")))
+        detected = source = detect_languages(plan(units, "en").segments)[0]
     p = plan(units, source)
+    if detected:
+        langs = others(detect_languages(p.segments)[1], source)
     fields: dict[str, Any] = {
         "texts": p.segments,
         "source_lang": source,
@@ -106,7 +150,7 @@ def prepare(req: JobCreate) -> tuple[JobCreate, PreparedDocument | None, str | N
             raise InvalidInput(f"document segment refused: {msg}") from exc
     else:  # nothing to translate: the job succeeds at once with the file as it is
         texts_req = JobCreate.model_construct(**fields)
-    return texts_req, PreparedDocument(fmt, content, req.document.filename, p), detected
+    return texts_req, PreparedDocument(fmt, content, req.document.filename, p), detected, langs
 
 
 def render(job: JobRecord, content: bytes, outcomes: list[SegmentOutcome | None]) -> DocumentOut:

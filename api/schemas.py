@@ -198,6 +198,11 @@ class JobResultPublic(BaseModel):
     document: DocumentOut | None = Field(
         None, description="A document job's translated file, in its own format."
     )
+    detected_langs: list[str | None] | None = Field(
+        None,
+        description="With source_lang 'auto': the language detected for each segment (null: "
+        "too short to tell; it was translated from the job's detected language).",
+    )
 
 
 class TranslatePublic(BaseModel):

@@ -130,11 +130,15 @@ class JobService:
         *,
         document: PreparedDocument | None = None,
         detected: str | None = None,
+        segment_langs: list[str | None] | None = None,
     ) -> Submitted:
         """``owner``: the API key id making the job ('' without auth); an Idempotency-Key is
         scoped to it, so two keys using the same Idempotency-Key get different jobs.
         ``document``: the file a document job's texts come from (api.documents), kept with the
-        job; ``detected``: the source language detected for ``source_lang: auto``."""
+        job; ``detected``: the source language detected for ``source_lang: auto``;
+        ``segment_langs``: the language detected for each text (mixed content): a text in
+        the target language is kept as it is, one in another language the fleet serves is
+        translated from that language."""
         source, target, lane = self._validate(req)
         texts = required_texts(req)
         try:
@@ -157,14 +161,38 @@ class JobService:
             except redis.RedisError as exc:
                 raise Unavailable(f"job store unavailable: {exc}") from exc
         gv = glossary.version if glossary else None
-        hits = self.cache.get_many(pair.fingerprint, source, target, texts, glossary=gv)
-        cached = {
-            i: SegmentOutcome(translation=rewrap(t, hits[t]), cached=True)
-            for i, t in enumerate(texts)
-            if t in hits
-        }
-        chunks = plan_chunks(texts, set(cached), self.settings.chunk_size)
-        if chunks:
+        groups = self._source_groups(texts, source, target, segment_langs)
+        cached: dict[int, SegmentOutcome] = {}
+        chunk_plan: list[tuple[str, list[ChunkSegment]]] = []
+        for src, indices in groups.items():
+            members = set(indices)
+            if src == target:  # detected as already in the target language: kept as it is
+                for i in indices:
+                    cached[i] = SegmentOutcome(
+                        translation=texts[i],
+                        warnings=[
+                            {
+                                "type": "already_in_target_language",
+                                "message": f"detected as {target}; kept untranslated",
+                            }
+                        ],
+                    )
+                continue
+            src_pair = pair if src == source else self._pair(src, target)
+            assert src_pair is not None  # _source_groups keeps served pairs only
+            src_gv = gv if src == source else None  # a glossary is for the job's pair
+            group_texts = [texts[i] for i in indices]
+            hits = self.cache.get_many(
+                src_pair.fingerprint, src, target, group_texts, glossary=src_gv
+            )
+            for i in indices:
+                if texts[i] in hits:
+                    cached[i] = SegmentOutcome(
+                        translation=rewrap(texts[i], hits[texts[i]]), cached=True
+                    )
+            skip = {i for i in range(len(texts)) if i not in members} | set(cached)
+            chunk_plan += [(src, c) for c in plan_chunks(texts, skip, self.settings.chunk_size)]
+        if chunk_plan:
             self._admit(lane)
         job_id = new_job_id()
         now = time.time()
@@ -173,15 +201,16 @@ class JobService:
                 job_id=job_id,
                 chunk=n,
                 lane=lane,
-                source=source,
+                source=src,
                 target=target,
                 segments=segs,
                 enqueued_at=now,
-                glossary_id=glossary.id if glossary else None,
-                glossary_version=gv,
+                glossary_id=glossary.id if glossary and src == source else None,
+                glossary_version=gv if src == source else None,
             )
-            for n, segs in enumerate(chunks)
+            for n, (src, segs) in enumerate(chunk_plan)
         ]
+        chunks = [segs for _, segs in chunk_plan]
         idem = None
         if idempotency_key:
             body = req.model_dump(mode="json")
@@ -205,7 +234,7 @@ class JobService:
                 chunks=len(chunks),
                 cached=cached,
                 idempotency=idem,
-                extra=self._extra(owner, document, detected),
+                extra=self._extra(owner, document, detected, segment_langs),
                 now=now,
                 ledger={m.chunk: m.model_dump_json() for m in messages},
             )
@@ -241,14 +270,36 @@ class JobService:
             document_format=document.fmt.name if document is not None else None,
             document_name=document.filename if document is not None else None,
             detected_source_lang=detected,
+            segment_langs=segment_langs,
         )
         return Submitted(job, created=True, cached=cached)
 
+    def _source_groups(
+        self,
+        texts: list[str],
+        source: str,
+        target: str,
+        segment_langs: list[str | None] | None,
+    ) -> dict[str, list[int]]:
+        """Indices of ``texts`` by the language they are translated from."""
+        groups: dict[str, list[int]] = {}
+        for i in range(len(texts)):
+            lang = segment_langs[i] if segment_langs else None
+            if lang and lang != source and lang != target and self._pair(lang, target) is None:
+                lang = None  # nobody serves it: translate from the job's language
+            groups.setdefault(lang or source, []).append(i)
+        return groups
+
     @staticmethod
     def _extra(
-        owner: str, document: PreparedDocument | None, detected: str | None
+        owner: str,
+        document: PreparedDocument | None,
+        detected: str | None,
+        segment_langs: list[str | None] | None = None,
     ) -> dict[str, str] | None:
         extra = {"owner": owner} if owner else {}
+        if segment_langs is not None:
+            extra["segment_langs"] = json.dumps(segment_langs)
         if document is not None:
             extra["document_format"] = document.fmt.name
             if document.filename:

@@ -105,4 +105,5 @@ class JobRecord(BaseModel):
     document_format: str | None = None  # a document job: its texts are the document's segments
     document_name: str | None = None
     detected_source_lang: str | None = None  # source_lang was "auto"
+    segment_langs: list[str | None] | None = None  # per text, when detected (mixed content)
     owner: str = ""  # id of the API key that made it ('' when the API ran with MT_AUTH=off)

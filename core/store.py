@@ -400,4 +400,5 @@ def parse_job(raw: dict[str, str]) -> JobRecord:
         document_format=raw.get("document_format") or None,
         document_name=raw.get("document_name") or None,
         detected_source_lang=raw.get("detected_source_lang") or None,
+        segment_langs=json.loads(raw["segment_langs"]) if raw.get("segment_langs") else None,
     )

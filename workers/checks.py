@@ -47,6 +47,8 @@ from prometheus_client import Counter
 
 from core import languages
 from core.documents.base import TAG, tag_counts
+from core.documents.pipeline import next_code
+from core.documents.pipeline import protect as protect_spans
 from core.glossary import PLACEHOLDER, Matcher, Placed, Protected
 from core.models import SegmentOutcome
 
@@ -288,6 +290,18 @@ def _better(first: SegmentOutcome, second: SegmentOutcome) -> SegmentOutcome:
     return pick
 
 
+def prepare(text: str, matcher: Matcher | None) -> Protected:
+    """What the engine gets for ``text``: URLs, e-mail addresses, placeholders (``{name}``,
+    ``%s``...), numbers with units and SKU codes as standalone tags (the same protection
+    document segments get in the API, :func:`core.documents.pipeline.protect`), then the
+    glossary's terms; ``restore`` puts all of them back."""
+    spanned, span_codes = protect_spans(text, next_code(text))
+    prep = matcher.protect(spanned) if matcher else Protected(spanned)
+    if span_codes:
+        prep.codes = {**span_codes, **prep.codes}
+    return prep
+
+
 def translate_checked(
     submit: Callable[[list[str]], list[SegmentOutcome]],
     texts: Sequence[str],
@@ -297,7 +311,7 @@ def translate_checked(
     """Translate ``texts`` (normalized segments) through ``submit`` (the scheduler), applying the
     glossary and every check; a segment failing a hard check is submitted once more. Returns
     the outcomes, in order, and how many segments were retried."""
-    preps = [matcher.protect(t) if matcher else Protected(t) for t in texts]
+    preps = [prepare(t, matcher) for t in texts]
     outs = [
         finish(t, p, o, cfg)
         for t, p, o in zip(texts, preps, submit([p.text for p in preps]), strict=True)

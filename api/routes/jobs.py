@@ -62,6 +62,7 @@ def submit_for(
     *,
     document: PreparedDocument | None = None,
     detected: str | None = None,
+    segment_langs: list[str | None] | None = None,
 ) -> Submitted:
     """Submit as ``caller``: its characters are charged first (atomically, 429 when over
     the daily quota) and given back when the request is refused (422, 409, 503) or an
@@ -80,7 +81,12 @@ def submit_for(
                 raise
     try:
         submitted = services.jobs.submit(
-            req, idempotency_key, owner=caller.owner, document=document, detected=detected
+            req,
+            idempotency_key,
+            owner=caller.owner,
+            document=document,
+            detected=detected,
+            segment_langs=segment_langs,
         )
     except BaseException:
         if charge is not None:
@@ -147,9 +153,15 @@ def create_job(
     it is scoped to the API key. The texts' characters count against the key's daily quota
     (429 when over it).
     """
-    req, document, detected = documents.prepare(body)
+    req, document, detected, langs = documents.prepare(body)
     submitted = submit_for(
-        services, caller, req, idempotency_key, document=document, detected=detected
+        services,
+        caller,
+        req,
+        idempotency_key,
+        document=document,
+        detected=detected,
+        segment_langs=langs,
     )
     job = submitted.job
     response.headers["Location"] = f"/v1/jobs/{job.id}"
@@ -192,6 +204,7 @@ def get_result(
             status=job.status.value,
         )
     result = job_result(services, job)
+    result.detected_langs = job.segment_langs
     if job.document_format is not None:
         result.document = document_of(services, job, partial)
     return result

@@ -43,8 +43,10 @@ def translate(
         lane=Lane.interactive,
         glossary_id=body.glossary_id,
     )
-    job_req, _, detected = documents.prepare(job_req)  # source_lang "auto"
-    submitted = submit_for(services, caller, job_req, idempotency_key, detected=detected)
+    job_req, _, detected, langs = documents.prepare(job_req)  # source_lang "auto"
+    submitted = submit_for(
+        services, caller, job_req, idempotency_key, detected=detected, segment_langs=langs
+    )
     job = submitted.job
     timeout = body.timeout or services.settings.translate_timeout_s
     if not job.status.final:

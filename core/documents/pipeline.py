@@ -87,6 +87,11 @@ def protect(text: str, first: int) -> tuple[str, dict[int, Code]]:
     return "".join(out), codes
 
 
+def next_code(text: str) -> int:
+    """The first tag number free in ``text``."""
+    return max((int(m.group(3)) for m in TAG.finditer(text)), default=0) + 1
+
+
 def _split_keep_tags(text: str) -> list[str]:
     parts: list[str] = []
     pos = 0

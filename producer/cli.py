@@ -253,7 +253,7 @@ def submit(
                         continue
                     job = mt.submit(
                         doc.segments,
-                        source="en" if source == "auto" else source,
+                        source=source,
                         target=target,
                         lane=lane,
                         glossary_id=glossary,

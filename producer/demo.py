@@ -3,7 +3,8 @@
 Uses the Redis at ``MT_REDIS_URL`` if it answers (else a private ``redis-server``), starts the
 API, one Apertium worker and Flower, makes an API key, then: e-commerce strings on the
 interactive lane (``/v1/translate``), the same strings again (answered from the phrase cache),
-and a few hundred catalogue lines as one bulk job. Everything it started (the key too) is
+a few hundred catalogue lines as one bulk job, and an HTML product page as a document job
+(language detected, brand names protected by a glossary). Everything it started (the key too) is
 stopped or deleted unless ``--keep-running``.
 """
 
@@ -31,6 +32,13 @@ ECOMMERCE = [
     "Proceed to checkout",
     "The package contains two cotton shirts and a wool sweater.",
 ]
+
+PRODUCT_PAGE = """<h1>Red running shoes</h1>
+<p>The <b>red shoes</b> are very light. Order before <a href="https://shop.example.com/r7">the
+weekend</a> and get free shipping on orders over $50.</p>
+<p>Works with your iphone and your PlayStation. Code SKU-12345, weight 250 g.</p>
+<img src="shoe.png" alt="A red shoe on the table">
+"""
 
 _ADJ = ["red", "blue", "light", "warm", "small", "large", "green", "black", "new", "old"]
 _NOUN = ["shirt", "table", "lamp", "chair", "bag", "coat", "watch", "book", "garden", "window"]
@@ -110,6 +118,26 @@ def run_demo(*, keep_running: bool, bulk_lines: int) -> int:
                 f"{t_bulk:.2f}s ({len(lines) / t_bulk:.0f} segments/s end to end; "
                 f"{done.cached} answered from the phrase cache at submission)"
             )
+            # a document: the same file back, translated, markup and brand names intact
+            brands = mt.create_glossary(
+                "demo brands", source="en", target="es", protected=["iPhone", "PlayStation"]
+            )
+            t0 = time.perf_counter()
+            doc_job = mt.submit_document(
+                PRODUCT_PAGE, format="html", target="es", glossary_id=brands.id
+            )
+            mt.wait(doc_job.id, timeout=120)
+            page = mt.document(doc_job.id).decode()
+            t_doc = time.perf_counter() - t0
+            mt.delete_glossary(brands.id)
+            console.print(
+                f"\n[bold]document job[/bold] (html, source language detected: "
+                f"{doc_job.detected_source_lang}; glossary protects iPhone, PlayStation; "
+                f"{t_doc:.2f}s)"
+            )
+            console.print(PRODUCT_PAGE.strip(), markup=False, highlight=False)
+            console.print("[bold]->[/bold]")
+            console.print(page.strip(), markup=False, highlight=False)
         console.print(f"\nFlower (workers, every chunk as a task): {flower_url}")
         if keep_running:
             console.print("[bold]--keep-running:[/bold] the fleet stays up; press Ctrl-C to stop.")

@@ -92,7 +92,9 @@ async def utf8_json(request: Request) -> None:
     FastAPI parses bodies with ``json.loads``, which would accept them silently; a body that is
     not valid UTF-8 at all is already a 400 from that parsing. Only the first bytes are read.
     """
-    if request.method in ("POST", "PUT", "PATCH"):
+    ctype = request.headers.get("content-type", "")
+    if request.method in ("POST", "PUT", "PATCH") and not ctype.startswith("multipart/"):
+        # (a multipart upload is parsed by its route; its file may be any bytes)
         body = await request.body()
         encoding = json.detect_encoding(body) if body else "utf-8"
         if encoding not in ("utf-8", "utf-8-sig"):
@@ -167,6 +169,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     errors.install(app)
     app.include_router(jobs.router)
+    app.include_router(jobs.uploads)
     app.include_router(translate.router)
     app.include_router(glossaries.router)
     app.include_router(meta.router)

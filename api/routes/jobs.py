@@ -9,13 +9,15 @@ from __future__ import annotations
 import base64
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query, Response
+from fastapi import APIRouter, File, Form, Header, Query, Response, UploadFile
+from pydantic import ValidationError
 
 from api import documents
 from api.auth import Caller, CallerDep
 from api.deps import Services, ServicesDep
 from api.documents import PreparedDocument
 from api.schemas import (
+    DocumentIn,
     DocumentOut,
     ErrorPublic,
     JobCreate,
@@ -26,8 +28,8 @@ from api.schemas import (
 )
 from api.service import Submitted
 from core import documents as core_documents
-from core.errors import JobNotFinished, JobNotFound, QuotaExceeded
-from core.models import JobRecord, JobStatus, SegmentOutcome
+from core.errors import InvalidInput, JobNotFinished, JobNotFound, QuotaExceeded
+from core.models import JobRecord, JobStatus, Lane, SegmentOutcome
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
@@ -153,6 +155,16 @@ def create_job(
     it is scoped to the API key. The texts' characters count against the key's daily quota
     (429 when over it).
     """
+    return _create(services, caller, response, body, idempotency_key)
+
+
+def _create(
+    services: Services,
+    caller: Caller,
+    response: Response,
+    body: JobCreate,
+    idempotency_key: str | None,
+) -> JobPublic:
     req, document, detected, langs = documents.prepare(body)
     submitted = submit_for(
         services,
@@ -273,3 +285,49 @@ def cancel_job(
         return public(job)
     services.store.cancel(job_id)
     return public(services.store.get(job_id))
+
+
+uploads = APIRouter(prefix="/v1", tags=["jobs"])
+
+
+@uploads.post(
+    "/documents",
+    status_code=202,
+    response_model=JobPublic,
+    responses={200: {"model": JobPublic}, **ERRORS},
+)
+def upload_document(
+    services: ServicesDep,
+    caller: CallerDep,
+    response: Response,
+    file: Annotated[UploadFile, File(description="The document (any supported format).")],
+    target_lang: Annotated[str, Form(min_length=2, max_length=16)],
+    source_lang: Annotated[str, Form(min_length=2, max_length=16)] = "auto",
+    format: Annotated[
+        str | None, Form(max_length=16, description="Default: from the file name's extension.")
+    ] = None,
+    glossary_id: Annotated[str | None, Form(max_length=64)] = None,
+    lane: Annotated[Lane | None, Form()] = None,
+    idempotency_key: Annotated[str | None, Header(max_length=256)] = None,
+) -> JobPublic:
+    """Submit a document as a multipart upload (``file`` plus form fields); the same job as
+    ``POST /v1/jobs`` with ``{"document": ...}``, for clients that send files as they are."""
+    name = file.filename or ""
+    fmt = format or core_documents.for_filename(name).name
+    try:
+        body = JobCreate(
+            document=DocumentIn(
+                format=fmt,
+                content=base64.b64encode(file.file.read()).decode(),
+                encoding="base64",
+                filename=name[:255] or None,
+            ),
+            source_lang=source_lang,
+            target_lang=target_lang,
+            glossary_id=glossary_id,
+            lane=lane,
+        )
+    except ValidationError as exc:
+        msg = "; ".join(str(e.get("msg", "")).removeprefix("Value error, ") for e in exc.errors())
+        raise InvalidInput(msg) from exc
+    return _create(services, caller, response, body, idempotency_key)

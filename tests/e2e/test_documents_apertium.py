@@ -274,3 +274,30 @@ def test_auto_detection_keeps_segments_already_in_the_target_language(
         result = client.get(f"/v1/jobs/{body['id']}/result").json()
         assert result["detected_langs"] == [None, "es", None]
         assert client.get(f"/v1/jobs/{body['id']}").json()["detected_source_lang"] == "en"
+
+
+def test_multipart_upload_of_a_docx(fleet: LocalFleet) -> None:
+    import docx
+
+    with httpx.Client(base_url=fleet.api_url, timeout=60) as client:
+        resp = client.post(
+            "/v1/documents",
+            files={"file": ("sheet.docx", make_docx())},
+            data={"target_lang": "es"},  # source_lang: auto
+        )
+        assert resp.status_code in (200, 202), resp.text
+        job = resp.json()
+        assert job["document_format"] == "docx" and job["detected_source_lang"] == "en"
+        assert client.get(f"/v1/jobs/{job['id']}", params={"wait": 30}).json()["status"] == (
+            "succeeded"
+        )
+        download = client.get(f"/v1/jobs/{job['id']}/document")
+        assert download.headers["content-type"].startswith(
+            "application/vnd.openxmlformats-officedocument"
+        )
+        assert "sheet.docx" in download.headers["content-disposition"]
+        assert "mesa" in docx.Document(io.BytesIO(download.content)).paragraphs[1].text
+        unknown = client.post(
+            "/v1/documents", files={"file": ("scan.pdf", b"%PDF-1.7")}, data={"target_lang": "es"}
+        )
+        assert unknown.status_code == 422 and ".docx" in unknown.json()["error"]["message"]

@@ -57,6 +57,7 @@ V1_CALLS = [
     ("GET", "/v1/jobs/abc", None),
     ("GET", "/v1/jobs/abc/result", None),
     ("GET", "/v1/jobs/abc/document", None),
+    ("POST", "/v1/documents", None),
     ("DELETE", "/v1/jobs/abc", None),
     ("POST", "/v1/translate", {**BODY, "timeout": 0.1}),
     ("GET", "/v1/languages", None),
@@ -121,7 +122,15 @@ def test_v1_refuses_missing_malformed_unknown_wrong_and_revoked_keys(
         assert resp.status_code == 401, (headers, resp.text)
         assert resp.headers["www-authenticate"].startswith("Bearer")
         assert resp.json()["error"]["type"] == "unauthorized"
-    ok = api.request(method, path, json=body, headers=auth(token))
+    if path == "/v1/documents":  # a multipart upload
+        ok = api.post(
+            path,
+            files={"file": ("page.md", b"# Red shoes\n\nThe red shoes are light.\n")},
+            data={"source_lang": "en", "target_lang": "es"},
+            headers=auth(token),
+        )
+    else:
+        ok = api.request(method, path, json=body, headers=auth(token))
     assert ok.status_code in {200, 201, 202, 404}, ok.text
     assert store.used_today([revoked_key.id]) == {revoked_key.id: 0}
 

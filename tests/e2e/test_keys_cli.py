@@ -14,9 +14,9 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from core.registry import Registry, WorkerInfo
 from producer.client import AsyncMTClient, MTClient, MTClientError
 from producer.localfleet import LocalFleet
+from tests.integration.registered import register_pair
 
 
 def mtfleet(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -31,17 +31,7 @@ def mtfleet(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 
 @pytest.fixture
 def api_url(redis_url: str, r: redis.Redis) -> Iterator[str]:
-    Registry(r).beat(
-        WorkerInfo(
-            name="w@test",
-            engine="apertium",
-            model="apertium",
-            fingerprint="fp",
-            pairs=[("en", "es")],
-            lanes=["interactive", "bulk"],
-        ),
-        ttl_s=300,
-    )
+    register_pair(r, ttl_s=300)
     # revokes must show at once in this test: no in-process cache of keys
     env = {"MT_REDIS_URL": redis_url, "MT_AUTH": "required", "MT_AUTH_CACHE_S": "0"}
     with LocalFleet(redis_url=redis_url, env=env) as fleet:

@@ -12,9 +12,9 @@ import redis
 from fastapi.testclient import TestClient
 
 from api.app import create_app
-from core.registry import Registry, WorkerInfo
 from core.settings import Settings
 from producer.localfleet import free_port
+from tests.integration.registered import register_pair
 
 BODY = {"texts": ["Red shoes"], "source_lang": "en", "target_lang": "es"}
 
@@ -22,17 +22,7 @@ BODY = {"texts": ["Red shoes"], "source_lang": "en", "target_lang": "es"}
 @pytest.fixture
 def api(redis_url: str, r: redis.Redis) -> Iterator[TestClient]:
     # A registered pair (as a worker's heartbeat leaves it), so requests get past routing.
-    Registry(r).beat(
-        WorkerInfo(
-            name="w@test",
-            engine="apertium",
-            model="apertium",
-            fingerprint="fp",
-            pairs=[("en", "es")],
-            lanes=["interactive", "bulk"],
-        ),
-        ttl_s=60,
-    )
+    register_pair(r, ttl_s=60)
     settings = Settings(
         redis_url=redis_url,
         max_request_bytes=64 * 1024,

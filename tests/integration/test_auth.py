@@ -19,6 +19,7 @@ from core.errors import QuotaExceeded
 from core.registry import Registry, WorkerInfo
 from core.settings import Settings
 from producer.localfleet import free_port
+from tests.integration.registered import register_pair
 
 BODY = {"texts": ["Red shoes"], "source_lang": "en", "target_lang": "es"}
 
@@ -35,17 +36,7 @@ def store(r: redis.Redis) -> KeyStore:
 @pytest.fixture
 def api(redis_url: str, r: redis.Redis) -> Iterator[TestClient]:
     # A registered pair (as a worker's heartbeat leaves it); no worker consumes the jobs.
-    Registry(r).beat(
-        WorkerInfo(
-            name="w@test",
-            engine="apertium",
-            model="apertium",
-            fingerprint="fp",
-            pairs=[("en", "es")],
-            lanes=["interactive", "bulk"],
-        ),
-        ttl_s=60,
-    )
+    register_pair(r, ttl_s=60)
     settings = Settings(redis_url=redis_url, auth="required", auth_cache_s=0, max_segment_chars=50)
     with TestClient(create_app(settings), raise_server_exceptions=False) as client:
         yield client

@@ -13,23 +13,13 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from core import keys
-from core.registry import Registry, WorkerInfo
 from core.settings import Settings
+from tests.integration.registered import register_pair
 
 
 @pytest.fixture
 def api(redis_url: str, r: redis.Redis) -> Iterator[TestClient]:
-    Registry(r).beat(
-        WorkerInfo(
-            name="w@test",
-            engine="apertium",
-            model="apertium",
-            fingerprint="fp",
-            pairs=[("en", "es")],
-            lanes=["interactive", "bulk"],
-        ),
-        ttl_s=60,
-    )
+    register_pair(r, ttl_s=60)
     settings = Settings(redis_url=redis_url, chunk_size=10, max_queue_bulk=5, auth="off")
     with TestClient(create_app(settings), raise_server_exceptions=False) as client:
         yield client

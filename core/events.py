@@ -8,6 +8,7 @@ Pub/sub is at-most-once, so a waiter always re-reads the job's status itself: af
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import threading
@@ -15,11 +16,24 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 
+import anyio.to_thread
 import redis
 
 from core import keys
 
 log = logging.getLogger(__name__)
+
+
+class _LoopEvent:
+    """Looks like a threading.Event to the listener thread; sets an asyncio.Event on its loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, event: asyncio.Event) -> None:
+        self.loop = loop
+        self.event = event
+
+    def set(self) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits any more
+            self.loop.call_soon_threadsafe(self.event.set)
 
 
 class CompletionWaiter:
@@ -59,6 +73,34 @@ class CompletionWaiter:
                 waiters = self._events.get(job_id, [])
                 if event in waiters:
                     waiters.remove(event)
+                if not waiters:
+                    self._events.pop(job_id, None)
+
+    async def wait_async(self, job_id: str, is_final: Callable[[], bool], timeout: float) -> bool:
+        """:meth:`wait` for the event loop: the request holds no thread while it waits (only
+        the short status reads run in the thread pool), so thousands of requests can wait at
+        once without starving the pool that runs the others."""
+        loop = asyncio.get_running_loop()
+        woken = asyncio.Event()
+        event = _LoopEvent(loop, woken)
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            self._events[job_id].append(event)  # type: ignore[arg-type]
+        try:
+            while True:
+                if await anyio.to_thread.run_sync(is_final):
+                    return True
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(woken.wait(), remaining)
+                woken.clear()
+        finally:
+            with self._lock:
+                waiters = self._events.get(job_id, [])
+                if event in waiters:
+                    waiters.remove(event)  # type: ignore[arg-type]
                 if not waiters:
                     self._events.pop(job_id, None)
 

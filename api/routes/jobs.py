@@ -10,6 +10,7 @@ import base64
 from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, Header, Query, Response, UploadFile
+from fastapi.concurrency import run_in_threadpool
 from pydantic import ValidationError
 
 from api import documents
@@ -183,19 +184,20 @@ def _create(
 
 
 @router.get("/{job_id}", response_model=JobPublic, responses=ERRORS)
-def get_job(
+async def get_job(
     job_id: str,
     services: ServicesDep,
     caller: CallerDep,
     wait: Annotated[float, Query(ge=0, le=60, description="Seconds to wait for a final state")] = 0,
 ) -> JobPublic:
-    """Status and progress. ``?wait=S`` blocks (no polling) until the job is final or S passes."""
-    job = visible_job(services, caller, job_id)
+    """Status and progress. ``?wait=S`` blocks (no polling) until the job is final or S passes;
+    a waiting request holds no thread."""
+    job = await run_in_threadpool(visible_job, services, caller, job_id)
     if wait and not job.status.final:
-        services.waiter.wait(
+        await services.waiter.wait_async(
             job_id, lambda: (s := services.store.status(job_id)) is None or s.final, wait
         )
-        job = services.store.get(job_id)
+        job = await run_in_threadpool(services.store.get, job_id)
     return public(job)
 
 

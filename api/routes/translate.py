@@ -6,6 +6,7 @@ import time
 from typing import Annotated
 
 from fastapi import APIRouter, Header
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
 from api import documents, metrics
@@ -13,6 +14,7 @@ from api.auth import CallerDep
 from api.deps import ServicesDep
 from api.routes.jobs import ERRORS, job_result, submit_for
 from api.schemas import JobCreate, JobPublic, TranslateCreate, TranslatePublic
+from api.service import Submitted
 from core.models import Lane
 
 router = APIRouter(prefix="/v1", tags=["translate"])
@@ -23,7 +25,7 @@ router = APIRouter(prefix="/v1", tags=["translate"])
     response_model=TranslatePublic,
     responses={202: {"model": JobPublic}, **ERRORS},
 )
-def translate(
+async def translate(
     body: TranslateCreate,
     services: ServicesDep,
     caller: CallerDep,
@@ -33,7 +35,8 @@ def translate(
 
     Cached phrases answer at once. Otherwise the request waits for the job without polling (a
     Redis pub/sub wake-up) up to ``timeout`` (default ``MT_TRANSLATE_TIMEOUT_S``); past it the
-    answer is 202 with the job, to be fetched from ``/v1/jobs/{id}/result``.
+    answer is 202 with the job, to be fetched from ``/v1/jobs/{id}/result``. A waiting request
+    holds no thread (the Redis calls run in the thread pool; the wait itself on the event loop).
     """
     t0 = time.monotonic()
     job_req = JobCreate(
@@ -43,17 +46,21 @@ def translate(
         lane=Lane.interactive,
         glossary_id=body.glossary_id,
     )
-    job_req, _, detected, langs = documents.prepare(job_req)  # source_lang "auto"
-    submitted = submit_for(
-        services, caller, job_req, idempotency_key, detected=detected, segment_langs=langs
-    )
+
+    def submit() -> Submitted:
+        req, _, detected, langs = documents.prepare(job_req)  # source_lang "auto"
+        return submit_for(
+            services, caller, req, idempotency_key, detected=detected, segment_langs=langs
+        )
+
+    submitted = await run_in_threadpool(submit)
     job = submitted.job
     timeout = body.timeout or services.settings.translate_timeout_s
     if not job.status.final:
-        services.waiter.wait(
+        await services.waiter.wait_async(
             job.id, lambda: (s := services.store.status(job.id)) is None or s.final, timeout
         )
-        job = services.store.get(job.id)
+        job = await run_in_threadpool(services.store.get, job.id)
     if not job.status.final:
         pending = JobPublic(**job.model_dump(include=set(JobPublic.model_fields)))
         return JSONResponse(  # type: ignore[return-value]
@@ -62,7 +69,11 @@ def translate(
             headers={"Location": f"/v1/jobs/{job.id}"},
         )
     metrics.JOB_LATENCY.labels("interactive").observe(time.monotonic() - t0)
-    result = job_result(services, job, submitted.cached if job.status.final else None)
+    known = submitted.cached
+    if known is not None and len(known) == job.progress.total:
+        result = job_result(services, job, known)  # no Redis read: answered at submission
+    else:
+        result = await run_in_threadpool(job_result, services, job, None)
     return TranslatePublic(
         id=job.id,
         status=job.status,

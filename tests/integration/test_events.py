@@ -42,3 +42,39 @@ def test_waiter_returns_at_once_for_finished_job_and_times_out_otherwise(r: redi
         assert time.monotonic() - t0 >= 0.3
     finally:
         waiter.stop()
+
+
+def test_async_waiters_hold_no_thread_while_they_wait(r: redis.Redis) -> None:
+    """200 requests waiting at once on the event loop: all wake when their jobs finish, and
+    the process does not grow a thread per waiter (as the thread-pool wait did)."""
+    import asyncio
+
+    store = JobStore(r, result_ttl_s=60)
+    waiter = CompletionWaiter(r)
+    waiter.start()
+    ids = [new_job_id() for _ in range(200)]
+    for job_id in ids:
+        make_job(store, 1, job_id=job_id)
+
+    async def main() -> tuple[list[bool], int]:
+        def final(job_id: str) -> bool:
+            status = store.status(job_id)
+            return status is None or status.final
+
+        tasks = [
+            asyncio.create_task(waiter.wait_async(j, lambda j=j: final(j), timeout=20)) for j in ids
+        ]
+        await asyncio.sleep(0.5)  # every waiter is registered and waiting
+        threads_while_waiting = threading.active_count()
+        for job_id in ids:
+            store.record(job_id, [(0, SegmentOutcome(translation="x"))])
+        return list(await asyncio.gather(*tasks)), threads_while_waiting
+
+    try:
+        before = threading.active_count()
+        done, threads = asyncio.run(main())
+        assert done == [True] * 200
+        assert threads - before < 50  # anyio's worker threads, not one per waiter
+        assert not waiter._events  # every waiter deregistered
+    finally:
+        waiter.stop()

@@ -129,10 +129,16 @@ def prepare(req: JobCreate) -> Prepared:
     langs: list[str | None] | None = None
     if source.lower() == AUTO:
         # detect on the sentences as the English rules cut them; then cut with the right ones
-        detected = source = detect_languages(plan(units, "en").segments)[0]
-    p = plan(units, source)
-    if detected:
-        langs = others(detect_languages(p.segments)[1], source)
+        # (detected again only if those rules cut the text differently)
+        english = plan(units, "en")
+        detected, clear = detect_languages(english.segments)
+        source = detected
+        p = plan(units, source) if source != "en" else english
+        if p.segments != english.segments:
+            clear = detect_languages(p.segments)[1]
+        langs = others(clear, source)
+    else:
+        p = plan(units, source)
     fields: dict[str, Any] = {
         "texts": p.segments,
         "source_lang": source,

@@ -111,16 +111,20 @@ class BenchFleet:
         return "\n".join(f"--- {p.name}\n{p.log_tail(n)}" for p in self.fleet.procs)
 
 
+def process_tree(pid: int) -> list[psutil.Process]:
+    """A process and all its descendants ([] when it is gone)."""
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
 def tree_cpu_seconds(pid: int) -> float:
     """CPU seconds of a process and all its descendants (live ones, and reaped ones through
     their parent's ``children_*`` times)."""
-    try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return 0.0
     total = 0.0
-    for p in procs:
+    for p in process_tree(pid):
         with contextlib.suppress(psutil.Error):
             t = p.cpu_times()
             total += t.user + t.system + t.children_user + t.children_system

@@ -36,7 +36,7 @@ import httpx
 import psutil
 import redis
 
-from bench.fleet import BenchFleet, cost_env, running_fleet
+from bench.fleet import BenchFleet, cost_env, process_tree, running_fleet
 from bench.loadgen import latency_summary
 from bench.workload import SHORT, SOURCE, TARGET, sentence
 from core import keys
@@ -104,13 +104,8 @@ def _rounded(d: dict[str, float]) -> dict[str, float]:
 
 def tree_rss(pid: int) -> float:
     """Resident memory of a process and its descendants, MiB (0 when it is gone)."""
-    try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return 0.0
     total = 0
-    for p in procs:
+    for p in process_tree(pid):
         with contextlib.suppress(psutil.Error):
             total += p.memory_info().rss
     return round(total / MIB, 1)

@@ -40,6 +40,7 @@ from celery import Celery
 from core import keys
 from core.broker import send_chunk
 from core.models import ChunkMessage
+from workers import metrics
 
 if TYPE_CHECKING:
     from workers.runtime import WorkerRuntime
@@ -175,8 +176,6 @@ class Reconciler:
             return False  # finished meanwhile
         msg = ChunkMessage.model_validate_json(raw)
         sends = int(self.r.hincrby(keys.chunk_deliveries(job_id), f"resent:{chunk}", 1))
-        from workers import metrics
-
         if sends > self.rt.settings.max_deliveries:
             indices = [i for seg in msg.segments for i in seg.indices]
             self.rt.dead_letter(msg, indices, reason=f"chunk {chunk} was lost {sends} times")

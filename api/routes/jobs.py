@@ -101,13 +101,16 @@ def submit_for(
 
 
 def job_result(
-    services: Services, job: JobRecord, known: dict[int, SegmentOutcome] | None = None
+    services: Services,
+    job: JobRecord,
+    known: dict[int, SegmentOutcome] | None = None,
+    outcomes: list[SegmentOutcome | None] | None = None,
 ) -> JobResultPublic:
-    """The public result; ``known`` holds every outcome already (skips the Redis read)."""
-    outcomes: list[SegmentOutcome | None]
+    """The public result; ``known`` holds every outcome already, or ``outcomes`` were read
+    already (either skips the Redis read)."""
     if known is not None and len(known) == job.progress.total:
         outcomes = [known[i] for i in range(job.progress.total)]
-    else:
+    elif outcomes is None:
         outcomes = services.store.results(job.id, job.progress.total)
     translations: list[str | None] = []
     errs: list[SegmentError] = []
@@ -217,18 +220,23 @@ def get_result(
             f"{job.progress.total} done); ask again later or pass ?partial=true",
             status=job.status.value,
         )
-    result = job_result(services, job)
+    outcomes = services.store.results(job.id, job.progress.total)
+    result = job_result(services, job, outcomes=outcomes)
     result.detected_langs = job.segment_langs
     if job.document_format is not None:
-        result.document = document_of(services, job, partial)
+        result.document = document_of(services, job, outcomes)
     return result
 
 
-def document_of(services: Services, job: JobRecord, partial: bool) -> DocumentOut:
+def document_of(
+    services: Services, job: JobRecord, outcomes: list[SegmentOutcome | None] | None = None
+) -> DocumentOut:
+    """A document job's rendered file (``outcomes``: the results, when read already)."""
     content = services.store.get_document(job.id)
     if content is None:
         raise JobNotFound(f"job {job.id}'s document is gone (it may have expired)")
-    outcomes = services.store.results(job.id, job.progress.total)
+    if outcomes is None:
+        outcomes = services.store.results(job.id, job.progress.total)
     return documents.render(job, content, outcomes)
 
 
@@ -253,7 +261,7 @@ def get_document(
             f"job {job_id} is {job.status.value}; ask again later or pass ?partial=true",
             status=job.status.value,
         )
-    out = document_of(services, job, partial)
+    out = document_of(services, job)
     fmt = core_documents.for_name(out.format)
     body = base64.b64decode(out.content) if out.encoding == "base64" else out.content.encode()
     name = out.filename or f"{job_id}{fmt.extensions[0]}"

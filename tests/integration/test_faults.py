@@ -63,6 +63,38 @@ def faulty(redis_server: str) -> Iterator[tuple[LocalFleet, TestClient, redis.Re
         yield fleet, api, rd
 
 
+def kill_while_holding(
+    fleet: LocalFleet,
+    api: TestClient,
+    rd: redis.Redis,
+    job_id: str,
+    *,
+    kills: int,
+    within_s: float,
+    mid_batch_s: float,
+    pause_s: float,
+    poll_s: float = 0.1,
+    unfinished: bool = False,
+) -> None:
+    """SIGKILL the Celery worker ``kills`` times while the job runs and the worker holds
+    chunks (``mid_batch_s`` after seeing it hold some; ``pause_s`` to restart). With
+    ``unfinished``, the job must not finish before the last kill."""
+    done = 0
+    deadline = time.monotonic() + within_s
+    while done < kills:
+        assert time.monotonic() < deadline, fleet.procs[-1].log_tail(40)
+        job = api.get(f"/v1/jobs/{job_id}").json()
+        if unfinished:
+            assert job["status"] in {"queued", "running"}, f"finished after {done} kills"
+        kids = celery_children(fleet.procs[-1])
+        if kids and rd.hlen("unacked") and job["status"] == "running":
+            time.sleep(mid_batch_s)
+            if signal_all(kids, signal.SIGKILL):
+                done += 1
+            time.sleep(pause_s)
+        time.sleep(poll_s)
+
+
 def submit(api: TestClient, texts: list[str]) -> str:
     resp = api.post(
         "/v1/jobs", json={"texts": texts, "source_lang": "en", "target_lang": "es", "lane": "bulk"}
@@ -97,19 +129,7 @@ def test_sigkilled_worker_loses_nothing_and_duplicates_nothing(
     fleet, api, rd = faulty
     texts = [f"segment {i} of the job that survives kills" for i in range(3000)]
     job_id = submit(api, texts)
-    kills = 0
-    deadline = time.monotonic() + 120
-    while kills < 3:
-        assert time.monotonic() < deadline, fleet.procs[-1].log_tail(40)
-        job = api.get(f"/v1/jobs/{job_id}").json()
-        kids = celery_children(fleet.procs[-1])
-        held = rd.hlen("unacked")
-        if kids and held and job["status"] == "running":
-            time.sleep(0.3)  # mid-batch
-            if signal_all(kids, signal.SIGKILL):
-                kills += 1
-            time.sleep(1.5)
-        time.sleep(0.1)
+    kill_while_holding(fleet, api, rd, job_id, kills=3, within_s=120, mid_batch_s=0.3, pause_s=1.5)
     job = wait_final(api, job_id, timeout=180)
     assert job["status"] == "succeeded", job
     assert job["progress"] == {"done": 3000, "failed": 0, "total": 3000}
@@ -371,19 +391,18 @@ def test_soak_ten_kills_during_a_5000_segment_job(
     fleet, api, rd = faulty
     texts = [f"segment {i} of the soak job" for i in range(5000)]
     job_id = submit(api, texts)
-    kills = 0
-    deadline = time.monotonic() + 400
-    while kills < 10:
-        assert time.monotonic() < deadline, fleet.procs[-1].log_tail(40)
-        job = api.get(f"/v1/jobs/{job_id}").json()
-        assert job["status"] in {"queued", "running"}, f"finished after {kills} kills"
-        kids = celery_children(fleet.procs[-1])
-        if kids and rd.hlen("unacked") and job["status"] == "running":
-            time.sleep(0.2)
-            if signal_all(kids, signal.SIGKILL):
-                kills += 1
-            time.sleep(1.0)
-        time.sleep(0.05)
+    kill_while_holding(
+        fleet,
+        api,
+        rd,
+        job_id,
+        kills=10,
+        within_s=400,
+        mid_batch_s=0.2,
+        pause_s=1.0,
+        poll_s=0.05,
+        unfinished=True,
+    )
     job = wait_final(api, job_id, timeout=300, fleet=fleet)
     assert job["status"] == "succeeded", job
     assert job["progress"] == {"done": 5000, "failed": 0, "total": 5000}

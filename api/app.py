@@ -1,4 +1,4 @@
-"""FastAPI application factory (``uvicorn --factory api.app:create_app``)."""
+"""FastAPI application factory (``uvicorn --factory mtfleet.api.app:create_app``)."""
 
 from __future__ import annotations
 
@@ -12,17 +12,19 @@ from fastapi import Depends, FastAPI, Request
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api import errors, metrics
-from api.deps import Services
-from api.routes import glossaries, jobs, meta, translate
-from api.service import JobService
-from core.broker import make_celery
-from core.cache import PhraseCache
-from core.events import CompletionWaiter
-from core.redis_conn import connect
-from core.registry import Registry
-from core.settings import Settings, get_settings
-from core.store import JobStore
+from mtfleet.api import errors, metrics
+from mtfleet.api.deps import Services
+from mtfleet.api.results import Results
+from mtfleet.api.routes import glossaries, jobs, meta, translate
+from mtfleet.api.service import JobService
+from mtfleet.core.apikeys import KeyStore
+from mtfleet.core.broker import make_celery
+from mtfleet.core.cache import PhraseCache
+from mtfleet.core.events import CompletionWaiter
+from mtfleet.core.redis_conn import connect
+from mtfleet.core.registry import Registry
+from mtfleet.core.settings import Settings, get_settings
+from mtfleet.core.store import JobStore
 
 
 class BodyLimit:
@@ -140,10 +142,11 @@ def build_services(settings: Settings) -> Services:
     r = connect(settings.redis_url)
     store = JobStore(r, result_ttl_s=settings.result_ttl_s)
     registry = Registry(r)
+    apikeys = KeyStore(r, cache_s=settings.auth_cache_s)
     cache = PhraseCache(connect(settings.effective_cache_url), ttl_s=settings.cache_ttl_s)
     celery = make_celery(settings, name="mtfleet-api")
-    jobs_service = JobService(settings, store, cache, registry, celery)
-    return Services(settings, store, registry, jobs_service, CompletionWaiter(r))
+    jobs = JobService(settings, store, cache, registry, celery, apikeys)
+    return Services(settings, store, registry, apikeys, jobs, Results(store), CompletionWaiter(r))
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

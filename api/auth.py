@@ -18,10 +18,10 @@ import anyio.to_thread
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from api.deps import Services
-from core.apikeys import ApiKey
-from core.errors import Unauthorized
-from core.models import JobRecord
+from mtfleet.api.deps import Services
+from mtfleet.core.apikeys import ApiKey
+from mtfleet.core.errors import Unauthorized
+from mtfleet.core.store import JobRecord
 
 bearer = HTTPBearer(
     auto_error=False,

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Request
 
-from api.service import JobService
-from core.apikeys import KeyStore
-from core.events import CompletionWaiter
-from core.registry import Registry
-from core.settings import Settings
-from core.store import JobStore
+from mtfleet.api.results import Results
+from mtfleet.api.service import JobService
+from mtfleet.core.apikeys import KeyStore
+from mtfleet.core.events import CompletionWaiter
+from mtfleet.core.registry import Registry
+from mtfleet.core.settings import Settings
+from mtfleet.core.store import JobStore
 
 
 @dataclass
@@ -20,12 +21,10 @@ class Services:
     settings: Settings
     store: JobStore
     registry: Registry
+    apikeys: KeyStore
     jobs: JobService
+    results: Results
     waiter: CompletionWaiter
-    apikeys: KeyStore = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.apikeys = KeyStore(self.store.r, cache_s=self.settings.auth_cache_s)
 
 
 async def _services(request: Request) -> Services:

@@ -1,13 +1,14 @@
 """Document jobs: a file goes in, the same file comes back translated.
 
-Submission: the format (core/documents) cuts the file into units, the pipeline protects spans
-and splits units into sentences, and the sentences become an ordinary job's texts, so
+Submission (:func:`prepare`): the format (:mod:`mtfleet.core.documents`) cuts the file into
+units and the pipeline splits units into sentences, which become an ordinary job's texts, so
 documents share the lanes, the phrase cache, the workers and every guarantee of text jobs. The
-original file is kept beside the job (``core.keys.job_document``).
+original file is kept beside the job (:func:`mtfleet.core.keys.job_document`).
 
-Result: the file is cut again (extraction and planning are deterministic), each sentence is
-replaced by its translation, or kept in the source language where it failed, and the format
-renders the file. Nothing is stored twice and nothing of the document can be lost.
+Result (:func:`render`): the file is cut again (extraction and planning are deterministic),
+each sentence is replaced by its translation, or kept in the source language where it failed,
+and the format renders the file. :mod:`mtfleet.api.results` renders a final job once and keeps
+the file, so reading a result again costs no parsing.
 """
 
 from __future__ import annotations
@@ -15,26 +16,28 @@ from __future__ import annotations
 import base64
 import binascii
 from dataclasses import dataclass
-from typing import Any
 
-from pydantic import ValidationError
-
-from api.schemas import DocumentIn, DocumentOut, JobCreate
-from core import documents
-from core.documents.base import TAG, DocumentError, DocumentFormat
-from core.documents.pipeline import Plan, assemble, plan
-from core.errors import InvalidInput
-from core.models import JobRecord, SegmentOutcome
-
-AUTO = "auto"
+from mtfleet.api import detection
+from mtfleet.core import documents
+from mtfleet.core.documents.base import DocumentError, DocumentFormat
+from mtfleet.core.documents.pipeline import assemble, plan
+from mtfleet.core.errors import InvalidInput
+from mtfleet.core.models import Finding, SegmentOutcome
+from mtfleet.core.schemas import DocumentIn, DocumentOut, check_text
+from mtfleet.core.store import JobRecord
 
 
 @dataclass
 class PreparedDocument:
+    """A document cut into the texts of its job."""
+
     fmt: DocumentFormat
     content: bytes
     filename: str | None
-    plan: Plan
+    texts: list[str]
+    source: str  # the language its sentences were cut for (detected for "auto")
+    detected: str | None = None  # set when source_lang was "auto"
+    segment_langs: list[str | None] | None = None  # per text, where it differs (auto)
 
 
 def decode(doc: DocumentIn, fmt: DocumentFormat) -> bytes:
@@ -49,114 +52,38 @@ def decode(doc: DocumentIn, fmt: DocumentFormat) -> bytes:
     return doc.content.encode("utf-8")
 
 
-#: A segment's own detection counts (mixed content) from this many letters and this confidence
-#: (lingua's relative confidence among ~35 candidates; a clear sentence scores well above it).
-SEGMENT_MIN_LETTERS = 20
-SEGMENT_MIN_CONFIDENCE = 0.5
-
-
-def detect_source(sample: str) -> str:
-    """The language of ``sample`` (source_lang "auto"); 422 when it cannot be told. Short
-    samples use lingua's full models (better on a few words; +465 MiB once per process), long
-    ones its light trigram models."""
-    from core import langdetect
-
-    found = langdetect.detect(sample, accuracy="high" if len(sample) < 200 else "low")
-    if found is None:
-        raise InvalidInput(
-            "could not detect the source language (too little text, or a language the "
-            "detector does not know); give source_lang"
-        )
-    return found[0]
-
-
-def detect_languages(segments: list[str]) -> tuple[str, list[str | None]]:
-    """For ``source_lang: auto``: the job's language and each segment's own where it is clear
-    and differs (mixed content; None elsewhere).
-
-    Each segment is detected on its own; the job's language is the one with the most letters
-    among the clear detections (a job mixing languages is not judged by a blend of them), or
-    the whole text's when no segment is clear. 422 when nothing can be told."""
-    from core import langdetect
-
-    plain = [TAG.sub(" ", s) for s in segments]
-    total = sum(len(t) for t in plain)
-    # lingua's full models are better on a few words (+465 MiB once per process); long
-    # documents use its light trigram models
-    found = langdetect.detect_many(plain, accuracy="high" if total < 5000 else "low")
-    clear: list[str | None] = []
-    letters: dict[str, int] = {}
-    for text, hit in zip(plain, found, strict=True):
-        n = sum(ch.isalpha() for ch in text)
-        if hit is not None and hit[1] >= SEGMENT_MIN_CONFIDENCE and n >= SEGMENT_MIN_LETTERS:
-            clear.append(hit[0])
-            letters[hit[0]] = letters.get(hit[0], 0) + n
-        else:
-            clear.append(None)
-    job = max(letters, key=lambda k: letters[k]) if letters else detect_source(" ".join(plain))
-    return job, clear
-
-
-def others(langs: list[str | None], source: str) -> list[str | None]:
-    """Per segment: its language where it differs from ``source``, else None."""
-    return [lang if lang != source else None for lang in langs]
-
-
-Prepared = tuple[JobCreate, "PreparedDocument | None", str | None, list[str | None] | None]
-
-
-def prepare(req: JobCreate) -> Prepared:
-    """Turn a request into a texts request: (request, the document or None, the detected
-    source language or None, the languages detected per segment or None). With
-    ``source_lang: auto`` the job's language is detected on all its text, then each segment's
-    own (mixed content)."""
-    detected: str | None = None
-    if req.document is None:
-        if req.source_lang.lower() != AUTO:
-            return req, None, None, None
-        detected, clear = detect_languages(req.texts or [])
-        req = req.model_copy(update={"source_lang": detected})
-        return req, None, detected, others(clear, detected)
-    fmt = documents.for_name(req.document.format)
-    content = decode(req.document, fmt)
+def prepare(doc: DocumentIn, source_lang: str) -> PreparedDocument:
+    """Decode, extract and cut a document (422 ``invalid_document`` when it does not parse).
+    With ``source_lang: auto`` the sentences are first cut by the English rules to detect the
+    language, then by the detected language's rules (detected again only if those cut the
+    text differently)."""
+    fmt = documents.for_name(doc.format)
+    content = decode(doc, fmt)
     try:
         units = fmt.extract(content)
     except DocumentError:
         raise
     except Exception as exc:
         raise DocumentError(f"cannot read the {fmt.name} document: {exc}") from exc
-    source = req.source_lang
+    detected: str | None = None
     langs: list[str | None] | None = None
-    if source.lower() == AUTO:
-        # detect on the sentences as the English rules cut them; then cut with the right ones
-        # (detected again only if those rules cut the text differently)
+    if detection.is_auto(source_lang):
         english = plan(units, "en")
-        detected, clear = detect_languages(english.segments)
-        source = detected
-        p = plan(units, source) if source != "en" else english
+        detected, clear = detection.detect_each(english.segments)
+        p = plan(units, detected) if detected != "en" else english
         if p.segments != english.segments:
-            clear = detect_languages(p.segments)[1]
-        langs = others(clear, source)
+            clear = detection.detect_each(p.segments)[1]
+        langs = [lang if lang != detected else None for lang in clear]
+        source = detected
     else:
-        p = plan(units, source)
-    fields: dict[str, Any] = {
-        "texts": p.segments,
-        "source_lang": source,
-        "target_lang": req.target_lang,
-        "lane": req.lane,
-        "glossary_id": req.glossary_id,
-    }
-    if p.segments:
+        p = plan(units, source_lang)
+        source = source_lang
+    for i, text in enumerate(p.segments):
         try:
-            texts_req = JobCreate.model_validate(fields)
-        except ValidationError as exc:
-            msg = "; ".join(
-                str(e.get("msg", "")).removeprefix("Value error, ") for e in exc.errors()
-            )
-            raise InvalidInput(f"document segment refused: {msg}") from exc
-    else:  # nothing to translate: the job succeeds at once with the file as it is
-        texts_req = JobCreate.model_construct(**fields)
-    return texts_req, PreparedDocument(fmt, content, req.document.filename, p), detected, langs
+            check_text(text, i)
+        except ValueError as exc:
+            raise InvalidInput(f"document segment refused: {exc}") from exc
+    return PreparedDocument(fmt, content, doc.filename, p.segments, source, detected, langs)
 
 
 def render(job: JobRecord, content: bytes, outcomes: list[SegmentOutcome | None]) -> DocumentOut:
@@ -169,12 +96,17 @@ def render(job: JobRecord, content: bytes, outcomes: list[SegmentOutcome | None]
         raise DocumentError(
             f"the document now has {len(p.segments)} segments, the job {len(translations)}"
         )
-    assembled = assemble(p, translations)
-    rendered = fmt.render(content, assembled.texts, target_lang=job.target_lang)
+    rendered = fmt.render(content, assemble(p, translations), target_lang=job.target_lang)
     return DocumentOut(
         format=fmt.name,
         filename=job.document_name,
         encoding="base64" if fmt.binary else "text",
         content=base64.b64encode(rendered).decode() if fmt.binary else rendered.decode("utf-8"),
-        warnings=[f"unit {u}: {w}" for u, w in assembled.warnings],
+        warnings=[
+            f"segment {i}: {w.get('message', '')}; repaired in the file"
+            for i, o in enumerate(outcomes)
+            if o is not None
+            for w in o.warnings
+            if w.get("type") == Finding.tag_mismatch
+        ],
     )

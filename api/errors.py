@@ -11,7 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from core.errors import (
+from mtfleet.core.errors import (
     IdempotencyConflict,
     InvalidInput,
     JobNotFinished,

@@ -9,8 +9,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from core import keys
-from core.registry import Registry
+from mtfleet.core import keys
+from mtfleet.core.registry import Registry
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 

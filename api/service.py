@@ -1,8 +1,14 @@
-"""Job submission: validate, look up the phrase cache, store the job, enqueue its chunks.
+"""Job submission, the one path behind ``POST /v1/jobs``, ``POST /v1/documents`` and
+``POST /v1/translate``.
 
-Shared by ``POST /v1/jobs`` and ``POST /v1/translate``. The job is written to Redis *before*
-any chunk is sent, and a job whose chunks cannot be sent is failed and answered with 503, so the
-API never answers 2xx for work that is not durably recorded.
+In order, each step once: the request becomes texts (a document is cut into sentences,
+:mod:`mtfleet.api.documents`; ``source_lang: auto`` is detected, :mod:`mtfleet.api.detection`);
+the caller's characters are charged; the texts are validated, normalised (NFC, outer whitespace
+off: :func:`mtfleet.core.cache.normalize`) and looked up in the phrase cache; the rest are
+grouped by normalised text (each translated once) and cut into chunks; the job is written to
+Redis *before* any chunk is sent, and a job whose chunks cannot be sent is failed and answered
+with 503, so the API never answers 2xx for work that is not durably recorded. Every refusal
+gives the charged characters back.
 """
 
 from __future__ import annotations
@@ -13,40 +19,39 @@ import json
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import redis
 from celery import Celery
 from kombu.exceptions import OperationalError
 
-from api import metrics
-from api.schemas import JobCreate
-
-if TYPE_CHECKING:
-    from api.documents import PreparedDocument
-from core import keys, languages
-from core.broker import send_chunk
-from core.cache import PhraseCache, rewrap
-from core.errors import (
+from mtfleet.api import detection, documents, metrics
+from mtfleet.api.documents import PreparedDocument
+from mtfleet.core import keys, languages
+from mtfleet.core.apikeys import ApiKey, Charge, KeyStore
+from mtfleet.core.broker import send_chunk
+from mtfleet.core.cache import PhraseCache, normalize, rewrap
+from mtfleet.core.errors import (
     IdempotencyConflict,
     InvalidInput,
     Overloaded,
+    QuotaExceeded,
     Unavailable,
     UnsupportedLanguage,
 )
-from core.glossary import GlossaryStore
-from core.models import (
+from mtfleet.core.glossary import GlossaryInfo, GlossaryStore
+from mtfleet.core.models import (
     ChunkMessage,
     ChunkSegment,
-    JobRecord,
+    Finding,
     JobStatus,
     Lane,
     Progress,
     SegmentOutcome,
 )
-from core.registry import PairInfo, Registry
-from core.settings import Settings
-from core.store import JobStore, new_job_id
+from mtfleet.core.registry import PairInfo, Registry
+from mtfleet.core.schemas import JobCreate
+from mtfleet.core.settings import Settings
+from mtfleet.core.store import JobRecord, JobStore, new_job_id
 
 log = logging.getLogger(__name__)
 
@@ -55,27 +60,52 @@ log = logging.getLogger(__name__)
 class Submitted:
     job: JobRecord
     created: bool  # False when an Idempotency-Key returned an earlier job
-    # the phrase-cache answers (index -> outcome) of a job created now: a fully cached job's
-    # result needs no second read from Redis
+    # the outcomes known at submission (phrase-cache hits) of a job created now: a fully cached
+    # job's result needs no read from Redis
     cached: dict[int, SegmentOutcome] | None = None
 
 
-def plan_chunks(texts: list[str], cached: set[int], chunk_size: int) -> list[list[ChunkSegment]]:
-    """Group the uncached texts by identical text (translated once) and cut them into chunks."""
-    groups: dict[str, list[int]] = {}
-    for i, text in enumerate(texts):
-        if i not in cached:
-            groups.setdefault(text, []).append(i)
-    segs = [ChunkSegment(indices=idx, text=t) for t, idx in groups.items()]
+@dataclass
+class Texts:
+    """A request as texts: what the rest of submission works on."""
+
+    texts: list[str]
+    source: str
+    document: PreparedDocument | None = None
+    detected: str | None = None
+    segment_langs: list[str | None] | None = None
+
+
+def outer_space(text: str, norm: str) -> tuple[str, str] | None:
+    """The whitespace around ``text``'s normalised form ``norm``, or None when there is none."""
+    if text == norm or not norm:
+        return None
+    lead = text[: len(text) - len(text.lstrip())]
+    trail = text[len(text.rstrip()) :]
+    return (lead, trail) if lead or trail else None
+
+
+def plan_chunks(
+    texts: list[str], norms: list[str], skip: set[int], chunk_size: int
+) -> list[list[ChunkSegment]]:
+    """The texts not in ``skip``, grouped by normalised text (each translated once, with the
+    outer whitespace of every text kept to put back), cut into chunks of ``chunk_size``
+    distinct texts."""
+    groups: dict[str, ChunkSegment] = {}
+    for i, norm in enumerate(norms):
+        if i in skip:
+            continue
+        seg = groups.get(norm)
+        if seg is None:
+            seg = groups[norm] = ChunkSegment.model_construct(indices=[], text=norm, wraps=None)
+        seg.indices.append(i)
+        wrap = outer_space(texts[i], norm)
+        if wrap is not None:
+            if seg.wraps is None:
+                seg.wraps = {}
+            seg.wraps[i] = wrap
+    segs = list(groups.values())
     return [segs[i : i + chunk_size] for i in range(0, len(segs), chunk_size)]
-
-
-def required_texts(req: JobCreate) -> list[str]:
-    """The texts of a request; a document request is turned into texts by api.documents
-    before it gets here."""
-    if req.texts is None:
-        raise InvalidInput("give either texts or a document")
-    return req.texts
 
 
 class JobService:
@@ -86,113 +116,85 @@ class JobService:
         cache: PhraseCache,
         registry: Registry,
         celery: Celery,
+        apikeys: KeyStore,
     ) -> None:
         self.settings = settings
         self.store = store
         self.cache = cache
         self.registry = registry
         self.celery = celery
+        self.apikeys = apikeys
         self._pairs: dict[tuple[str, str], tuple[float, PairInfo]] = {}
         self._depths: dict[Lane, tuple[float, int]] = {}
 
-    def _validate(self, req: JobCreate) -> tuple[str, str, Lane]:
-        s = self.settings
-        texts = required_texts(req)
-        source = languages.normalize(req.source_lang)
-        target = languages.normalize(req.target_lang)
-        if source == target:
-            raise InvalidInput(f"source_lang and target_lang are both {source!r}")
-        if len(texts) > s.max_segments_per_job:
-            raise InvalidInput(
-                f"{len(texts)} texts in one job; the limit is {s.max_segments_per_job}"
-            )
-        for i, t in enumerate(texts):
-            if len(t) > s.max_segment_chars:
-                raise InvalidInput(
-                    f"texts[{i}] has {len(t)} characters; the limit is {s.max_segment_chars}"
-                )
-        lane = req.lane or (
-            Lane.interactive if len(texts) <= s.interactive_max_segments else Lane.bulk
-        )
-        return source, target, lane
-
-    @staticmethod
-    def idempotency_redis_key(idempotency_key: str, owner: str = "") -> str:
-        """Where the job made for an Idempotency-Key is remembered (scoped to ``owner``)."""
-        scoped = f"{owner}\n{idempotency_key}" if owner else idempotency_key
-        return keys.idempotency(hashlib.sha256(scoped.encode()).hexdigest())
-
+    # -- the whole path ----------------------------------------------------------------------
     def submit(
         self,
         req: JobCreate,
-        idempotency_key: str | None = None,
-        owner: str = "",
         *,
-        document: PreparedDocument | None = None,
-        detected: str | None = None,
-        segment_langs: list[str | None] | None = None,
+        owner: str = "",
+        key: ApiKey | None = None,
+        idempotency_key: str | None = None,
     ) -> Submitted:
-        """``owner``: the API key id making the job ('' without auth); an Idempotency-Key is
-        scoped to it, so two keys using the same Idempotency-Key get different jobs.
-        ``document``: the file a document job's texts come from (api.documents), kept with the
-        job; ``detected``: the source language detected for ``source_lang: auto``;
-        ``segment_langs``: the language detected for each text (mixed content): a text in
-        the target language is kept as it is, one in another language the fleet serves is
-        translated from that language."""
-        source, target, lane = self._validate(req)
-        texts = required_texts(req)
+        """Submit as ``owner`` (the API key id, '' without auth). ``key``'s characters are
+        charged first (atomically, 429 when over its daily quota) and given back when the
+        request is refused (422, 409, 429, 503) or an Idempotency-Key returns an earlier job.
+        An Idempotency-Key is scoped to the owner: two keys using the same one get two jobs."""
+        inputs = self.texts_of(req)
+        charge = self._charge(key, inputs.texts, owner, idempotency_key)
         try:
-            pair = self._pair(source, target)
-        except redis.RedisError as exc:
-            raise Unavailable(f"job store unavailable: {exc}") from exc
-        if pair is None:
-            served = sorted(f"{a}->{b}" for a, b in self._served_pairs())
-            raise UnsupportedLanguage(
-                f"no engine serves {source}->{target}; served pairs: "
-                + (", ".join(served) if served else "none yet (no worker has registered)"),
-                served=served,
-            )
-        glossary = None  # a glossary's version keys the cache; the workers apply it
-        if req.glossary_id:
-            try:
-                glossary = GlossaryStore(self.store.r).for_job(
-                    req.glossary_id, owner=owner, source=source, target=target
-                )
-            except redis.RedisError as exc:
-                raise Unavailable(f"job store unavailable: {exc}") from exc
-        gv = glossary.version if glossary else None
-        groups = self._source_groups(texts, source, target, segment_langs)
-        cached: dict[int, SegmentOutcome] = {}
-        chunk_plan: list[tuple[str, list[ChunkSegment]]] = []
-        for src, indices in groups.items():
-            members = set(indices)
-            if src == target:  # detected as already in the target language: kept as it is
-                for i in indices:
-                    cached[i] = SegmentOutcome(
-                        translation=texts[i],
-                        warnings=[
-                            {
-                                "type": "already_in_target_language",
-                                "message": f"detected as {target}; kept untranslated",
-                            }
-                        ],
-                    )
-                continue
-            src_pair = pair if src == source else self._pair(src, target)
-            assert src_pair is not None  # _source_groups keeps served pairs only
-            src_gv = gv if src == source else None  # a glossary is for the job's pair
-            group_texts = [texts[i] for i in indices]
-            hits = self.cache.get_many(
-                src_pair.fingerprint, src, target, group_texts, glossary=src_gv
-            )
-            for i in indices:
-                if texts[i] in hits:
-                    cached[i] = SegmentOutcome(
-                        translation=rewrap(texts[i], hits[texts[i]]), cached=True
-                    )
-            skip = {i for i in range(len(texts)) if i not in members} | set(cached)
-            chunk_plan += [(src, c) for c in plan_chunks(texts, skip, self.settings.chunk_size)]
-        if chunk_plan:
+            submitted = self._submit(req, inputs, owner, idempotency_key)
+        except BaseException:
+            if charge is not None:
+                charge.refund()
+            raise
+        if charge is not None and not submitted.created:
+            charge.refund()
+        return submitted
+
+    def texts_of(self, req: JobCreate) -> Texts:
+        """The request as texts: a document cut into sentences, ``auto`` detected."""
+        if req.document is not None:
+            doc = documents.prepare(req.document, req.source_lang)
+            return Texts(doc.texts, doc.source, doc, doc.detected, doc.segment_langs)
+        texts = req.texts or []
+        if not detection.is_auto(req.source_lang):
+            return Texts(texts, req.source_lang)
+        detected, langs = detection.detect(texts)
+        return Texts(texts, detected, None, detected, langs)
+
+    def _charge(
+        self, key: ApiKey | None, texts: list[str], owner: str, idempotency_key: str | None
+    ) -> Charge | None:
+        if key is None:
+            return None
+        try:
+            return self.apikeys.charge(key, sum(len(t) for t in texts))
+        except QuotaExceeded:
+            # A replay of an earlier job (a client retrying after a lost answer) still gets
+            # its job when the quota is spent: _submit answers it without creating one.
+            if idempotency_key and self._exists(self.idempotency_redis_key(idempotency_key, owner)):
+                return None
+            raise
+
+    def _submit(
+        self, req: JobCreate, inputs: Texts, owner: str, idempotency_key: str | None
+    ) -> Submitted:
+        s = self.settings
+        texts = inputs.texts
+        source = languages.normalize(inputs.source)
+        target = languages.normalize(req.target_lang)
+        if source == target:
+            raise InvalidInput(f"source_lang and target_lang are both {source!r}")
+        self._check_limits(texts)
+        lane = req.lane or (
+            Lane.interactive if len(texts) <= s.interactive_max_segments else Lane.bulk
+        )
+        pair = self._route(source, target)
+        glossary = self._glossary(req.glossary_id, owner, source, target) if texts else None
+        norms = [normalize(t) for t in texts]
+        cached, plan = self._plan(texts, norms, source, target, pair, glossary, inputs)
+        if plan:
             self._admit(lane)
         job_id = new_job_id()
         now = time.time()
@@ -206,107 +208,181 @@ class JobService:
                 segments=segs,
                 enqueued_at=now,
                 glossary_id=glossary.id if glossary and src == source else None,
-                glossary_version=gv if src == source else None,
+                glossary_version=glossary.version if glossary and src == source else None,
             )
-            for n, (src, segs) in enumerate(chunk_plan)
+            for n, (src, segs) in enumerate(plan)
         ]
-        chunks = [segs for _, segs in chunk_plan]
-        idem = None
-        if idempotency_key:
-            body = req.model_dump(mode="json")
-            if document is not None:
-                body["document"] = [document.fmt.name, hashlib.sha256(document.content).hexdigest()]
-            body_digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:32]
-            idem = (
-                self.idempotency_redis_key(idempotency_key, owner),
-                f"{job_id} {body_digest}",
-                self.settings.idempotency_ttl_s,
-            )
-        try:
-            if document is not None:
-                self.store.put_document(job_id, document.content)
-            existing = self.store.create(
-                job_id=job_id,
-                source=source,
-                target=target,
-                lane=lane,
-                total=len(texts),
-                chunks=len(chunks),
-                cached=cached,
-                idempotency=idem,
-                extra=self._extra(owner, document, detected, segment_langs),
-                now=now,
-                ledger={m.chunk: m.model_dump_json() for m in messages},
-            )
-            if existing is not None:
-                assert idem is not None
-                old_id, old_digest = existing.split(" ", 1)
-                if old_digest != idem[1].split(" ", 1)[1]:
-                    raise IdempotencyConflict(
-                        "this Idempotency-Key was used with a different request body"
-                    )
-                return Submitted(self.store.get(old_id), created=False)
-        except redis.RedisError as exc:
-            raise Unavailable(f"job store unavailable: {exc}") from exc
-        self._enqueue(job_id, messages, idem[0] if idem else "")
-        metrics.JOBS.labels(lane.value).inc()
-        metrics.SEGMENTS.labels(lane.value).inc(len(texts))
-        metrics.CACHE_LOOKUPS.labels("hit").inc(len(cached))
-        metrics.CACHE_LOOKUPS.labels("miss").inc(len(texts) - len(cached))
-        # what create() stored, without reading it back
-        total, done = len(texts), len(cached)
+        done = len(cached)
+        final = done == len(texts)
+        doc = inputs.document
         job = JobRecord(
             id=job_id,
-            status=JobStatus.succeeded if done == total else JobStatus.queued,
+            status=JobStatus.succeeded if final else JobStatus.queued,
             source_lang=source,
             target_lang=target,
             lane=lane,
-            progress=Progress(done=done, failed=0, total=total),
+            progress=Progress(done=done, failed=0, total=len(texts)),
+            cached=sum(1 for o in cached.values() if o.cached),
             created_at=now,
-            finished_at=now if done == total else None,
-            chunks=len(chunks),
-            cached=done,
+            finished_at=now if final else None,
+            chunks=len(messages),
             owner=owner,
-            document_format=document.fmt.name if document is not None else None,
-            document_name=document.filename if document is not None else None,
-            detected_source_lang=detected,
-            segment_langs=segment_langs,
+            document_format=doc.fmt.name if doc is not None else None,
+            document_name=doc.filename if doc is not None else None,
+            detected_source_lang=inputs.detected,
+            segment_langs=inputs.segment_langs,
         )
+        idem = self._idempotency(req, job_id, owner, idempotency_key)
+        try:
+            if doc is not None:
+                self.store.put_document(job_id, doc.content)
+            existing = self.store.create(
+                job,
+                cached=cached,
+                idempotency=idem,
+                ledger={m.chunk: m.model_dump_json() for m in messages},
+            )
+        except redis.RedisError as exc:
+            raise Unavailable(f"job store unavailable: {exc}") from exc
+        if existing is not None:
+            assert idem is not None
+            old_id, old_digest = existing.split(" ", 1)
+            if old_digest != idem[1].split(" ", 1)[1]:
+                raise IdempotencyConflict(
+                    "this Idempotency-Key was used with a different request body"
+                )
+            return Submitted(self.store.get(old_id), created=False)
+        self._enqueue(job_id, messages, idem[0] if idem else "")
+        metrics.JOBS.labels(lane.value).inc()
+        metrics.SEGMENTS.labels(lane.value).inc(len(texts))
+        metrics.CACHE_LOOKUPS.labels("hit").inc(job.cached)
+        metrics.CACHE_LOOKUPS.labels("miss").inc(len(texts) - job.cached)
         return Submitted(job, created=True, cached=cached)
 
-    def _source_groups(
+    # -- the steps ---------------------------------------------------------------------------
+    def _check_limits(self, texts: list[str]) -> None:
+        s = self.settings
+        if len(texts) > s.max_segments_per_job:
+            raise InvalidInput(
+                f"{len(texts)} texts in one job; the limit is {s.max_segments_per_job}"
+            )
+        for i, t in enumerate(texts):
+            if len(t) > s.max_segment_chars:
+                raise InvalidInput(
+                    f"texts[{i}] has {len(t)} characters; the limit is {s.max_segment_chars}"
+                )
+
+    def _route(self, source: str, target: str) -> PairInfo:
+        """The registry's entry for the pair; 422 listing the served pairs when none serves it."""
+        try:
+            pair = self._pair(source, target)
+            if pair is not None:
+                return pair
+            served = sorted(f"{a}->{b}" for a, b in self.registry.pairs())
+        except redis.RedisError as exc:
+            raise Unavailable(f"job store unavailable: {exc}") from exc
+        raise UnsupportedLanguage(
+            f"no engine serves {source}->{target}; served pairs: "
+            + (", ".join(served) if served else "none yet (no worker has registered)"),
+            served=served,
+        )
+
+    def _glossary(
+        self, glossary_id: str | None, owner: str, source: str, target: str
+    ) -> GlossaryInfo | None:
+        """The glossary a job names, checked (its version keys the cache; workers apply it)."""
+        if not glossary_id:
+            return None
+        try:
+            return GlossaryStore(self.store.r).for_job(
+                glossary_id, owner=owner, source=source, target=target
+            )
+        except redis.RedisError as exc:
+            raise Unavailable(f"job store unavailable: {exc}") from exc
+
+    def _plan(
         self,
         texts: list[str],
+        norms: list[str],
         source: str,
         target: str,
-        segment_langs: list[str | None] | None,
+        pair: PairInfo,
+        glossary: GlossaryInfo | None,
+        inputs: Texts,
+    ) -> tuple[dict[int, SegmentOutcome], list[tuple[str, list[ChunkSegment]]]]:
+        """The outcomes known now (phrase-cache hits; texts detected as already in the target
+        language, kept as they are) and the chunks to send, per source language."""
+        cached: dict[int, SegmentOutcome] = {}
+        plan: list[tuple[str, list[ChunkSegment]]] = []
+        for src, indices in self._source_groups(len(texts), source, target, inputs).items():
+            if src == target:
+                for i in indices:
+                    cached[i] = SegmentOutcome(
+                        translation=texts[i],
+                        warnings=[
+                            {
+                                "type": Finding.already_in_target_language.value,
+                                "message": f"detected as {target}; kept untranslated",
+                            }
+                        ],
+                    )
+                continue
+            src_pair = pair if src == source else self._pair(src, target)
+            assert src_pair is not None  # _source_groups keeps served pairs only
+            gv = glossary.version if glossary and src == source else None
+            hits = self.cache.get_many(
+                src_pair.fingerprint, src, target, (norms[i] for i in indices), glossary=gv
+            )
+            for i in indices:
+                hit = hits.get(norms[i])
+                if hit is not None:
+                    cached[i] = SegmentOutcome(translation=rewrap(texts[i], hit), cached=True)
+            members = set(indices)
+            skip = {i for i in range(len(texts)) if i not in members} | set(cached)
+            plan += [(src, c) for c in plan_chunks(texts, norms, skip, self.settings.chunk_size)]
+        return cached, plan
+
+    def _source_groups(
+        self, n: int, source: str, target: str, inputs: Texts
     ) -> dict[str, list[int]]:
-        """Indices of ``texts`` by the language they are translated from."""
+        """Text indices by the language they are translated from (mixed content: a text
+        detected in another served language is translated from it)."""
+        langs = inputs.segment_langs
+        if not langs:
+            return {source: list(range(n))}
         groups: dict[str, list[int]] = {}
-        for i in range(len(texts)):
-            lang = segment_langs[i] if segment_langs else None
-            if lang and lang != source and lang != target and self._pair(lang, target) is None:
+        for i in range(n):
+            lang = langs[i]
+            if lang and lang != target and self._pair(lang, target) is None:
                 lang = None  # nobody serves it: translate from the job's language
             groups.setdefault(lang or source, []).append(i)
         return groups
 
+    def _idempotency(
+        self, req: JobCreate, job_id: str, owner: str, idempotency_key: str | None
+    ) -> tuple[str, str, int] | None:
+        """(Redis key, "<job id> <body digest>", ttl) for an Idempotency-Key, else None."""
+        if not idempotency_key:
+            return None
+        body = json.dumps(req.model_dump(mode="json"), sort_keys=True).encode()
+        digest = hashlib.sha256(body).hexdigest()[:32]
+        return (
+            self.idempotency_redis_key(idempotency_key, owner),
+            f"{job_id} {digest}",
+            self.settings.idempotency_ttl_s,
+        )
+
     @staticmethod
-    def _extra(
-        owner: str,
-        document: PreparedDocument | None,
-        detected: str | None,
-        segment_langs: list[str | None] | None = None,
-    ) -> dict[str, str] | None:
-        extra = {"owner": owner} if owner else {}
-        if segment_langs is not None:
-            extra["segment_langs"] = json.dumps(segment_langs)
-        if document is not None:
-            extra["document_format"] = document.fmt.name
-            if document.filename:
-                extra["document_name"] = document.filename
-        if detected:
-            extra["detected_source_lang"] = detected
-        return extra or None
+    def idempotency_redis_key(idempotency_key: str, owner: str = "") -> str:
+        """Where the job made for an Idempotency-Key is remembered (scoped to ``owner``)."""
+        scoped = f"{owner}\n{idempotency_key}" if owner else idempotency_key
+        return keys.idempotency(hashlib.sha256(scoped.encode()).hexdigest())
+
+    def _exists(self, key: str) -> bool:
+        try:
+            return bool(self.store.r.exists(key))
+        except redis.RedisError as exc:
+            raise Unavailable(f"job store unavailable: {exc}") from exc
 
     def _admit(self, lane: Lane) -> None:
         """Backpressure: refuse new work for a lane whose queue is past its limit (429). The
@@ -359,6 +435,3 @@ class JobService:
             with contextlib.suppress(redis.RedisError):
                 self.store.fail(job_id, err.as_dict(), idempotency_key=idem_key)
             raise err from exc
-
-    def _served_pairs(self) -> list[tuple[str, str]]:
-        return list(self.registry.pairs())

@@ -39,7 +39,7 @@ Environment: ``MTBENCH_PRESET`` (``h200-7b``, ``zero``, ``cpu-small``), then ove
 ``MTBENCH_MAX_NUM_BATCHED_TOKENS``, ``MTBENCH_OUT_RATIO`` and ``MTBENCH_MODE`` (``continuous``:
 a streaming engine; ``batch``: a batch engine whose calls run one at a time on the same model).
 Fault injection (fault tests): ``MTBENCH_CRASH_ON`` / ``MTBENCH_FAIL_ON`` /
-``MTBENCH_SLOW_ON``, see the engine.
+``MTBENCH_SLOW_ON`` / ``MTBENCH_HANG_ON`` / ``MTBENCH_STALL_ON``, see the engine.
 """
 
 from __future__ import annotations
@@ -58,10 +58,10 @@ from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from core.errors import ConfigError, EngineUnavailable
-from core.languages import LANGUAGES
-from core.settings import Settings
-from workers.engines.base import (
+from mtfleet.core.errors import ConfigError, EngineError, EngineUnavailable
+from mtfleet.core.languages import LANGUAGES
+from mtfleet.core.settings import Settings
+from mtfleet.workers.engines.base import (
     Engine,
     EngineLimits,
     Translation,
@@ -162,6 +162,7 @@ class SimulatedGPU:
         self._waiting: list[tuple[int, int, _Seq]] = []
         self._running: list[_Seq] = []
         self._closed = False
+        self.stalled = False  # fault injection: the GPU stops stepping (a hung device)
         self.busy_s = 0.0
         self.steps = self.tokens_in = self.tokens_out = self.completed = self.peak_running = 0
         self._thread: threading.Thread | None = None
@@ -188,6 +189,20 @@ class SimulatedGPU:
                 return future
         future.set_result(result)
         return future
+
+    def abort(self, future: Future[Any]) -> None:
+        """Drop a sequence (waiting or running), as vLLM's abort frees it at the next step."""
+        with self._cond:
+            self._waiting = [w for w in self._waiting if w[2].future is not future]
+            heapq.heapify(self._waiting)
+            self._running = [s for s in self._running if s.future is not future]
+        if not future.cancel():  # a running sequence: it fails instead
+            with contextlib.suppress(InvalidStateError):
+                future.set_exception(EngineError("aborted"))
+
+    def stall(self) -> None:
+        with self._cond:
+            self.stalled = True
 
     def stats(self) -> dict[str, float]:
         """busy_s (simulated step time), steps, tokens_in/out, completed, peak_running."""
@@ -235,7 +250,9 @@ class SimulatedGPU:
         deadline: float | None = None  # end of the current step; None while idle
         while True:
             with self._cond:
-                while not self._closed and not self._waiting and not self._running:
+                while not self._closed and (
+                    self.stalled or (not self._waiting and not self._running)
+                ):
                     deadline = None
                     self._cond.wait()
                 if self._closed:
@@ -294,6 +311,7 @@ class CostModelEngine(Engine):
         self.streaming = self.params.mode == "continuous"
         self._gpu: SimulatedGPU | None = None
         self._batch_lock = threading.Lock()  # batch mode: one call at a time
+        self._call: list[Future[Any]] = []  # batch mode: the call in progress
         # Fault injection for the fault tests: a request whose text contains MTBENCH_CRASH_ON
         # kills the process outright (as a segfault or a CUDA fault would); one containing
         # MTBENCH_FAIL_ON raises for that request alone.
@@ -304,6 +322,11 @@ class CostModelEngine(Engine):
         slow = os.environ.get("MTBENCH_SLOW_ON") or ""
         self.slow_on, _, slow_s = slow.rpartition(":")
         self.slow_s = float(slow_s) if self.slow_on else 0.0
+        # MTBENCH_HANG_ON: a request containing it never finishes (until aborted): one segment
+        # that hangs while the engine serves the others. MTBENCH_STALL_ON: a request containing
+        # it stops the whole simulated GPU (a hung device: nothing finishes any more).
+        self.hang_on = os.environ.get("MTBENCH_HANG_ON") or None
+        self.stall_on = os.environ.get("MTBENCH_STALL_ON") or None
 
     def load(self) -> None:
         if self._gpu is None:
@@ -344,6 +367,10 @@ class CostModelEngine(Engine):
             failed: Future[Translation] = Future()
             failed.set_exception(RuntimeError(f"injected fault on {self.fail_on!r}"))
             return failed
+        if self.hang_on and self.hang_on in request.text:
+            return Future()  # never resolved: only abort() ends it
+        if self.stall_on and self.stall_on in request.text:
+            self._gpu.stall()
         tokens = self.count_tokens(request)
         result = Translation(f"<{request.target}> {request.text.strip()}")
         if self.slow_on and self.slow_on in request.text:
@@ -362,7 +389,27 @@ class CostModelEngine(Engine):
         if self.streaming:
             return [f.result() for f in [self._start(r) for r in requests]]
         with self._batch_lock:
-            return [f.result() for f in [self._start(r) for r in requests]]
+            futures = [self._start(r) for r in requests]
+            self._call = futures
+            try:
+                return [f.result() for f in futures]
+            finally:
+                self._call = []
+
+    def abort(self, future: Future[str | Translation]) -> None:
+        if self._gpu is not None:
+            self._gpu.abort(future)
+        else:
+            future.cancel()
+
+    def interrupt(self) -> None:
+        """Batch mode: the call in progress raises (its unfinished requests are dropped)."""
+        for f in list(self._call):
+            if not f.done():
+                self.abort(f)
+
+    def alive(self) -> bool:
+        return self._gpu is not None and not self._gpu.stalled
 
     def stats(self) -> dict[str, float]:
         return self._gpu.stats() if self._gpu is not None else {}

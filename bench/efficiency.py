@@ -44,7 +44,7 @@ from bench.fleet import (
 from bench.report import Check, Outcome
 from bench.run_context import Context
 from bench.workload import TARGET, segments
-from workers.engines.base import estimate_tokens
+from mtfleet.workers.engines.base import estimate_tokens
 
 
 def cost_requests(params: CostParams, texts: list[str]) -> list[tuple[int, int]]:

@@ -23,7 +23,7 @@ import httpx
 import psutil
 
 from bench.workload import SOURCE, TARGET
-from producer.localfleet import LocalFleet
+from mtfleet.producer.localfleet import LocalFleet
 
 ROOT = Path(__file__).resolve().parents[1]
 COST_ENGINE = "bench.costengine:CostModelEngine"

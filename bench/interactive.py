@@ -36,7 +36,7 @@ from bench.loadgen import poisson_stream
 from bench.report import Check, Outcome
 from bench.run_context import Context
 from bench.workload import interactive_requests, segments
-from core import keys
+from mtfleet.core import keys
 
 RATE_PER_S = 5.0
 WARM_S = 3.0

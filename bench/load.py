@@ -39,7 +39,7 @@ import redis
 from bench.fleet import BenchFleet, cost_env, process_tree, running_fleet
 from bench.loadgen import latency_summary
 from bench.workload import SHORT, SOURCE, TARGET, sentence
-from core import keys
+from mtfleet.core import keys
 
 MIB = 1 << 20
 ROUTES = ("translate", "jobs", "status")

@@ -16,7 +16,7 @@ from bench.fleet import cost_env, patched_environ, run_bulk, running_fleet, warm
 from bench.report import Outcome
 from bench.run_context import Context
 from bench.workload import fixed_length
-from workers.engines.base import estimate_tokens
+from mtfleet.workers.engines.base import estimate_tokens
 
 WORDS = 96  # estimate_tokens: 96 words -> 128 tokens
 

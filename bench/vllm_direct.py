@@ -22,8 +22,8 @@ import time
 
 
 def main() -> None:
-    from core.settings import Settings
-    from workers.engines import TranslationRequest, create_engine
+    from mtfleet.core.settings import Settings
+    from mtfleet.workers.engines import TranslationRequest, create_engine
 
     job = json.loads(sys.stdin.readline())
     source, target = job.get("source", "en"), job.get("target", "es")

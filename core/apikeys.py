@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import redis
 from pydantic import BaseModel, Field
 
-from core import keys
-from core.errors import InvalidInput, QuotaExceeded, RateLimited, Unauthorized
+from mtfleet.core import keys, scripts
+from mtfleet.core.errors import InvalidInput, QuotaExceeded, RateLimited, Unauthorized
 
 TOKEN_PREFIX = "mt_"
 _KEY_ID_HEX = 16
@@ -35,35 +35,9 @@ _DAY_S = 86_400
 #: How long a day's character count is kept (it is read for ``mtfleet keys list``).
 _USAGE_TTL_S = 2 * _DAY_S
 
-# GCRA (generic cell rate algorithm): one stored number per key, the theoretical arrival time
-# (TAT) of the next request; a request may come ``burst`` intervals early. Redis's own clock,
-# so every API process agrees. Microseconds since the epoch fit a Lua double exactly.
-_RATE = """
--- KEYS: tat   ARGV: interval_us, burst -> 0 (allowed) or microseconds to wait
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local interval = tonumber(ARGV[1])
-local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
-if tat < now then tat = now end
-local new_tat = tat + interval
-local allow_at = new_tat - interval * tonumber(ARGV[2])
-if allow_at > now then return allow_at - now end
-local ttl_ms = math.ceil((new_tat - now) / 1000) + 1
-redis.call('SET', KEYS[1], string.format('%d', new_tat), 'PX', ttl_ms)
-return 0
-"""
-
-# Check and charge in one step: concurrent requests can never spend more than the quota.
-_CHARGE = """
--- KEYS: counter   ARGV: chars, limit (-1: none), ttl -> {1, used after} or {0, used before}
-local used = tonumber(redis.call('GET', KEYS[1]) or '0')
-local n = tonumber(ARGV[1])
-local limit = tonumber(ARGV[2])
-if limit >= 0 and used + n > limit then return {0, used} end
-used = redis.call('INCRBY', KEYS[1], n)
-redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
-return {1, used}
-"""
+# The rate check is a GCRA (core/lua/key_rate.lua): one stored number per key, the theoretical
+# arrival time of the next request; a request may come ``burst`` intervals early. The charge
+# checks and counts in one step (core/lua/key_charge.lua).
 
 
 class ApiKey(BaseModel):
@@ -157,8 +131,8 @@ class KeyStore:
         self._clock = clock
         self._wall = wall
         self._cache: dict[str, tuple[float, ApiKey]] = {}
-        self._rate = r.register_script(_RATE)
-        self._charge = r.register_script(_CHARGE)
+        self._rate = scripts.register(r, "key_rate")
+        self._charge = scripts.register(r, "key_charge")
 
     # -- operator side (mtfleet keys ...) ------------------------------------------------------
     def create(

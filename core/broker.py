@@ -12,10 +12,10 @@ from typing import Any
 from celery import Celery
 from kombu import Queue
 
-from core import keys
-from core.models import ChunkMessage
-from core.redis_conn import split_tls
-from core.settings import Settings
+from mtfleet.core import keys
+from mtfleet.core.models import ChunkMessage
+from mtfleet.core.redis_conn import split_tls
+from mtfleet.core.settings import Settings
 
 
 def make_celery(settings: Settings, name: str = "mtfleet") -> Celery:

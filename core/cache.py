@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import redis
 
-from core import keys
+from mtfleet.core import keys, scripts
 
 log = logging.getLogger(__name__)
 
@@ -34,14 +34,6 @@ def text_digest(text: str) -> str:
     return hashlib.sha256(normalize(text).encode("utf-8")).hexdigest()[:40]
 
 
-# One round trip and one reply for a whole chunk's entries (a pipeline costs a reply each).
-_PUT = """
-local ttl = ARGV[1]
-for i = 1, #KEYS do redis.call('SET', KEYS[i], ARGV[i + 1], 'EX', ttl) end
-return #KEYS
-"""
-
-
 @lru_cache(maxsize=16384)
 def _key(fingerprint: str, glossary: str, source: str, target: str, text: str) -> str:
     # a worker computes each key twice (lookup, then store): remember the recent ones
@@ -52,7 +44,7 @@ class PhraseCache:
     def __init__(self, client: redis.Redis, *, ttl_s: int) -> None:
         self.r = client
         self.ttl = ttl_s
-        self._put = client.register_script(_PUT)
+        self._put = scripts.register(client, "cache_put")
 
     @staticmethod
     def key(fingerprint: str, source: str, target: str, text: str, glossary: str = "-") -> str:

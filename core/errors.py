@@ -78,6 +78,19 @@ class SegmentTooLong(EngineError):
     code = "segment_too_long"
 
 
+class EngineTimeout(EngineError):
+    """The engine did not finish a segment (or a call) by its deadline; the segment fails
+    alone while the engine goes on serving the others."""
+
+    code = "engine_timeout"
+
+
+class Cancelled(MTError):
+    """The segment's job was cancelled before it was translated."""
+
+    code = "cancelled"
+
+
 class EngineOutputMismatch(EngineError):
     """An engine returned a different number of outputs than it was given."""
 

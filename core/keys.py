@@ -9,7 +9,7 @@ from __future__ import annotations
 PREFIX = "mt:"
 
 #: Celery task the API sends by name; the workers register it under this name.
-TRANSLATE_TASK = "workers.tasks.translate_chunk"
+TRANSLATE_TASK = "mtfleet.translate_chunk"
 
 LANES = ("interactive", "bulk")
 
@@ -42,12 +42,20 @@ def job_all(job_id: str) -> list[str]:
         chunk_deliveries(job_id),
         job_chunks(job_id),
         job_document(job_id),
+        job_rendered(job_id),
     ]
 
 
 def job_document(job_id: str) -> str:
     """String: a document job's original file (base64), kept to render the translation."""
     return f"{PREFIX}job:{job_id}:document"
+
+
+def job_rendered(job_id: str) -> str:
+    """Hash: a document job's translated file as last rendered (``document``: DocumentOut JSON;
+    ``settled``: how many segments had an outcome then), so a result read again is not rendered
+    again."""
+    return f"{PREFIX}job:{job_id}:rendered"
 
 
 def job_chunks(job_id: str) -> str:
@@ -70,13 +78,30 @@ def phrase(fingerprint: str, source: str, target: str, text_digest: str) -> str:
 #: fleet that scaled to zero still accepts jobs (they wait in the queue).
 PAIRS = f"{PREFIX}pairs"
 
-#: Set of worker names that have registered; liveness is the per-worker key below.
+#: Set of worker instances (one per process) that may hold broker messages; liveness is the
+#: per-instance key below.
 WORKERS = f"{PREFIX}workers"
 
 
-def worker(name: str) -> str:
+def worker(instance: str) -> str:
     """String (JSON, expires after missed heartbeats): a live worker's registration."""
-    return f"{PREFIX}worker:{name}"
+    return f"{PREFIX}worker:{instance}"
+
+
+def unacked(instance: str) -> str:
+    """Hash (kombu's, per worker instance): delivery tag -> message the instance fetched and
+    has not acknowledged. Per instance, so that what a dead worker held is known exactly."""
+    return f"{PREFIX}unacked:{instance}"
+
+
+def unacked_index(instance: str) -> str:
+    """Sorted set (kombu's): the instance's delivery tags by fetch time."""
+    return f"{PREFIX}unacked:{instance}:index"
+
+
+def unacked_mutex(instance: str) -> str:
+    """String (kombu's): the lock of the instance's visibility-timeout restore."""
+    return f"{PREFIX}unacked:{instance}:mutex"
 
 
 #: Pub/sub channel: a job id is published here once, when the job reaches a final state.
@@ -107,10 +132,6 @@ RECONCILE_SUSPECTS = f"{PREFIX}reconcile:suspects"
 
 #: String with a short expiry: the worker whose reconciler runs the current sweep.
 RECONCILE_LOCK = f"{PREFIX}reconcile:lock"
-
-#: kombu's Redis transport keeps delivered, unacknowledged messages in this hash (its default
-#: ``unacked_key``); the reconciler reads it to tell a chunk held by a worker from a lost one.
-KOMBU_UNACKED = "unacked"
 
 
 def task_id(job_id: str, chunk: int, nonce: str) -> str:

@@ -34,8 +34,8 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
-from core import languages
-from core.errors import UnsupportedLanguage
+from mtfleet.core import languages
+from mtfleet.core.errors import UnsupportedLanguage
 
 if TYPE_CHECKING:
     from lingua import Language, LanguageDetector

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.errors import UnsupportedLanguage
+from mtfleet.core.errors import UnsupportedLanguage
 
 
 @dataclass(frozen=True)

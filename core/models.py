@@ -38,10 +38,16 @@ CHUNK_VERSION = 1
 
 
 class ChunkSegment(BaseModel):
-    """One distinct text of a chunk and every job index it fills (duplicates translate once)."""
+    """One distinct text of a chunk and every job index it fills (duplicates translate once).
+
+    ``text`` is normalised (:func:`mtfleet.core.cache.normalize`: NFC, no outer whitespace), as
+    the engine gets it and the phrase cache keys it; ``wraps`` holds, for the indices whose
+    submitted text had outer whitespace, that whitespace (leading, trailing), which goes back
+    around the translation."""
 
     indices: list[int]
     text: str
+    wraps: dict[int, tuple[str, str]] | None = None
 
 
 class ChunkMessage(BaseModel):
@@ -66,6 +72,22 @@ class ChunkMessage(BaseModel):
         return f"job={self.job_id} chunk={self.chunk} {self.source}->{self.target} segments={n}"
 
 
+class Finding(StrEnum):
+    """What a segment outcome's warnings (and some errors) say about it: the ``type`` of each.
+    The worker's output checks (:mod:`mtfleet.workers.checks`) set most of them."""
+
+    empty_output = "empty_output"
+    tag_mismatch = "tag_mismatch"
+    placeholder_mismatch = "placeholder_mismatch"
+    protected_term = "protected_term"
+    glossary_term = "glossary_term"
+    length_ratio = "length_ratio"
+    wrong_language = "wrong_language"
+    markup_mismatch = "markup_mismatch"
+    truncated = "truncated"
+    already_in_target_language = "already_in_target_language"
+
+
 class SegmentOutcome(BaseModel):
     """Result of one segment: a translation or an error ({type, message}), plus warnings
     ({type, message}) about a translation that was delivered but failed a soft check (it is
@@ -85,25 +107,3 @@ class Progress(BaseModel):
     done: int
     failed: int
     total: int
-
-
-class JobRecord(BaseModel):
-    """A job as stored in Redis (metadata only; results live in their own hash)."""
-
-    id: str
-    status: JobStatus
-    source_lang: str
-    target_lang: str
-    lane: Lane
-    progress: Progress
-    created_at: float
-    started_at: float | None = None
-    finished_at: float | None = None
-    chunks: int = 0
-    cached: int = 0
-    error: dict[str, Any] | None = None
-    document_format: str | None = None  # a document job: its texts are the document's segments
-    document_name: str | None = None
-    detected_source_lang: str | None = None  # source_lang was "auto"
-    segment_langs: list[str | None] | None = None  # per text, when detected (mixed content)
-    owner: str = ""  # id of the API key that made it ('' when the API ran with MT_AUTH=off)

@@ -1,8 +1,15 @@
 """Worker registry: which workers are alive and which language pairs the fleet serves.
 
-Each worker refreshes its own key every ``MT_HEARTBEAT_S`` (the key expires after three missed
-beats) and records its pairs in :data:`core.keys.PAIRS`, which does not expire: a fleet that
-scaled to zero overnight still accepts jobs for the pairs it served, and they wait in the queue.
+Each worker *process* has an ``instance`` id of its own (a restarted worker is a new instance,
+with the same Celery ``name``). It refreshes its key every ``MT_HEARTBEAT_S`` (the key expires
+after three missed beats) and records its pairs in :data:`mtfleet.core.keys.PAIRS`, which does
+not expire: a fleet that scaled to zero overnight still accepts jobs for the pairs it served,
+and they wait in the queue.
+
+:data:`mtfleet.core.keys.WORKERS` lists every instance that may still hold broker messages: a
+worker joins it before it consumes, and only the reconciler takes it out, once the instance is
+dead and every message it held is back on its queue (:mod:`mtfleet.workers.reconciler`).
+A worker's first beat happens before it consumes.
 """
 
 from __future__ import annotations
@@ -13,11 +20,14 @@ import time
 import redis
 from pydantic import BaseModel, Field
 
-from core import keys
+from mtfleet.core import keys
 
 
 class WorkerInfo(BaseModel):
-    name: str
+    name: str  # Celery's hostname (gpu0@host); shared by the instances a launcher restarts
+    instance: str = ""  # this process (the registry key; its own unacked hash on the broker)
+    healthy: bool = True  # False while its engine is down or restarting
+    unhealthy_reason: str | None = None
     engine: str
     model: str
     fingerprint: str
@@ -48,8 +58,8 @@ class Registry:
     def beat(self, info: WorkerInfo, *, ttl_s: float) -> None:
         info.beat_at = time.time()
         pipe = self.r.pipeline(transaction=True)
-        pipe.set(keys.worker(info.name), info.model_dump_json(), px=int(ttl_s * 1000))
-        pipe.sadd(keys.WORKERS, info.name)
+        pipe.set(keys.worker(info.instance), info.model_dump_json(), px=int(ttl_s * 1000))
+        pipe.sadd(keys.WORKERS, info.instance)
         for src, tgt in info.pairs:
             pair = PairInfo(
                 source=src,
@@ -62,27 +72,33 @@ class Registry:
             pipe.hset(keys.PAIRS, f"{src}:{tgt}", pair.model_dump_json())
         pipe.execute()
 
-    def leave(self, name: str) -> None:
-        """Graceful shutdown: the worker is no longer live (its pairs stay known)."""
-        pipe = self.r.pipeline(transaction=True)
-        pipe.delete(keys.worker(name))
-        pipe.srem(keys.WORKERS, name)
-        pipe.execute()
+    def leave(self, instance: str) -> None:
+        """Graceful shutdown: the instance is no longer live (its pairs stay known; it stays
+        in :data:`~mtfleet.core.keys.WORKERS` until the reconciler has seen its held
+        messages back on their queues)."""
+        self.r.delete(keys.worker(instance))
 
-    def live_workers(self) -> list[WorkerInfo]:
+    def instances(self) -> tuple[list[WorkerInfo], list[str]]:
+        """(live workers, instances that are gone but may still hold messages)."""
         names = sorted(str(n) for n in self.r.smembers(keys.WORKERS))
         if not names:
-            return []
+            return [], []
         raws = self.r.mget([keys.worker(n) for n in names])
-        live, gone = [], []
+        live: list[WorkerInfo] = []
+        gone: list[str] = []
         for name, raw in zip(names, raws, strict=True):
             if raw is None:
                 gone.append(name)
             else:
                 live.append(WorkerInfo.model_validate_json(raw))
-        if gone:
-            self.r.srem(keys.WORKERS, *gone)
-        return live
+        return live, gone
+
+    def live_workers(self) -> list[WorkerInfo]:
+        return self.instances()[0]
+
+    def forget(self, instance: str) -> None:
+        """A dead instance holds nothing any more."""
+        self.r.srem(keys.WORKERS, instance)
 
     def pairs(self) -> dict[tuple[str, str], PairInfo]:
         out = {}

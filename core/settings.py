@@ -42,7 +42,7 @@ class Settings(BaseSettings):
     @classmethod
     def _redis_tls(cls, v: str | None) -> str | None:
         if v is not None:
-            from core.redis_conn import split_tls
+            from mtfleet.core.redis_conn import split_tls
 
             split_tls(v)  # raises ValueError on a bad or missing TLS option
         return v
@@ -78,7 +78,19 @@ class Settings(BaseSettings):
         3.0, gt=0, description="max_tokens = source tokens x ratio + slack, capped by the model."
     )
     max_tokens_slack: int = Field(16, ge=0, description="Added to the derived max_tokens.")
-    apertium_timeout_s: float = Field(60.0, gt=0, description="Time limit for one apertium call.")
+    engine_deadline_factor: float = Field(
+        10.0,
+        ge=1,
+        description="An engine call may take this many times what the engine should need (the "
+        "cost model's estimate for batch engines, the measured seconds per token for streaming "
+        "ones) before it is interrupted or aborted and its segment fails alone.",
+    )
+    engine_deadline_floor_s: float = Field(
+        30.0,
+        gt=0,
+        description="Shortest engine deadline, whatever the estimate (never more than half the "
+        "visibility timeout).",
+    )
 
     # --- worker ------------------------------------------------------------------------------
     lanes: Annotated[list[Literal["interactive", "bulk"]], NoDecode] = Field(

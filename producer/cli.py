@@ -28,12 +28,12 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from core import documents
-from core.apikeys import KeyStore
-from core.documents import DocumentError
-from core.errors import InvalidInput
-from producer.client import DEFAULT_URL, Job, JobTimeout, MTClient, MTClientError
-from producer.lines import LineDocument, parse_lines
+from mtfleet.core import documents
+from mtfleet.core.apikeys import KeyStore
+from mtfleet.core.documents import DocumentError
+from mtfleet.core.errors import InvalidInput
+from mtfleet.producer.client import DEFAULT_URL, Job, JobTimeout, MTClient, MTClientError
+from mtfleet.producer.lines import LineDocument, parse_lines
 
 app = typer.Typer(
     pretty_exceptions_enable=False,
@@ -56,7 +56,7 @@ GlossaryOpt = Annotated[
 def _settings_or_exit(overrides: dict[str, str]) -> None:
     """Validate settings (with overrides) before starting anything: a bad value exits 2."""
     os.environ.update(overrides)
-    from core.settings import Settings, get_settings
+    from mtfleet.core.settings import Settings, get_settings
 
     get_settings.cache_clear()
     try:
@@ -79,7 +79,7 @@ def api(
 
     _settings_or_exit({})
     uvicorn.run(
-        "api.app:create_app",
+        "mtfleet.api.app:create_app",
         factory=True,
         host=host,
         port=port,
@@ -105,8 +105,9 @@ def worker(
     loglevel: Annotated[str, typer.Option()] = "INFO",
 ) -> None:
     """Start one Celery worker per GPU group (one CPU worker without --gpus); restart on death."""
-    from core.errors import ConfigError
-    from workers.launcher import gpu_groups, parse_gpus, run_workers
+    from mtfleet.core.errors import ConfigError
+    from mtfleet.workers.gpus import gpu_groups, parse_gpus
+    from mtfleet.workers.supervisor import run_workers
 
     overrides = {
         k: v
@@ -119,7 +120,7 @@ def worker(
         if v is not None
     }
     _settings_or_exit(overrides)
-    from core.settings import get_settings
+    from mtfleet.core.settings import get_settings
 
     settings = get_settings()
     try:
@@ -150,9 +151,9 @@ def flower(
 ) -> None:
     """Run Flower on the broker with basic auth (credentials from MT_FLOWER_USER/PASSWORD)."""
     _settings_or_exit({})
-    from core.errors import ConfigError
-    from core.settings import get_settings
-    from workers.launcher import check_flower_auth, run_flower
+    from mtfleet.core.errors import ConfigError
+    from mtfleet.core.settings import get_settings
+    from mtfleet.workers.flower import check_flower_auth, run_flower
 
     s = get_settings()
     address = host or s.flower_host
@@ -172,7 +173,7 @@ def demo(
     bulk_lines: Annotated[int, typer.Option(help="Lines in the bulk job.")] = 300,
 ) -> None:
     """Start Redis (if needed), the API, an Apertium worker and Flower; translate en->es."""
-    from producer.demo import run_demo
+    from mtfleet.producer.demo import run_demo
 
     raise typer.Exit(run_demo(keep_running=keep_running, bulk_lines=bulk_lines))
 
@@ -500,8 +501,8 @@ app.add_typer(keys_app, name="keys")
 
 def _key_store() -> KeyStore:
     _settings_or_exit({})
-    from core.redis_conn import connect
-    from core.settings import get_settings
+    from mtfleet.core.redis_conn import connect
+    from mtfleet.core.settings import get_settings
 
     return KeyStore(connect(get_settings().redis_url), cache_s=0)
 

@@ -1,6 +1,6 @@
 """Python SDK for the mtfleet HTTP API (httpx), synchronous and asynchronous.
 
-    from producer import MTClient
+    from mtfleet.producer import MTClient
     with MTClient("http://127.0.0.1:8000", api_key="mt_...") as mt:   # mtfleet keys create
         mt.translate(["Red shoes"], source="en", target="es")      # -> ["Zapatos rojos"]
         job = mt.submit(lines, source="en", target="es", lane="bulk")
@@ -19,9 +19,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, Field
 
-from core.models import JobStatus, Lane, Progress
+from mtfleet.core.schemas import (
+    DocumentOut,
+    GlossaryDetail,
+    GlossaryPublic,
+    JobPublic,
+    JobResultPublic,
+)
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 
@@ -44,68 +49,12 @@ class JobTimeout(TimeoutError):
         self.job_id = job_id
 
 
-class Job(BaseModel):
-    id: str
-    status: JobStatus
-    lane: Lane
-    source_lang: str
-    target_lang: str
-    progress: Progress
-    cached: int = 0
-    created_at: float
-    started_at: float | None = None
-    finished_at: float | None = None
-    error: dict[str, Any] | None = None
-    document_format: str | None = None
-    detected_source_lang: str | None = None
-
-    @property
-    def final(self) -> bool:
-        return self.status.final
-
-
-class SegmentError(BaseModel):
-    index: int
-    type: str
-    message: str
-
-
-class DocumentResult(BaseModel):
-    format: str
-    filename: str | None = None
-    encoding: str
-    content: str
-    warnings: list[str] = Field(default_factory=list)
-
-    def data(self) -> bytes:
-        """The translated file's bytes."""
-        return (
-            base64.b64decode(self.content) if self.encoding == "base64" else self.content.encode()
-        )
-
-
-class Glossary(BaseModel):
-    """A glossary; ``entries`` and ``protected`` are None in lists (fetch one for its terms)."""
-
-    id: str
-    name: str
-    source_lang: str
-    target_lang: str
-    version: str
-    entry_count: int
-    protected_count: int
-    created_at: float
-    entries: dict[str, str] | None = None
-    protected: list[str] | None = None
-
-
-class JobResult(BaseModel):
-    id: str
-    status: JobStatus
-    translations: list[str | None]
-    errors: list[SegmentError] = Field(default_factory=list)
-    warnings: list[SegmentError] = Field(default_factory=list)
-    document: DocumentResult | None = None
+# The public models are the API's own (one definition, :mod:`mtfleet.core.schemas`); the SDK's
+# names for them:
+Job = JobPublic
+JobResult = JobResultPublic
+DocumentResult = DocumentOut
+Glossary = GlossaryDetail
 
 
 def _check(resp: httpx.Response) -> dict[str, Any]:
@@ -344,10 +293,10 @@ class MTClient:
         body = _glossary_body(name, source, target, entries, protected, entries_tsv)
         return Glossary.model_validate(_check(self.http.post("/v1/glossaries", json=body)))
 
-    def glossaries(self) -> list[Glossary]:
+    def glossaries(self) -> list[GlossaryPublic]:
         """This key's glossaries (without their terms)."""
         data = _check(self.http.get("/v1/glossaries"))
-        return [Glossary.model_validate(g) for g in data["glossaries"]]
+        return [GlossaryPublic.model_validate(g) for g in data["glossaries"]]
 
     def glossary(self, glossary_id: str) -> Glossary:
         return Glossary.model_validate(_check(self.http.get(f"/v1/glossaries/{glossary_id}")))
@@ -490,9 +439,9 @@ class AsyncMTClient:
         body = _glossary_body(name, source, target, entries, protected, entries_tsv)
         return Glossary.model_validate(_check(await self.http.post("/v1/glossaries", json=body)))
 
-    async def glossaries(self) -> list[Glossary]:
+    async def glossaries(self) -> list[GlossaryPublic]:
         data = _check(await self.http.get("/v1/glossaries"))
-        return [Glossary.model_validate(g) for g in data["glossaries"]]
+        return [GlossaryPublic.model_validate(g) for g in data["glossaries"]]
 
     async def glossary(self, glossary_id: str) -> Glossary:
         resp = await self.http.get(f"/v1/glossaries/{glossary_id}")

@@ -17,8 +17,8 @@ import time
 from rich.console import Console
 from rich.table import Table
 
-from producer.client import MTClient
-from producer.localfleet import LocalFleet
+from mtfleet.producer.client import MTClient
+from mtfleet.producer.localfleet import LocalFleet
 
 console = Console()
 

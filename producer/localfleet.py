@@ -23,7 +23,7 @@ from typing import IO
 import httpx
 import redis
 
-from core.apikeys import KeyStore
+from mtfleet.core.apikeys import KeyStore
 
 
 def free_port() -> int:
@@ -104,7 +104,7 @@ class LocalFleet:
         return proc
 
     def _cli(self, *args: str) -> list[str]:
-        return [sys.executable, "-m", "producer.cli", *args]
+        return [sys.executable, "-m", "mtfleet.producer.cli", *args]
 
     def start_redis(self) -> str:
         if self.redis_url and redis_reachable(self.redis_url):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from producer.localfleet import free_port, redis_server_command
+from mtfleet.producer.localfleet import free_port, redis_server_command
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -60,8 +60,8 @@ def redis_server() -> Iterator[str]:
 @pytest.fixture
 def redis_url(redis_server: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The private Redis, flushed, and MT_REDIS_URL pointing at it for this test."""
-    from core.redis_conn import reset
-    from core.settings import get_settings
+    from mtfleet.core.redis_conn import reset
+    from mtfleet.core.settings import get_settings
 
     redis.Redis.from_url(redis_server).flushall()
     monkeypatch.setenv("MT_REDIS_URL", redis_server)

@@ -1,5 +1,5 @@
-"""Celery workers: the translate task, the engines and the GPU-group launcher.
+"""Celery workers: the translate task, its scheduler, the engines and the GPU-group launcher.
 
-Nothing outside this package imports it; the API enqueues ``workers.tasks.translate_chunk`` by
-name. Engines are imported lazily, so importing the task module never pulls torch or vLLM.
+Nothing outside this package imports it; the API enqueues :data:`mtfleet.core.keys.TRANSLATE_TASK`
+by name. Engines are imported lazily, so importing the Celery app never pulls torch or vLLM.
 """

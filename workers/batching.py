@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from workers.costmodel import CostModel
-from workers.engines.base import EngineLimits
+from mtfleet.workers.costmodel import CostModel
+from mtfleet.workers.engines.base import EngineLimits
 
 
 class Sized(Protocol):

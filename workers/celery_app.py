@@ -1,18 +1,52 @@
-"""The worker-side Celery app (``celery -A workers.celery_app worker``).
+"""The worker's Celery app (``celery -A mtfleet.workers.celery_app worker``) and its one task.
 
-The engine loads in ``worker_init``, before the consumer takes any message, in this process:
-only the ``threads`` (default) and ``solo`` pools are accepted (see ``workers.lifecycle``).
+Its life is :class:`~mtfleet.workers.runtime.WorkerRuntime`'s, driven by Celery's signals:
+``worker_init`` boots it (the engine loads before the consumer takes any message, in this
+process: only the ``threads`` and ``solo`` pools are accepted, never a fork after loading),
+``worker_ready`` makes it ready, ``worker_shutdown`` shuts it down. A worker whose engine
+cannot load exits (``SystemExit``, which Celery's signal dispatch does not swallow) so the
+launcher restarts it with backoff, instead of consuming chunks it cannot translate.
+
+The task, :data:`mtfleet.core.keys.TRANSLATE_TASK`, translates one chunk; the API sends it by
+that name. Its return value is a small summary (counts, timings) that Flower shows; customer
+text never appears in it. Nothing accepted is dropped:
+
+* any error while processing (Redis unreachable, an engine fault) *rejects the message with
+  requeue*: it goes back to its queue (or, if Redis itself is down, stays unacknowledged and
+  returns with the rescue or the visibility timeout). The store is idempotent, so repeats are
+  harmless, and the per-chunk delivery counter dead-letters a chunk that keeps failing;
+* an engine that cannot serve (:class:`~mtfleet.core.errors.EngineUnavailable`) is restarted
+  by the worker's :class:`~mtfleet.workers.health.EngineHealth` while its chunks go back;
+* a message that is not a valid chunk can never succeed: it is dead-lettered at once and its
+  job, if it names one, fails with the reason.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import threading
+import time
 from typing import Any
 
+from celery import Task
+from celery.exceptions import Reject
+from celery.signals import worker_init, worker_ready, worker_shutdown
 from celery.worker.request import Request
+from pydantic import ValidationError
 
-from core.broker import make_celery
-from core.settings import get_settings
-from workers.consumers import InteractiveConsumer, consumer_plan
+from mtfleet.core import keys
+from mtfleet.core.broker import make_celery
+from mtfleet.core.errors import EngineUnavailable
+from mtfleet.core.models import ChunkMessage
+from mtfleet.core.settings import get_settings
+from mtfleet.workers import metrics
+from mtfleet.workers.chunk import Requeue
+from mtfleet.workers.consumers import InteractiveConsumer, consumer_plan
+from mtfleet.workers.reconciler import unacked_options
+from mtfleet.workers.runtime import WorkerRuntime, new_instance_id
+
+log = logging.getLogger(__name__)
 
 
 class RedactedRequest(Request):
@@ -26,14 +60,17 @@ class RedactedRequest(Request):
 
 
 settings = get_settings()
+INSTANCE = new_instance_id()
 app = make_celery(settings)
 app.conf.update(
     worker_pool="threads",
     worker_concurrency=settings.worker_concurrency,
-    include=["workers.tasks"],
     # Remote control (the pidbox: ping, inspect, Flower's worker pages and buttons) answers
     # anyone who can publish on the broker; MT_WORKER_REMOTE_CONTROL=false turns it off.
     worker_enable_remote_control=settings.worker_remote_control,
+    # This process's fetched, unacknowledged messages in a hash of its own, so the reconciler
+    # knows exactly what a dead worker held (mtfleet.workers.reconciler).
+    broker_transport_options={**app.conf.broker_transport_options, **unacked_options(INSTANCE)},
 )
 # Every task of this app (they subclass app.Task) builds its requests from RedactedRequest.
 app.Task.Request = RedactedRequest
@@ -42,5 +79,103 @@ app.Task.Request = RedactedRequest
 if consumer_plan(list(settings.lanes), settings.interactive_prefetch)[1]:
     app.steps["consumer"].add(InteractiveConsumer)
 
-# Signal handlers are registered by importing the module.
-from workers import lifecycle  # noqa: E402,F401
+_runtime: WorkerRuntime | None = None
+
+
+def runtime() -> WorkerRuntime:
+    """This process's runtime (made on first use; booted by ``worker_init``)."""
+    global _runtime
+    if _runtime is None:
+        _runtime = WorkerRuntime(settings, instance=INSTANCE)
+    return _runtime
+
+
+# -- the task ----------------------------------------------------------------------------------
+_failures = 0  # consecutive failed chunks in this process: paces requeues
+_failures_lock = threading.Lock()
+
+
+def _backoff() -> float:
+    global _failures
+    with _failures_lock:
+        _failures += 1
+        return min(0.25 * 2 ** min(_failures, 8), 10.0)
+
+
+def _reset_backoff() -> None:
+    global _failures
+    with _failures_lock:
+        _failures = 0
+
+
+@app.task(name=keys.TRANSLATE_TASK, bind=True, acks_late=True, reject_on_worker_lost=True)
+def translate_chunk(self: Task, chunk: Any) -> dict[str, Any]:
+    try:
+        msg = ChunkMessage.model_validate(chunk)
+    except ValidationError as exc:
+        return _dead_letter_malformed(self.request.id, chunk, exc)
+    redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
+    rt = runtime()
+    try:
+        result = rt.process(msg, redelivered=redelivered)
+    except EngineUnavailable as exc:
+        rt.health.engine_down(exc.message)
+        time.sleep(_backoff())
+        raise Reject(exc.message, requeue=True) from exc
+    except Requeue as exc:
+        log.warning("job %s chunk %s requeued: %s", msg.job_id, msg.chunk, exc)
+        raise Reject(str(exc), requeue=True) from exc
+    except Exception as exc:
+        delay = _backoff()
+        log.exception("chunk %s of job %s failed; requeued in %.1fs", msg.chunk, msg.job_id, delay)
+        time.sleep(delay)
+        raise Reject(f"{type(exc).__name__}: {exc}", requeue=True) from exc
+    _reset_backoff()
+    return result
+
+
+def _dead_letter_malformed(task_id: str, chunk: Any, exc: ValidationError) -> dict[str, Any]:
+    reason = f"malformed chunk message ({exc.error_count()} error(s)): {exc.errors()[0]['msg']}"
+    log.error("dead-lettering task %s: %s", task_id, reason)
+    rt = runtime()
+    job_id = chunk.get("job_id") if isinstance(chunk, dict) else None
+    rt.redis.lpush(
+        keys.DEAD_LETTER,
+        json.dumps({"task_id": task_id, "job_id": job_id, "reason": reason, "at": time.time()}),
+    )
+    if isinstance(job_id, str):
+        rt.store.fail(job_id, {"type": "dead_lettered", "message": reason})
+    return {"dead_lettered": True, "reason": reason}
+
+
+# -- the worker's life -------------------------------------------------------------------------
+def pool_name(sender: Any) -> str:
+    pool = getattr(sender, "pool_cls", "")
+    return pool if isinstance(pool, str) else f"{pool.__module__}.{pool.__name__}"
+
+
+@worker_init.connect
+def _boot(sender: Any = None, **_: Any) -> None:
+    name = pool_name(sender)
+    if "thread" not in name and "solo" not in name:
+        log.critical("mtfleet workers run the 'threads' or 'solo' pool, not %s", name)
+        raise SystemExit(2)
+    if settings.worker_metrics_port:
+        metrics.serve(settings.worker_metrics_port)
+    try:
+        runtime().boot(getattr(sender, "hostname", None))
+    except Exception as exc:
+        log.critical("engine failed to load; exiting so the launcher restarts: %s", exc)
+        raise SystemExit(3) from exc
+
+
+@worker_ready.connect
+def _ready(sender: Any = None, **_: Any) -> None:
+    # The sender is the consumer: its QoS is the prefetch count the pull window steers.
+    runtime().ready(sender)
+
+
+@worker_shutdown.connect
+def _shutdown(**_: Any) -> None:
+    if _runtime is not None:
+        _runtime.shutdown()

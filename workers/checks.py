@@ -45,22 +45,22 @@ from typing import Any
 
 from prometheus_client import Counter
 
-from core import languages
-from core.documents.base import TAG, tag_counts
-from core.documents.pipeline import next_code
-from core.documents.pipeline import protect as protect_spans
-from core.glossary import PLACEHOLDER, Matcher, Placed, Protected
-from core.models import SegmentOutcome
+from mtfleet.core import languages
+from mtfleet.core.documents.base import TAG, tag_counts
+from mtfleet.core.documents.pipeline import next_code
+from mtfleet.core.documents.pipeline import protect as protect_spans
+from mtfleet.core.glossary import PLACEHOLDER, Matcher, Placed, Protected
+from mtfleet.core.models import Finding, SegmentOutcome
 
 log = logging.getLogger(__name__)
 
-EMPTY = "empty_output"
-TAG_MISMATCH = "tag_mismatch"
-PLACEHOLDER_MISMATCH = "placeholder_mismatch"
-PROTECTED_TERM = "protected_term"
-GLOSSARY_TERM = "glossary_term"
-LENGTH_RATIO = "length_ratio"
-WRONG_LANGUAGE = "wrong_language"
+EMPTY = Finding.empty_output.value
+TAG_MISMATCH = Finding.tag_mismatch.value
+PLACEHOLDER_MISMATCH = Finding.placeholder_mismatch.value
+PROTECTED_TERM = Finding.protected_term.value
+GLOSSARY_TERM = Finding.glossary_term.value
+LENGTH_RATIO = Finding.length_ratio.value
+WRONG_LANGUAGE = Finding.wrong_language.value
 
 HARD = frozenset({EMPTY, TAG_MISMATCH, PLACEHOLDER_MISMATCH, PROTECTED_TERM, GLOSSARY_TERM})
 
@@ -206,7 +206,7 @@ def language_warnings(
 ) -> list[CheckWarning | None]:
     """``wrong_language`` per output (None where it passes or cannot be told); ``remove[i]``:
     strings taken out of output i first (its glossary terms)."""
-    from core import langdetect
+    from mtfleet.core import langdetect
 
     result: list[CheckWarning | None] = [None] * len(outputs)
     if not langdetect.supports(target):

@@ -18,7 +18,7 @@ from typing import Any
 from celery import bootsteps
 from kombu import Consumer, Queue
 
-from core import keys
+from mtfleet.core import keys
 
 
 def consumer_plan(lanes: list[str], interactive_prefetch: int) -> tuple[list[str], int]:
@@ -38,7 +38,7 @@ class InteractiveConsumer(bootsteps.ConsumerStep):
         super().__init__(parent, **kwargs)
 
     def get_consumers(self, channel: Any) -> list[Consumer]:
-        from core.settings import get_settings
+        from mtfleet.core.settings import get_settings
 
         settings = get_settings()
         _, prefetch = consumer_plan(list(settings.lanes), settings.interactive_prefetch)

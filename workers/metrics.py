@@ -66,6 +66,25 @@ THROUGHPUT = Gauge(
 COST_FIXED = Gauge("mt_worker_cost_fixed_seconds", "Cost model: fixed seconds per engine call")
 COST_PER_TOKEN = Gauge("mt_worker_cost_per_token_seconds", "Cost model: seconds per input token")
 DEAD_LETTERED = Counter("mt_worker_dead_lettered_total", "Chunks sent to the dead-letter list")
+ABORTED = Counter(
+    "mt_worker_aborted_total",
+    "Segments given up inside or before the engine (cancelled jobs, deadlines, restarts)",
+)
+TIMED_OUT = Counter(
+    "mt_worker_engine_timeouts_total", "Segments that failed alone past their engine deadline"
+)
+HEALTHY = Gauge(
+    "mt_worker_engine_healthy", "1 while the engine serves; 0 while it is down or restarting"
+)
+ENGINE_RESTARTS = Counter("mt_worker_engine_restarts_total", "Engine restarts after it went down")
+RESCUED = Counter(
+    "mt_worker_chunks_rescued_total",
+    "Chunks a dead worker held that were put back on their queue",
+)
+RECHECK_HITS = Counter(
+    "mt_worker_cache_recheck_hits_total",
+    "Segments of chunks that waited in the queue, found translated since (phrase cache)",
+)
 
 
 def observe_batch(segments: int, tokens: int, seconds: float | None) -> None:

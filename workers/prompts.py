@@ -29,7 +29,7 @@ import weakref
 from collections.abc import Iterable
 from typing import Any, Literal, Protocol
 
-from core import languages
+from mtfleet.core import languages
 
 PROMPT_VERSION = "2"  # 2: control-token strings in the source are broken (see the module doc)
 PromptStyle = Literal["hunyuan", "chat"]

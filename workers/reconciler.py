@@ -1,49 +1,58 @@
-"""Find chunks the broker lost and send them again.
+"""Put back what the broker would otherwise keep too long or lose: a dead worker's chunks, and
+chunks that exist nowhere.
 
-Celery's Redis transport has one window in which a message exists nowhere: kombu pops it with
-``BRPOP`` and only then writes it to its ``unacked`` hash, from the client. A worker killed (or a
-connection cut) between the two loses the message for good, and its job would stay ``running``
-forever. The visibility timeout cannot help: it only restores what reached ``unacked``.
+**A dead worker's chunks, within seconds** (dramatiq's heartbeat requeue and Sidekiq's
+super_fetch are the models). Every worker instance keeps the messages it fetched and has not
+acknowledged in an unacked hash of its own (kombu's ``unacked_key`` transport option,
+:func:`mtfleet.core.keys.unacked`), and is listed in :data:`mtfleet.core.keys.WORKERS` before it
+consumes. When an instance's heartbeat has expired (three missed beats: a SIGKILL, an OOM kill,
+a lost node), everything in its hash goes back to the front of its queue through kombu's own
+restore (marked redelivered, so each such chunk runs alone on its next worker) and the instance
+is forgotten. The visibility timeout is untouched: it still bounds a live worker that holds a
+message too long.
 
-mtfleet therefore keeps its own ledger. The API writes every chunk message into the job's
-ledger hash (:func:`core.keys.job_chunks`) in the same step that creates the job, and a chunk
-leaves the ledger in the same step that writes its last result. Once per
-``MT_RECONCILE_INTERVAL_S`` one worker (a short Redis lock elects it) sweeps the jobs that
-should have been fetched by now:
+**Chunks that exist nowhere.** kombu pops a message with ``BRPOP`` and only then writes it to
+the unacked hash, from the client: a worker killed (or a connection cut) between the two loses
+it for good. The API writes every chunk message into the job's ledger
+(:func:`mtfleet.core.keys.job_chunks`) in the same step that creates the job, and a chunk leaves
+the ledger in the same step that writes its last result. Every ``MT_RECONCILE_INTERVAL_S`` the
+jobs that should have been fetched by now are swept:
 
 * a lane's queue is first in, first out, so a job created well before the lane's *started
   mark* (the newest ``enqueued_at`` of any chunk started on the lane) has had every chunk
   fetched at least once; when the queue is empty, every active job qualifies;
-* each of their unfinished chunks must then be either held by a worker (kombu's ``unacked``
-  hash) or back in the queue after a restore (restored messages go to the fetching end; the
-  last ``SCAN_TAIL`` messages are read);
+* each of their unfinished chunks must then be either held by a live worker or back in the
+  queue after a restore (restored messages go to the fetching end; the last ``SCAN_TAIL``
+  messages are read);
 * a chunk found in neither place becomes a suspect; still missing one grace period later (a
-  message in the BRPOP window reaches ``unacked`` within microseconds), it is sent again from
-  the ledger.
+  message in the BRPOP window reaches a hash within microseconds), it is sent again from the
+  ledger.
 
 A wrong guess costs one duplicate message, which is harmless: every result is written once
 (HSETNX) and a chunk whose segments all have results does no work. A chunk re-sent
 ``MT_MAX_DELIVERIES`` times is dead-lettered like a poison chunk.
+
+One worker does all this at a time: the holder of a short Redis lock, renewed at every tick.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import redis
-from celery import Celery
 
-from core import keys
-from core.broker import send_chunk
-from core.models import ChunkMessage
-from workers import metrics
-
-if TYPE_CHECKING:
-    from workers.runtime import WorkerRuntime
+from mtfleet.core import keys
+from mtfleet.core.broker import send_chunk
+from mtfleet.core.models import ChunkMessage
+from mtfleet.core.registry import Registry
+from mtfleet.core.settings import Settings
+from mtfleet.core.store import JobStore
+from mtfleet.workers import metrics
+from mtfleet.workers.chunk import dead_letter
+from mtfleet.workers.hooks import Periodic
 
 log = logging.getLogger(__name__)
 
@@ -51,13 +60,15 @@ log = logging.getLogger(__name__)
 SCAN_TAIL = 2000
 #: Most active jobs looked at per lane and sweep (the oldest first).
 MAX_JOBS = 500
+#: Messages restored from a dead instance's hash per kombu call.
+RESTORE_BATCH = 500
 
 _TASK_ID = re.compile(r'"id":\s*"([0-9a-f]{32})\.(\d+)\.')
 
 
 def chunk_ids(raw_messages: list[str]) -> set[tuple[str, int]]:
     """(job id, chunk) of every broker message in ``raw_messages`` (kombu's JSON envelopes,
-    from a queue or the unacked hash); the task id in the headers names the chunk."""
+    from a queue or an unacked hash); the task id in the headers names the chunk."""
     found = set()
     for raw in raw_messages:
         m = _TASK_ID.search(raw)
@@ -66,53 +77,101 @@ def chunk_ids(raw_messages: list[str]) -> set[tuple[str, int]]:
     return found
 
 
-class Reconciler:
-    def __init__(self, rt: WorkerRuntime, app: Celery) -> None:
-        self.rt = rt
-        self.r: redis.Redis = rt.redis
-        self.app = app
-        self.interval = float(rt.settings.reconcile_interval_s)
+def unacked_options(instance: str) -> dict[str, str]:
+    """The broker transport options that give ``instance`` an unacked hash of its own."""
+    return {
+        "unacked_key": keys.unacked(instance),
+        "unacked_index_key": keys.unacked_index(instance),
+        "unacked_mutex_key": keys.unacked_mutex(instance),
+    }
+
+
+class Reconciler(Periodic):
+    name = "reconciler"
+
+    def __init__(
+        self, settings: Settings, client: redis.Redis, store: JobStore, instance: str
+    ) -> None:
+        super().__init__()
+        self.settings = settings
+        self.r = client
+        self.store = store
+        self.registry = Registry(client)
+        self.instance = instance
+        self.interval_s = settings.heartbeat_s  # a dead worker is seen at its first missed tick
+        self.sweep_every_s = float(settings.reconcile_interval_s)
         # A chunk must stay missing this long before it is re-sent; jobs younger than this
         # (still being published) and chunks enqueued less than this before the lane's
         # started mark are left alone.
-        self.grace = max(2 * self.interval, 5.0)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.grace = max(2 * self.sweep_every_s, 5.0)
+        self.app: Any = None
+        self._swept = time.monotonic()
 
-    # -- the loop --------------------------------------------------------------------------
-    def start(self) -> None:
-        def loop() -> None:
-            while not self._stop.wait(self.interval):
-                try:
-                    self.sweep()
-                except Exception as exc:  # noqa: BLE001 - Redis may be away; try again later
-                    log.warning("reconciler sweep failed: %s", exc)
+    def ready(self, consumer: Any) -> None:
+        self.app = consumer.app
+        super().ready(consumer)
 
-        self._thread = threading.Thread(target=loop, name="mt-reconciler", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+    def tick(self) -> None:
+        if not self._lead():
+            return
+        self.rescue()
+        if time.monotonic() - self._swept >= self.sweep_every_s:
+            self._swept = time.monotonic()
+            self.sweep()
 
     def _lead(self) -> bool:
-        """Hold the sweep lock (one reconciler at a time across the fleet)."""
-        ttl_ms = int(self.interval * 2000)
-        if self.r.set(keys.RECONCILE_LOCK, self.rt.name, nx=True, px=ttl_ms):
+        """Hold the lock (one reconciler at a time across the fleet); it outlives three ticks,
+        so a dead leader is replaced within three heartbeats."""
+        ttl_ms = int(self.interval_s * 3000)
+        if self.r.set(keys.RECONCILE_LOCK, self.instance, nx=True, px=ttl_ms):
             return True
-        if self.r.get(keys.RECONCILE_LOCK) == self.rt.name:
+        if self.r.get(keys.RECONCILE_LOCK) == self.instance:
             self.r.pexpire(keys.RECONCILE_LOCK, ttl_ms)
             return True
         return False
 
-    # -- one sweep -------------------------------------------------------------------------
+    # -- a dead worker's chunks --------------------------------------------------------------
+    def rescue(self) -> int:
+        """Put every message a dead instance held back on its queue; returns how many."""
+        _live, gone = self.registry.instances()
+        restored = 0
+        for instance in gone:
+            held = int(self.r.hlen(keys.unacked(instance)))
+            if held:
+                log.warning(
+                    "worker instance %s is gone holding %d chunk(s): back to their queues",
+                    instance,
+                    held,
+                )
+                self._restore_all(instance)
+                restored += held
+            if not int(self.r.hlen(keys.unacked(instance))):
+                self.r.delete(keys.unacked_index(instance), keys.unacked_mutex(instance))
+                self.registry.forget(instance)
+        metrics.RESCUED.inc(restored)
+        return restored
+
+    def _restore_all(self, instance: str) -> None:
+        """kombu's own restore, on a channel that sees ``instance``'s hash with a visibility
+        timeout of zero: every message in it is due."""
+        options = {**unacked_options(instance), "visibility_timeout": 0}
+        with self.app.connection_for_write(transport_options=options) as conn:
+            qos = conn.default_channel.qos
+            while int(self.r.hlen(keys.unacked(instance))):
+                before = int(self.r.hlen(keys.unacked(instance)))
+                qos.restore_visible(start=0, num=RESTORE_BATCH, interval=1)
+                if int(self.r.hlen(keys.unacked(instance))) >= before:
+                    # entries without an index entry: kombu cannot see them; drop the stale
+                    # index so the lost-chunk sweep finds their chunks in the ledger instead
+                    self.r.delete(keys.unacked(instance))
+                    break
+
+    # -- chunks that exist nowhere -----------------------------------------------------------
     def sweep(self, now: float | None = None) -> list[tuple[str, int]]:
         """Look once; returns the (job, chunk) pairs sent again."""
-        if not self._lead():
-            return []
         now = time.time() if now is None else now
-        live_lanes = {lane for w in self.rt.registry.live_workers() for lane in w.lanes}
+        live = self.registry.live_workers()
+        live_lanes = {lane for w in live for lane in w.lanes}
         held: set[tuple[str, int]] | None = None
         missing: set[tuple[str, int]] = set()
         for lane in keys.LANES:
@@ -131,7 +190,9 @@ class Reconciler:
             if not jobs:
                 continue
             if held is None:
-                held = chunk_ids([str(v) for v in self.r.hvals(keys.KOMBU_UNACKED)])
+                held = set()
+                for w in live:
+                    held |= chunk_ids([str(v) for v in self.r.hvals(keys.unacked(w.instance))])
             queued = (
                 chunk_ids([str(v) for v in self.r.lrange(queue, -SCAN_TAIL, -1)])
                 if depth
@@ -176,9 +237,9 @@ class Reconciler:
             return False  # finished meanwhile
         msg = ChunkMessage.model_validate_json(raw)
         sends = int(self.r.hincrby(keys.chunk_deliveries(job_id), f"resent:{chunk}", 1))
-        if sends > self.rt.settings.max_deliveries:
+        if sends > self.settings.max_deliveries:
             indices = [i for seg in msg.segments for i in seg.indices]
-            self.rt.dead_letter(msg, indices, reason=f"chunk {chunk} was lost {sends} times")
+            dead_letter(self.store, msg, indices, reason=f"chunk {chunk} was lost {sends} times")
             return False
         log.warning(
             "job %s chunk %d is in neither the queue nor a worker: sending it again (%d)",
@@ -189,9 +250,3 @@ class Reconciler:
         send_chunk(self.app, msg)
         metrics.RESENT.inc()
         return True
-
-
-def start(rt: WorkerRuntime, app: Any) -> Reconciler:
-    rec = Reconciler(rt, app)
-    rec.start()
-    return rec

@@ -1,368 +1,207 @@
-"""Everything a worker process holds: engine, scheduler, job store, phrase cache, heartbeat.
+"""One object owns a worker process's life: :class:`WorkerRuntime`.
 
-:meth:`WorkerRuntime.process` is the body of one chunk. It may run more than once for the same
-chunk (at-least-once delivery) and is written to be idempotent: segments that already have a
-result are skipped, results are written with HSETNX, and a chunk delivered more than
-``MT_MAX_DELIVERIES`` times is dead-lettered instead of looping forever.
+It holds what the process keeps (settings, Redis clients, job store, phrase cache, registry,
+the engine and its scheduler) and the hooks of its life (:mod:`mtfleet.workers.hooks`), and is
+driven by the Celery app's signals (:mod:`mtfleet.workers.celery_app`):
+
+* ``boot(hostname)`` — ``worker_init``: load the engine, then every hook's ``boot`` (the first
+  heartbeat) — before any message is taken;
+* ``ready(consumer)`` — ``worker_ready``: every hook's ``ready`` (their loops start);
+* ``process(msg)`` — the task: one chunk (:class:`~mtfleet.workers.chunk.ChunkProcessor`);
+* ``shutdown()`` — ``worker_shutdown``: hooks in reverse order, then the scheduler and the
+  engine.
+
+The hooks: :class:`~mtfleet.workers.heartbeat.Heartbeat`,
+:class:`~mtfleet.workers.window.WindowControl`, :class:`~mtfleet.workers.reconciler.Reconciler`,
+:class:`~mtfleet.workers.cancellation.Cancellations` and
+:class:`~mtfleet.workers.health.EngineHealth` (which restarts the engine through
+:meth:`WorkerRuntime.restart_engine`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
 import os
+import secrets
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
-from core import keys
-from core.cache import PhraseCache, normalize, rewrap
-from core.errors import DeadLettered, EngineUnavailable
-from core.glossary import GlossaryNotFound, GlossaryStore
-from core.models import ChunkMessage, JobStatus, Lane, SegmentOutcome
-from core.redis_conn import connect
-from core.registry import Registry, WorkerInfo
-from core.settings import Settings
-from core.store import JobStore
-from workers import checks, metrics
-from workers.batching import pull_window
-from workers.engines import Engine, TranslationRequest, create_engine
-from workers.scheduler import Scheduler
+from mtfleet.core.cache import PhraseCache
+from mtfleet.core.errors import EngineUnavailable
+from mtfleet.core.models import ChunkMessage
+from mtfleet.core.redis_conn import connect
+from mtfleet.core.registry import Registry, WorkerInfo
+from mtfleet.core.settings import Settings
+from mtfleet.core.store import JobStore
+from mtfleet.workers.cancellation import Cancellations
+from mtfleet.workers.chunk import ChunkProcessor
+from mtfleet.workers.engines import Engine, create_engine
+from mtfleet.workers.health import EngineHealth
+from mtfleet.workers.heartbeat import Heartbeat
+from mtfleet.workers.hooks import Hook
+from mtfleet.workers.reconciler import Reconciler
+from mtfleet.workers.scheduler import Deadlines, Scheduler, make_scheduler
+from mtfleet.workers.window import WindowControl
 
 log = logging.getLogger(__name__)
 
 
-class Gate:
-    """Shared/exclusive gate over chunk processing (exclusive holders go first)."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._shared = 0
-        self._exclusive = False
-        self._waiting_exclusive = 0
-
-    @contextlib.contextmanager
-    def hold(self, *, exclusive: bool) -> Iterator[None]:
-        with self._cond:
-            if exclusive:
-                self._waiting_exclusive += 1
-                self._cond.wait_for(lambda: not self._exclusive and self._shared == 0)
-                self._waiting_exclusive -= 1
-                self._exclusive = True
-            else:
-                self._cond.wait_for(lambda: not self._exclusive and not self._waiting_exclusive)
-                self._shared += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                if exclusive:
-                    self._exclusive = False
-                else:
-                    self._shared -= 1
-                self._cond.notify_all()
+def new_instance_id() -> str:
+    """This process's identity in the registry and on the broker (host, pid, a nonce: a
+    restarted worker, or a reused pid, is a new instance)."""
+    return f"{socket.gethostname()}.{os.getpid()}.{secrets.token_hex(3)}"
 
 
 class WorkerRuntime:
-    def __init__(self, settings: Settings, engine: Engine | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        instance: str | None = None,
+        engine_factory: Callable[[Settings], Engine] = create_engine,
+    ) -> None:
         self.settings = settings
-        self.engine = engine or create_engine(settings)
+        self.instance = instance or new_instance_id()
+        self.name = f"{os.getpid()}@{socket.gethostname()}"  # Celery's hostname, at boot
+        self.started_at = time.time()
+        self.gpus = [int(g) for g in os.environ.get("MT_WORKER_GPUS", "").split(",") if g.strip()]
         self.redis = connect(settings.redis_url)
         self.store = JobStore(self.redis, result_ttl_s=settings.result_ttl_s)
         self.cache = PhraseCache(connect(settings.effective_cache_url), ttl_s=settings.cache_ttl_s)
         self.registry = Registry(self.redis)
-        self._engine_lock = threading.Lock()
-        self._loaded = False
+        self.engine_factory = engine_factory
+        self.engine = engine_factory(settings)
         self._scheduler: Scheduler | None = None
-        self._stop = threading.Event()
-        self._beat_thread: threading.Thread | None = None
-        self._control_thread: threading.Thread | None = None
-        self._reconciler: Any = None
-        self._chunk_segments = float(settings.chunk_size)  # running mean segments per chunk
-        self._gate = Gate()
-        self.name = f"{os.getpid()}@{socket.gethostname()}"
-        self.gpus: list[int] = [
-            int(g) for g in os.environ.get("MT_WORKER_GPUS", "").split(",") if g.strip()
+        self._engine_lock = threading.Lock()
+        self._jobs: Counter[str] = Counter()  # jobs with a chunk in progress here
+        self._jobs_lock = threading.Lock()
+        self.chunks = ChunkProcessor(
+            settings,
+            self.store,
+            self.cache,
+            lambda: self.scheduler,
+            lambda: self.engine.fingerprint,
+        )
+        self.heartbeat = Heartbeat(self.registry, self.info, settings.heartbeat_s)
+        self.health = EngineHealth(self.restart_engine, self.heartbeat.beat_now)
+        self.hooks: list[Hook] = [
+            self.heartbeat,
+            self.health,
+            WindowControl(settings, lambda: self.scheduler, lambda: self.chunks.chunk_segments),
+            Reconciler(settings, self.redis, self.store, self.instance),
+            Cancellations(self.redis, self.store, lambda: self.scheduler, self.held_jobs),
         ]
 
-    # -- lifecycle -----------------------------------------------------------------------------
-    def load(self) -> None:
-        with self._engine_lock:
-            if not self._loaded:
-                t0 = time.monotonic()
-                try:
-                    self.engine.load()
-                except Exception as exc:
-                    raise EngineUnavailable(
-                        f"engine {self.engine.name} failed to load: {exc}"
-                    ) from exc
-                self._scheduler = Scheduler(
-                    self.engine,
-                    latency_target_s=(
-                        self.settings.interactive_latency_s
-                        if "interactive" in self.settings.lanes
-                        else None
-                    ),
-                    slowdown=self.settings.interactive_slowdown,
-                )
-                self._loaded = True
-                log.info(
-                    "engine %s (%s) loaded in %.1fs; pairs: %d",
-                    self.engine.name,
-                    self.engine.model,
-                    time.monotonic() - t0,
-                    len(self.engine.pairs()),
-                )
+    # -- life --------------------------------------------------------------------------------
+    def boot(self, hostname: str | None = None) -> None:
+        """Load the engine (EngineUnavailable when it cannot), then boot every hook."""
+        if hostname:
+            self.name = hostname
+        self._scheduler = self._load(self.engine)
+        for hook in self.hooks:
+            hook.boot()
+
+    def ready(self, consumer: Any) -> None:
+        for hook in self.hooks:
+            hook.ready(consumer)
+
+    def shutdown(self) -> None:
+        for hook in reversed(self.hooks):
+            try:
+                hook.shutdown()
+            except Exception as exc:  # noqa: BLE001 - the rest must still stop
+                log.warning("%s did not shut down cleanly: %s", hook.name, exc)
+        if self._scheduler is not None:
+            self._scheduler.close()
+        self.engine.close()
 
     @property
     def scheduler(self) -> Scheduler:
-        self.load()
-        assert self._scheduler is not None
+        if self._scheduler is None:
+            raise EngineUnavailable("the engine is not loaded")
         return self._scheduler
 
+    def _load(self, engine: Engine) -> Scheduler:
+        t0 = time.monotonic()
+        try:
+            engine.load()
+        except Exception as exc:
+            raise EngineUnavailable(f"engine {engine.name} failed to load: {exc}") from exc
+        s = self.settings
+        scheduler = make_scheduler(
+            engine,
+            latency_target_s=s.interactive_latency_s if "interactive" in s.lanes else None,
+            slowdown=s.interactive_slowdown,
+            deadlines=Deadlines(
+                factor=s.engine_deadline_factor,
+                floor_s=s.engine_deadline_floor_s,
+                ceiling_s=s.visibility_timeout_s * 0.5,
+            ),
+            on_engine_down=self.health.engine_down,
+        )
+        log.info(
+            "engine %s (%s) loaded in %.1fs; pairs: %d",
+            engine.name,
+            engine.model,
+            time.monotonic() - t0,
+            len(engine.pairs()),
+        )
+        return scheduler
+
+    def restart_engine(self) -> None:
+        """Replace a down engine with a freshly built and loaded one (EngineHealth calls
+        this); the old one is closed first, on a thread of its own so a stuck engine cannot
+        hold the restart."""
+        with self._engine_lock:
+            old_engine, old_scheduler = self.engine, self._scheduler
+            if old_scheduler is not None:
+                old_scheduler.close()
+            closer = threading.Thread(target=old_engine.close, name="mt-engine-close", daemon=True)
+            closer.start()
+            closer.join(timeout=30)
+            engine = self.engine_factory(self.settings)
+            self._scheduler = self._load(engine)
+            self.engine = engine
+
     def info(self) -> WorkerInfo:
+        e = self.engine
         return WorkerInfo(
             name=self.name,
-            engine=self.engine.name,
-            model=self.engine.model,
-            fingerprint=self.engine.fingerprint,
-            pairs=self.engine.pairs(),
+            instance=self.instance,
+            healthy=self.health.healthy,
+            unhealthy_reason=self.health.reason,
+            engine=e.name,
+            model=e.model,
+            fingerprint=e.fingerprint,
+            pairs=e.pairs(),
             lanes=list(self.settings.lanes),
             gpus=self.gpus,
             cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
             tensor_parallel_size=self.settings.tensor_parallel_size,
             host=socket.gethostname(),
             pid=os.getpid(),
-            started_at=time.time(),
+            started_at=self.started_at,
         )
 
-    def start_heartbeat(self, name: str | None = None) -> None:
-        if name:
-            self.name = name
-        info = self.info()
-        ttl = self.settings.heartbeat_s * 3
-
-        def beat() -> None:
-            while not self._stop.is_set():
-                try:
-                    self.registry.beat(info, ttl_s=ttl)
-                except Exception as exc:  # noqa: BLE001 - keep beating through outages
-                    log.warning("heartbeat failed: %s", exc)
-                self._stop.wait(self.settings.heartbeat_s)
-
-        self._beat_thread = threading.Thread(target=beat, name="registry-heartbeat", daemon=True)
-        self._beat_thread.start()
-
-    def start_control(self, consumer: Any = None) -> None:
-        """Once a second: fold scheduler figures into metrics and resize the pull window.
-
-        ``consumer`` is the Celery consumer; its ``qos`` (kombu ``QoS``, the prefetch count) is
-        read at every step because Celery builds a new one when it reconnects; the consumer's loop
-        applies a changed value before its next fetch.
-        """
-
-        # the first window now, before the consumer's loop makes its first fetch (Celery's
-        # initial prefetch counts every thread, the interactive ones included)
+    # -- one chunk ---------------------------------------------------------------------------
+    def process(self, msg: ChunkMessage, *, redelivered: bool = False) -> dict[str, Any]:
+        """One chunk; EngineUnavailable (requeue it) while the engine is down."""
+        if not self.health.healthy:
+            raise EngineUnavailable(f"the engine is down: {self.health.reason}")
+        with self._jobs_lock:
+            self._jobs[msg.job_id] += 1
         try:
-            self.adjust_window(getattr(consumer, "qos", None))
-        except Exception as exc:  # noqa: BLE001 - the loop below retries
-            log.warning("window control failed: %s", exc)
+            return self.chunks.process(msg, redelivered=redelivered)
+        finally:
+            with self._jobs_lock:
+                self._jobs[msg.job_id] -= 1
+                if not self._jobs[msg.job_id]:
+                    del self._jobs[msg.job_id]
 
-        def control() -> None:
-            while not self._stop.wait(1.0):
-                try:
-                    self.adjust_window(getattr(consumer, "qos", None))
-                except Exception as exc:  # noqa: BLE001 - metrics must not kill the worker
-                    log.warning("window control failed: %s", exc)
-
-        self._control_thread = threading.Thread(target=control, name="mt-window", daemon=True)
-        self._control_thread.start()
-
-    def start_reconciler(self, app: Any) -> None:
-        """Sweep for chunks the broker lost (:mod:`workers.reconciler`)."""
-        from workers import reconciler
-
-        self._reconciler = reconciler.start(self, app)
-
-    def adjust_window(self, qos: Any = None) -> int:
-        sched = self.scheduler
-        rate = sched.tick()
-        window = pull_window(
-            chunk_size=max(1, round(self._chunk_segments)),
-            max_chunks=self.settings.worker_concurrency,
-            keep_full_segments=sched.keep_full_segments(),
-            rate=rate,
-            pull_ahead_s=self.settings.pull_ahead_s,
-            visibility_timeout_s=self.settings.visibility_timeout_s,
-        )
-        metrics.WINDOW.set(window)
-        metrics.THROUGHPUT.set(rate or 0.0)
-        metrics.COST_FIXED.set(sched.cost.fixed_s)
-        metrics.COST_PER_TOKEN.set(sched.cost.per_token_s)
-        if qos is not None and qos.value != window:
-            if window > qos.value:
-                qos.increment_eventually(window - qos.value)
-            else:
-                qos.decrement_eventually(qos.value - window)
-        return window
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._beat_thread is not None:
-            self._beat_thread.join(timeout=5)  # no beat may land after we leave
-        if self._control_thread is not None:
-            self._control_thread.join(timeout=5)
-        if self._reconciler is not None:
-            self._reconciler.stop()
-        try:
-            self.registry.leave(self.name)
-        except Exception as exc:  # noqa: BLE001 - Redis may be gone at shutdown
-            log.warning("could not leave the registry: %s", exc)
-        if self._scheduler is not None:
-            self._scheduler.close()
-        self.engine.close()
-
-    # -- one chunk -----------------------------------------------------------------------------
-    def process(self, msg: ChunkMessage) -> dict[str, Any]:
-        """One chunk. A chunk started before and never finished (its worker probably died
-        under it) is a *suspect*: it runs alone, with no other chunk started meanwhile, so if it
-        kills this worker too, only its own delivery count rises. Innocent chunks that were in
-        a worker beside a poison one are charged once and then finish; the poison chunk reaches
-        ``MT_MAX_DELIVERIES`` alone and is dead-lettered."""
-        self.load()
-        try:
-            suspect = bool(self.redis.hget(keys.chunk_deliveries(msg.job_id), str(msg.chunk)))
-        except Exception:  # noqa: BLE001 - start_chunk below reports Redis trouble
-            suspect = False
-        with self._gate.hold(exclusive=suspect):
-            return self._process(msg)
-
-    def _process(self, msg: ChunkMessage) -> dict[str, Any]:
-        all_indices = [i for seg in msg.segments for i in seg.indices]
-        status, deliveries, pending = self.store.start_chunk(
-            msg.job_id,
-            msg.chunk,
-            all_indices,
-            lane=msg.lane.value,
-            enqueued_at=msg.enqueued_at,
-        )
-        if status is None:
-            return {"skipped": "job expired or deleted"}
-        if status.final:
-            return {"skipped": f"job {status.value}"}
-        if deliveries > self.settings.max_deliveries:
-            reason = (
-                f"chunk {msg.chunk} was delivered {deliveries} times without finishing "
-                f"(limit MT_MAX_DELIVERIES={self.settings.max_deliveries})"
-            )
-            return self.dead_letter(msg, all_indices, reason=reason)
-
-        segments = [s for s in msg.segments if any(i in pending for i in s.indices)]
-        fp = self.engine.fingerprint
-        gv = msg.glossary_version if msg.glossary_id else None  # part of the cache key
-        matcher = None
-        if msg.glossary_id:
-            try:
-                matcher = GlossaryStore(self.redis).matcher(msg.glossary_id, gv or "")
-            except GlossaryNotFound as exc:
-                gone = [
-                    (i, SegmentOutcome(error=exc.as_dict())) for i in all_indices if i in pending
-                ]
-                final = self.store.record(msg.job_id, gone, chunk=msg.chunk)
-                return {"failed": len(gone), "job_status": final.value if final else None}
-        cached = self.cache.get_many(
-            fp, msg.source, msg.target, (s.text for s in segments), glossary=gv
-        )
-        cache_hits = 0
-        outcomes: list[tuple[int, SegmentOutcome]] = []
-        todo: dict[str, list[int]] = {}  # normalized text -> indices (dedupe within the batch)
-        original_of = {i: seg.text for seg in segments for i in seg.indices}
-        for seg in segments:
-            idxs = [i for i in seg.indices if i in pending]
-            hit = cached.get(seg.text)
-            if hit is not None:
-                outcomes += [
-                    (i, SegmentOutcome(translation=rewrap(seg.text, hit), cached=True))
-                    for i in idxs
-                ]
-                cache_hits += len(idxs)
-                continue
-            norm = normalize(seg.text)
-            todo.setdefault(norm, []).extend(idxs)
-
-        priority = 0 if msg.lane is Lane.interactive else 1
-        texts = list(todo)
-        t0 = time.monotonic()
-
-        def translate(batch: list[str]) -> list[SegmentOutcome]:
-            requests = [TranslationRequest(t, msg.source, msg.target, priority) for t in batch]
-            return self.scheduler.submit(requests).result()  # EngineUnavailable: requeued
-
-        # glossary terms protected and restored, output checks, one retry on a hard failure
-        check = checks.CheckConfig(
-            msg.source, msg.target, self.settings.check_length_ratio, self.settings.check_language
-        )
-        results, retried = checks.translate_checked(translate, texts, check, matcher)
-        elapsed = time.monotonic() - t0
-        to_cache = {}
-        for norm, outcome in zip(texts, results, strict=True):
-            if outcome.ok and outcome.translation is not None and not outcome.warnings:
-                to_cache[norm] = outcome.translation
-            for i in todo[norm]:
-                if outcome.ok and outcome.translation is not None:
-                    text = rewrap(original_of[i], outcome.translation)
-                    delivered = SegmentOutcome(translation=text, warnings=outcome.warnings)
-                    outcomes.append((i, delivered))
-                else:
-                    outcomes.append((i, outcome))
-        self.cache.put_many(fp, msg.source, msg.target, to_cache, glossary=gv)
-        final = self.store.record(msg.job_id, outcomes, chunk=msg.chunk)
-        failed = sum(1 for _, o in outcomes if not o.ok)
-        self._chunk_segments += (len(all_indices) - self._chunk_segments) * 0.1
-        metrics.CACHE_LOOKUPS.labels("hit").inc(len(cached))
-        metrics.CACHE_LOOKUPS.labels("miss").inc(len({s.text for s in segments}) - len(cached))
-        metrics.observe_chunk(
-            lane=msg.lane.value,
-            segments=len(outcomes),
-            cached=cache_hits,
-            failed=failed,
-            latency_s=time.time() - msg.enqueued_at,
-        )
-        if final is not None:
-            metrics.JOB_LATENCY.labels(msg.lane.value).observe(time.time() - msg.enqueued_at)
-        return {
-            "segments": len(outcomes),
-            "translated": len(texts),
-            "cache_hits": cache_hits,
-            "failed": failed,
-            "engine_s": round(elapsed, 4),
-            "retried": retried,
-            "job_status": final.value if final else None,
-        }
-
-    def dead_letter(self, msg: ChunkMessage, indices: list[int], *, reason: str) -> dict[str, Any]:
-        """Fail a chunk's segments with ``reason`` and list it once on the dead-letter list."""
-        reason = f"{reason}; it was dead-lettered"
-        # The failed results first (idempotent: a chunk may be delivered again after this, or
-        # this may crash half-way), then the dead-letter entry, written once per chunk.
-        err = DeadLettered(reason).as_dict()
-        final = self.store.record(
-            msg.job_id, [(i, SegmentOutcome(error=err)) for i in indices], chunk=msg.chunk
-        )
-        entry = {
-            "job_id": msg.job_id,
-            "chunk": msg.chunk,
-            "reason": reason,
-            "at": time.time(),
-            "lane": msg.lane.value,
-        }
-        if self.store.dead_letter(msg.job_id, msg.chunk, json.dumps(entry)):
-            log.error("dead-lettering job %s chunk %s: %s", msg.job_id, msg.chunk, reason)
-            metrics.DEAD_LETTERED.inc()
-        return {"dead_lettered": True, "job_status": final.value if final else None}
-
-
-__all__ = ["JobStatus", "WorkerRuntime"]
+    def held_jobs(self) -> set[str]:
+        with self._jobs_lock:
+            return set(self._jobs)

@@ -1,9 +1,8 @@
 """Run one batch through an engine so that one bad segment fails alone.
 
-Pure logic over the engine contract (no Redis): segments that cannot fit are refused before the
-call; a batch that raises is split in halves until the failing segment is isolated
-(O(log n) extra calls for one bad segment); outer whitespace is kept around each translation;
-empty output for non-empty input is a failed segment; output the engine cut off at its token
+Pure logic over the engine contract (no Redis): a batch that raises is split in halves until the
+failing segment is isolated (O(log n) extra calls for one bad segment); empty output for
+non-empty input is a failed segment; output the engine cut off at its token
 limit is delivered with a ``truncated`` warning, and output carrying markup its source did not
 (a tag, an ``on*`` event handler, a ``javascript:`` URL: what a model talked into injecting
 ``<script>`` would produce) with a ``markup_mismatch`` warning. Neither is ever cached.
@@ -13,16 +12,16 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from core.errors import EngineError, EngineOutputMismatch, EngineUnavailable, SegmentTooLong
-from core.models import SegmentOutcome
-from workers.engines.base import Engine, Translation, TranslationRequest
+from mtfleet.core.errors import EngineError, EngineOutputMismatch, EngineUnavailable
+from mtfleet.core.models import Finding, SegmentOutcome
+from mtfleet.workers.engines.base import Translation, TranslationRequest
 
 log = logging.getLogger(__name__)
 
 TRUNCATED = {
-    "type": "truncated",
+    "type": Finding.truncated.value,
     "message": "the engine stopped at its token limit; the translation may be cut off",
 }
 
@@ -47,7 +46,7 @@ _ELEMENT_NAMES = """
 """
 HTML_ELEMENTS = frozenset(_ELEMENT_NAMES.split())
 
-MARKUP_MISMATCH = "markup_mismatch"
+MARKUP_MISMATCH = Finding.markup_mismatch.value
 
 
 def markup(text: str) -> set[str]:
@@ -79,30 +78,21 @@ def markup_warning(source: str, output: str) -> dict[str, str] | None:
     }
 
 
-def split_outer_space(text: str) -> tuple[str, str, str]:
-    """(leading whitespace, core, trailing whitespace); all-space text is all lead."""
-    core = text.strip()
-    if not core:
-        return text, "", ""
-    start = text.index(core)
-    return text[:start], core, text[start + len(core) :]
-
-
-def outcome_of(
-    out: str | Translation, lead: str = "", trail: str = "", source: str | None = None
-) -> SegmentOutcome:
-    """An engine's output as a segment outcome, outer whitespace of the source put back; with
-    the ``source`` text, its markup is checked too."""
+def outcome_of(out: str | Translation, *, source: str) -> SegmentOutcome:
+    """An engine's output for ``source`` as a segment outcome: stripped of outer whitespace
+    (the worker puts the submitted text's own back), empty output an error, markup the source
+    does not have a warning."""
     text = out.text if isinstance(out, Translation) else out
-    if not text.strip():
+    stripped = text.strip()
+    if not stripped:
         return SegmentOutcome(
-            error={"type": "empty_output", "message": "the engine returned no text"}
+            error={"type": Finding.empty_output.value, "message": "the engine returned no text"}
         )
     warnings = [TRUNCATED] if isinstance(out, Translation) and out.truncated else []
-    mismatch = markup_warning(source, text) if source is not None else None
+    mismatch = markup_warning(source, stripped)
     if mismatch is not None:
         warnings.append(mismatch)
-    return SegmentOutcome(translation=f"{lead}{text.strip()}{trail}", warnings=warnings)
+    return SegmentOutcome(translation=stripped, warnings=warnings)
 
 
 def error_outcome(exc: BaseException) -> SegmentOutcome:
@@ -111,9 +101,12 @@ def error_outcome(exc: BaseException) -> SegmentOutcome:
 
 
 def run_isolated(
-    engine: Engine, requests: Sequence[TranslationRequest]
+    name: str,
+    call: Callable[[Sequence[TranslationRequest]], Sequence[str | Translation]],
+    requests: Sequence[TranslationRequest],
 ) -> list[str | Translation | SegmentOutcome]:
-    """One engine output per request, or the failed outcome of a request that broke its batch.
+    """One output of engine ``name`` (``call``: one engine call) per request, or the failed
+    outcome of a request that broke its batch.
 
     Raises :class:`EngineUnavailable` (nothing can succeed on this engine). A batch that raises
     anything else is split in halves until the failing request is alone.
@@ -125,17 +118,17 @@ def run_isolated(
             return
         batch = [requests[i] for i in idxs]
         try:
-            texts = engine.translate(batch)
+            texts = call(batch)
             if len(texts) != len(batch):
                 raise EngineOutputMismatch(
-                    f"engine {engine.name} returned {len(texts)} outputs for {len(batch)} inputs"
+                    f"engine {name} returned {len(texts)} outputs for {len(batch)} inputs"
                 )
         except EngineUnavailable:
             raise  # nothing can succeed on this engine: the chunk goes back to the queue
         except Exception as exc:  # noqa: BLE001 - isolate, then report per segment
             if len(idxs) == 1:
                 outcome = error_outcome(exc)
-                log.warning("segment failed in %s: %s", engine.name, outcome.error)
+                log.warning("segment failed in %s: %s", name, outcome.error)
                 results[idxs[0]] = outcome
                 return
             mid = len(idxs) // 2
@@ -149,39 +142,4 @@ def run_isolated(
     return [
         r if r is not None else SegmentOutcome(error={"type": "internal", "message": "lost"})
         for r in results
-    ]
-
-
-def translate_isolated(
-    engine: Engine, requests: Sequence[TranslationRequest]
-) -> list[SegmentOutcome]:
-    """One outcome per request, same order; never raises for a segment's own failure."""
-    outcomes: list[SegmentOutcome | None] = [None] * len(requests)
-    runnable: list[int] = []
-    stripped: list[TranslationRequest] = []
-    spaces: list[tuple[str, str]] = []
-    for i, req in enumerate(requests):
-        lead, core, trail = split_outer_space(req.text)
-        spaces.append((lead, trail))
-        if not core:
-            outcomes[i] = SegmentOutcome(translation=req.text)
-            stripped.append(req)
-            continue
-        core_req = TranslationRequest(core, req.source, req.target, req.priority)
-        stripped.append(core_req)
-        reason = engine.check(core_req)
-        if reason:
-            outcomes[i] = SegmentOutcome(error=SegmentTooLong(reason).as_dict())
-        else:
-            runnable.append(i)
-    results = run_isolated(engine, [stripped[i] for i in runnable])
-    for i, res in zip(runnable, results, strict=True):
-        outcomes[i] = (
-            res
-            if isinstance(res, SegmentOutcome)
-            else outcome_of(res, *spaces[i], source=stripped[i].text)
-        )
-    return [
-        o if o is not None else SegmentOutcome(error={"type": "internal", "message": "lost"})
-        for o in outcomes
     ]

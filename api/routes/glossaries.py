@@ -6,15 +6,13 @@ answers exactly as a missing one (404). A job names one with ``glossary_id``.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from fastapi import APIRouter, Response
-from pydantic import BaseModel, ConfigDict, Field
 
-from api.auth import CallerDep
-from api.deps import ServicesDep
-from api.schemas import ErrorPublic, LangCode
-from core.glossary import (
+from mtfleet.api.auth import CallerDep
+from mtfleet.api.deps import ServicesDep
+from mtfleet.core.glossary import (
     Glossary,
     GlossaryInfo,
     GlossaryNotFound,
@@ -22,6 +20,13 @@ from core.glossary import (
     parse_tsv,
     validate,
     visible,
+)
+from mtfleet.core.schemas import (
+    ErrorPublic,
+    GlossaryCreate,
+    GlossaryDetail,
+    GlossaryList,
+    GlossaryPublic,
 )
 
 router = APIRouter(prefix="/v1/glossaries", tags=["glossaries"])
@@ -33,53 +38,6 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     429: {"model": ErrorPublic},
     503: {"model": ErrorPublic},
 }
-
-Term = Annotated[str, Field(max_length=1_000)]
-
-
-class GlossaryCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(max_length=100, examples=["shop terms"])
-    source_lang: LangCode = Field(examples=["en"])
-    target_lang: LangCode = Field(examples=["es"])
-    entries: dict[Term, Term] = Field(
-        default_factory=dict,
-        description="Source term -> target term (matched case-insensitively on word "
-        "boundaries; the target term is put in as written).",
-        examples=[{"case": "funda"}],
-    )
-    entries_tsv: str | None = Field(
-        None,
-        description="More entries as 'source<TAB>target' lines (blank lines skipped).",
-        examples=["free shipping\tenvío gratis\n"],
-    )
-    protected: list[Term] = Field(
-        default_factory=list,
-        description="Terms never translated (brands, product names); they come out in the "
-        "casing given here.",
-        examples=[["iPhone", "PlayStation"]],
-    )
-
-
-class GlossaryPublic(BaseModel):
-    id: str
-    name: str
-    source_lang: str
-    target_lang: str
-    version: str = Field(description="Hash of the content; part of the phrase-cache key.")
-    entry_count: int
-    protected_count: int
-    created_at: float
-
-
-class GlossaryDetail(GlossaryPublic):
-    entries: dict[str, str]
-    protected: list[str]
-
-
-class GlossaryList(BaseModel):
-    glossaries: list[GlossaryPublic]
 
 
 def public(g: GlossaryInfo) -> GlossaryPublic:

@@ -13,24 +13,19 @@ from fastapi import APIRouter, File, Form, Header, Query, Response, UploadFile
 from fastapi.concurrency import run_in_threadpool
 from pydantic import ValidationError
 
-from api import documents
-from api.auth import Caller, CallerDep
-from api.deps import Services, ServicesDep
-from api.documents import PreparedDocument
-from api.schemas import (
+from mtfleet.api.auth import Caller, CallerDep
+from mtfleet.api.deps import Services, ServicesDep
+from mtfleet.core import documents as core_documents
+from mtfleet.core.errors import InvalidInput, JobNotFinished, JobNotFound
+from mtfleet.core.models import JobStatus, Lane
+from mtfleet.core.schemas import (
     DocumentIn,
-    DocumentOut,
     ErrorPublic,
     JobCreate,
     JobPublic,
     JobResultPublic,
-    SegmentError,
-    SegmentWarning,
 )
-from api.service import Submitted
-from core import documents as core_documents
-from core.errors import InvalidInput, JobNotFinished, JobNotFound, QuotaExceeded
-from core.models import JobRecord, JobStatus, Lane, SegmentOutcome
+from mtfleet.core.store import JobRecord
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
@@ -55,87 +50,6 @@ def visible_job(services: Services, caller: Caller, job_id: str) -> JobRecord:
     if not caller.may_see(job):
         raise JobNotFound(f"job {job_id} not found (it may have expired)")
     return job
-
-
-def submit_for(
-    services: Services,
-    caller: Caller,
-    req: JobCreate,
-    idempotency_key: str | None,
-    *,
-    document: PreparedDocument | None = None,
-    detected: str | None = None,
-    segment_langs: list[str | None] | None = None,
-) -> Submitted:
-    """Submit as ``caller``: its characters are charged first (atomically, 429 when over
-    the daily quota) and given back when the request is refused (422, 409, 503) or an
-    Idempotency-Key returns an earlier job; the job is owned by the caller's key."""
-    charge = None
-    if caller.key is not None:
-        try:
-            charge = services.apikeys.charge(caller.key, sum(len(t) for t in req.texts or ()))
-        except QuotaExceeded:
-            # A replay of an earlier job (a client retrying after a lost answer) still gets
-            # its job when the quota is spent; submit() answers it without creating one.
-            replay = idempotency_key and services.store.r.exists(
-                services.jobs.idempotency_redis_key(idempotency_key, caller.owner)
-            )
-            if not replay:
-                raise
-    try:
-        submitted = services.jobs.submit(
-            req,
-            idempotency_key,
-            owner=caller.owner,
-            document=document,
-            detected=detected,
-            segment_langs=segment_langs,
-        )
-    except BaseException:
-        if charge is not None:
-            charge.refund()
-        raise
-    if charge is not None and not submitted.created:
-        charge.refund()
-    return submitted
-
-
-def job_result(
-    services: Services,
-    job: JobRecord,
-    known: dict[int, SegmentOutcome] | None = None,
-    outcomes: list[SegmentOutcome | None] | None = None,
-) -> JobResultPublic:
-    """The public result; ``known`` holds every outcome already, or ``outcomes`` were read
-    already (either skips the Redis read)."""
-    if known is not None and len(known) == job.progress.total:
-        outcomes = [known[i] for i in range(job.progress.total)]
-    elif outcomes is None:
-        outcomes = services.store.results(job.id, job.progress.total)
-    translations: list[str | None] = []
-    errs: list[SegmentError] = []
-    warns: list[SegmentWarning] = []
-    for i, o in enumerate(outcomes):
-        translations.append(o.translation if o is not None and o.ok else None)
-        if o is None:
-            continue
-        if o.error:
-            errs.append(
-                SegmentError(
-                    index=i,
-                    type=str(o.error.get("type", "error")),
-                    message=str(o.error.get("message", "")),
-                )
-            )
-        warns += [
-            SegmentWarning(
-                index=i, type=str(w.get("type", "warning")), message=str(w.get("message", ""))
-            )
-            for w in o.warnings
-        ]
-    return JobResultPublic(
-        id=job.id, status=job.status, translations=translations, errors=errs, warnings=warns
-    )
 
 
 @router.post(
@@ -169,17 +83,9 @@ def _create(
     body: JobCreate,
     idempotency_key: str | None,
 ) -> JobPublic:
-    req, document, detected, langs = documents.prepare(body)
-    submitted = submit_for(
-        services,
-        caller,
-        req,
-        idempotency_key,
-        document=document,
-        detected=detected,
-        segment_langs=langs,
-    )
-    job = submitted.job
+    job = services.jobs.submit(
+        body, owner=caller.owner, key=caller.key, idempotency_key=idempotency_key
+    ).job
     response.headers["Location"] = f"/v1/jobs/{job.id}"
     if job.status is JobStatus.succeeded:
         response.status_code = 200
@@ -220,24 +126,7 @@ def get_result(
             f"{job.progress.total} done); ask again later or pass ?partial=true",
             status=job.status.value,
         )
-    outcomes = services.store.results(job.id, job.progress.total)
-    result = job_result(services, job, outcomes=outcomes)
-    result.detected_langs = job.segment_langs
-    if job.document_format is not None:
-        result.document = document_of(services, job, outcomes)
-    return result
-
-
-def document_of(
-    services: Services, job: JobRecord, outcomes: list[SegmentOutcome | None] | None = None
-) -> DocumentOut:
-    """A document job's rendered file (``outcomes``: the results, when read already)."""
-    content = services.store.get_document(job.id)
-    if content is None:
-        raise JobNotFound(f"job {job.id}'s document is gone (it may have expired)")
-    if outcomes is None:
-        outcomes = services.store.results(job.id, job.progress.total)
-    return documents.render(job, content, outcomes)
+    return services.results.result(job)
 
 
 @router.get(
@@ -261,9 +150,9 @@ def get_document(
             f"job {job_id} is {job.status.value}; ask again later or pass ?partial=true",
             status=job.status.value,
         )
-    out = document_of(services, job)
+    out = services.results.document(job)
     fmt = core_documents.for_name(out.format)
-    body = base64.b64decode(out.content) if out.encoding == "base64" else out.content.encode()
+    body = out.data()
     name = out.filename or f"{job_id}{fmt.extensions[0]}"
     safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
     return Response(

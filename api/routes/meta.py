@@ -6,11 +6,11 @@ from fastapi import APIRouter, Depends, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from api import metrics
-from api.auth import authenticate
-from api.deps import ServicesDep
-from api.schemas import ErrorPublic, LanguagePublic, LanguagesPublic, PairPublic
-from core import keys, languages
+from mtfleet.api import metrics
+from mtfleet.api.auth import authenticate
+from mtfleet.api.deps import ServicesDep
+from mtfleet.core import keys, languages
+from mtfleet.core.schemas import ErrorPublic, LanguagePublic, LanguagesPublic, PairPublic
 
 router = APIRouter(tags=["meta"])
 

@@ -9,13 +9,12 @@ from fastapi import APIRouter, Header
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
-from api import documents, metrics
-from api.auth import CallerDep
-from api.deps import ServicesDep
-from api.routes.jobs import ERRORS, job_result, submit_for
-from api.schemas import JobCreate, JobPublic, TranslateCreate, TranslatePublic
-from api.service import Submitted
-from core.models import Lane
+from mtfleet.api import metrics
+from mtfleet.api.auth import CallerDep
+from mtfleet.api.deps import ServicesDep
+from mtfleet.api.routes.jobs import ERRORS, public
+from mtfleet.core.models import Lane
+from mtfleet.core.schemas import JobCreate, JobPublic, TranslateCreate, TranslatePublic
 
 router = APIRouter(prefix="/v1", tags=["translate"])
 
@@ -39,21 +38,20 @@ async def translate(
     holds no thread (the Redis calls run in the thread pool; the wait itself on the event loop).
     """
     t0 = time.monotonic()
-    job_req = JobCreate(
+    req = JobCreate(
         texts=body.texts,
         source_lang=body.source_lang,
         target_lang=body.target_lang,
         lane=Lane.interactive,
         glossary_id=body.glossary_id,
     )
-
-    def submit() -> Submitted:
-        req, _, detected, langs = documents.prepare(job_req)  # source_lang "auto"
-        return submit_for(
-            services, caller, req, idempotency_key, detected=detected, segment_langs=langs
-        )
-
-    submitted = await run_in_threadpool(submit)
+    submitted = await run_in_threadpool(
+        services.jobs.submit,
+        req,
+        owner=caller.owner,
+        key=caller.key,
+        idempotency_key=idempotency_key,
+    )
     job = submitted.job
     timeout = body.timeout or services.settings.translate_timeout_s
     if not job.status.final:
@@ -62,18 +60,17 @@ async def translate(
         )
         job = await run_in_threadpool(services.store.get, job.id)
     if not job.status.final:
-        pending = JobPublic(**job.model_dump(include=set(JobPublic.model_fields)))
         return JSONResponse(  # type: ignore[return-value]
-            pending.model_dump(mode="json"),
+            public(job).model_dump(mode="json"),
             status_code=202,
             headers={"Location": f"/v1/jobs/{job.id}"},
         )
     metrics.JOB_LATENCY.labels("interactive").observe(time.monotonic() - t0)
-    known = submitted.cached
+    known = submitted.cached if submitted.created else None
     if known is not None and len(known) == job.progress.total:
-        result = job_result(services, job, known)  # no Redis read: answered at submission
+        result = services.results.result(job, known)  # no Redis read: answered at submission
     else:
-        result = await run_in_threadpool(job_result, services, job, None)
+        result = await run_in_threadpool(services.results.result, job)
     return TranslatePublic(
         id=job.id,
         status=job.status,

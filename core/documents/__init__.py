@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from core.documents.base import DocumentError, DocumentFormat
+from mtfleet.core.documents.base import DocumentError, DocumentFormat
 
 FORMATS: dict[str, DocumentFormat] = {}
 _loaded = False
@@ -27,9 +27,9 @@ def _load() -> None:
 
     for name in ("text", "markdown", "html", "json_i18n", "srt", "xliff", "docx"):
         try:
-            importlib.import_module(f"core.documents.{name}")
+            importlib.import_module(f"mtfleet.core.documents.{name}")
         except ModuleNotFoundError as exc:
-            if exc.name != f"core.documents.{name}":
+            if exc.name != f"mtfleet.core.documents.{name}":
                 raise
 
 

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from core.errors import InvalidInput
+from mtfleet.core.errors import InvalidInput
 
 #: Any inline tag: group 1 "/" for a closing tag, group 2 "x" or "g", group 3 the number,
 #: group 4 "/" for a standalone tag.

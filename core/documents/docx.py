@@ -52,9 +52,9 @@ from typing import Any, ClassVar
 
 from lxml import etree
 
-from core.documents import register
-from core.documents.base import DocumentError, DocumentFormat, Unit, UnitBuilder
-from core.documents.xliff import (
+from mtfleet.core.documents import register
+from mtfleet.core.documents.base import DocumentError, DocumentFormat, Unit, UnitBuilder
+from mtfleet.core.documents.xliff import (
     close_tag,
     open_tag,
     parse_untrusted_xml,

@@ -36,9 +36,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from html.entities import html5
 
-from core.documents import register
-from core.documents.base import TAG, DocumentFormat, Unit, UnitBuilder, restore
-from core.documents.text import check_count, decode_document, pair_tags
+from mtfleet.core.documents import register
+from mtfleet.core.documents.base import TAG, DocumentFormat, Unit, UnitBuilder, restore
+from mtfleet.core.documents.text import check_count, decode_document, pair_tags
 
 WS = " \t\n\r\f"
 

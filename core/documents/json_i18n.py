@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
-from core.documents import register
-from core.documents.base import DocumentError, DocumentFormat, Unit, UnitBuilder, restore
-from core.documents.text import check_count, decode_document, pair_tags
+from mtfleet.core.documents import register
+from mtfleet.core.documents.base import DocumentError, DocumentFormat, Unit, UnitBuilder, restore
+from mtfleet.core.documents.text import check_count, decode_document, pair_tags
 
 _WS = " \t\n\r"
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")

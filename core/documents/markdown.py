@@ -37,9 +37,9 @@ from markdown_it.rules_inline.entity import DIGITAL_RE, NAMED_RE
 from markdown_it.rules_inline.state_inline import StateInline
 from markdown_it.token import Token
 
-from core.documents import register
-from core.documents.base import DocumentFormat, Unit, UnitBuilder, restore
-from core.documents.text import check_count, decode_document, newline_escape, pair_tags
+from mtfleet.core.documents import register
+from mtfleet.core.documents.base import DocumentFormat, Unit, UnitBuilder, restore
+from mtfleet.core.documents.text import check_count, decode_document, newline_escape, pair_tags
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
 _FRONT_MATTER_END = re.compile(r"(?:---|\.\.\.)[ \t]*$")

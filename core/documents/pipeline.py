@@ -2,19 +2,24 @@
 
 ``plan`` takes the units a format extracted and
 
-1. **protects** spans no engine may touch: URLs, e-mail addresses, placeholders (``{name}``,
-   ``{{count}}``, ``%s``, ``%(name)s``, ``%1$s``), numbers with units (``20 kg``, ``5.5 GHz``,
-   ``$50``), SKU-like codes (``SKU-12345``, ``AB12-CD34``) and version numbers: each becomes a
-   standalone tag ``<xN/>``, numbered after the format's own tags;
-2. **segments** each unit into sentences with sentencex (Wikimedia's rule-based segmenter:
+1. **segments** each unit into sentences with sentencex (Wikimedia's rule-based segmenter:
    maintained, no model download, a pure-Python wheel with rules for the languages we serve),
-   never splitting inside a paired tag, so markup stays within one segment;
-3. keeps the whitespace between sentences (and around a unit) out of the segments, so it comes
+   never splitting inside a paired tag, so markup stays within one segment, nor inside a
+   *protected span* (:func:`protect`), so ``www.example.com`` or ``v1.2.3`` is never cut at
+   its dots;
+2. keeps the whitespace between sentences (and around a unit) out of the segments, so it comes
    back byte for byte.
 
-``assemble`` joins translated segments back into unit texts with the protected spans restored
-and the format's own tags left for the format's ``render``. A segment without a translation
-(it failed) keeps its source text: nothing of the document is ever lost.
+Protected spans are spans no engine may touch: URLs, e-mail addresses, placeholders
+(``{name}``, ``{{count}}``, ``%s``, ``%(name)s``, ``%1$s``), numbers with units (``20 kg``,
+``5.5 GHz``, ``$50``), SKU-like codes (``SKU-12345``, ``AB12-CD34``) and version numbers.
+:func:`protect` turns them into standalone tags ``<xN/>``; the worker does that, once, for every
+segment it translates (document sentences and plain texts alike) and puts them back after the
+engine (:func:`mtfleet.workers.checks.prepare`).
+
+``assemble`` joins translated segments back into unit texts with the format's own tags left
+for the format's ``render``. A segment without a translation (it failed) keeps its source
+text: nothing of the document is ever lost.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from dataclasses import dataclass, field
 
 from sentencex import segment as sentencex_segment
 
-from core.documents.base import TAG, Code, Unit, restore, x
+from mtfleet.core.documents.base import TAG, Code, Unit, x
 
 # One alternation, most specific first; matches are taken left to right without overlap.
 _PROTECT = re.compile(
@@ -53,7 +58,6 @@ class UnitPlan:
     untranslatable pieces, kept as is) and segment indices (ints)."""
 
     unit: Unit
-    protected: dict[int, Code] = field(default_factory=dict)
     layout: list[str | int] = field(default_factory=list)
 
 
@@ -63,27 +67,42 @@ class Plan:
     segments: list[str]
 
 
+# Every protected span has one of these; text without any (most UI strings and prose) needs no
+# look at the expression at all.
+_TRIGGER = re.compile(r"[\d{%@$€£¥]|://|www\.")
+
+
+def spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every protected span in ``text`` outside its inline tags."""
+    if not _TRIGGER.search(text):
+        return []
+    found: list[tuple[int, int]] = []
+    pos = 0
+    for part in _split_keep_tags(text):
+        if not TAG.fullmatch(part):
+            found += [
+                (pos + m.start(), pos + m.end())
+                for m in _PROTECT.finditer(part)
+                if m.group(0).strip()
+            ]
+        pos += len(part)
+    return found
+
+
 def protect(text: str, first: int) -> tuple[str, dict[int, Code]]:
     """Replace protected spans outside existing tags by ``<xN/>`` tags numbered from ``first``."""
+    found = spans(text)
+    if not found:
+        return text, {}
     codes: dict[int, Code] = {}
     out: list[str] = []
-    pos = 0
-    n = first
-    for part in _split_keep_tags(text):
-        if TAG.fullmatch(part):
-            out.append(part)
-            continue
-        last = 0
-        for m in _PROTECT.finditer(part):
-            if not m.group(0).strip():
-                continue
-            out.append(part[last : m.start()])
-            codes[n] = Code(m.group(0))
-            out.append(x(n))
-            n += 1
-            last = m.end()
-        out.append(part[last:])
-        pos += len(part)
+    last = 0
+    for n, (start, end) in enumerate(found, first):
+        out.append(text[last:start])
+        codes[n] = Code(text[start:end])
+        out.append(x(n))
+        last = end
+    out.append(text[last:])
     return "".join(out), codes
 
 
@@ -104,10 +123,20 @@ def _split_keep_tags(text: str) -> list[str]:
 
 
 def sentences(text: str, lang: str) -> list[str]:
-    """Split into sentences whose concatenation is ``text``; never inside a paired tag."""
-    raw = list(sentencex_segment(lang.split("-")[0], text))
-    if "".join(raw) != text:  # the segmenter must not lose characters; if it did, do not split
+    """Split into sentences whose concatenation is ``text``; never inside a paired tag or a
+    protected span (the segmenter sees each span as a run of ``x``, so its dots, digits and
+    symbols cannot end a sentence, and cuts map back one to one)."""
+    masked = text
+    for start, end in spans(text):
+        masked = f"{masked[:start]}{'x' * (end - start)}{masked[end:]}"
+    cut = list(sentencex_segment(lang.split("-")[0], masked))
+    if "".join(cut) != masked:  # the segmenter must not lose characters; if it did, do not split
         return [text]
+    raw: list[str] = []
+    pos = 0
+    for piece in cut:
+        raw.append(text[pos : pos + len(piece)])
+        pos += len(piece)
     merged: list[str] = []
     depth = 0
     for s in raw:
@@ -130,11 +159,8 @@ def plan(units: Sequence[Unit], lang: str) -> Plan:
     segments: list[str] = []
     plans: list[UnitPlan] = []
     for unit in units:
-        first = max(unit.codes, default=0) + 1
-        for m in TAG.finditer(unit.text):  # tags in the text always have codes; be safe
-            first = max(first, int(m.group(3)) + 1)
-        text, protected = protect(unit.text, first)
-        up = UnitPlan(unit, protected)
+        text = unit.text
+        up = UnitPlan(unit)
         for sentence in sentences(text, lang) if _translatable(text) else [text]:
             core = sentence.strip()
             if not core or not _translatable(core):
@@ -152,25 +178,16 @@ def plan(units: Sequence[Unit], lang: str) -> Plan:
     return Plan(plans, segments)
 
 
-@dataclass
-class Assembled:
-    texts: list[str]  # per unit: tagged with the format's own tags, protected spans restored
-    warnings: list[tuple[int, str]]  # (unit index, message)
-
-
-def assemble(p: Plan, translations: Sequence[str | None]) -> Assembled:
-    """Unit texts from segment translations (None: keep the source segment)."""
-    texts: list[str] = []
-    warnings: list[tuple[int, str]] = []
-    for u, up in enumerate(p.units):
-        joined = "".join(
+def assemble(p: Plan, translations: Sequence[str | None]) -> list[str]:
+    """Unit texts (tagged with the format's own tags) from segment translations (None: keep
+    the source segment)."""
+    return [
+        "".join(
             part
             if isinstance(part, str)
             else (translations[part] if translations[part] is not None else p.segments[part])
             or p.segments[part]
             for part in up.layout
         )
-        restored = restore(joined, up.protected, keep_other=True)
-        warnings += [(u, w) for w in restored.warnings]
-        texts.append(restored.text)
-    return Assembled(texts, warnings)
+        for up in p.units
+    ]

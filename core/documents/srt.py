@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import srt as srt_lib
 
-from core.documents import register
-from core.documents.base import DocumentError, DocumentFormat, Unit, UnitBuilder, restore
-from core.documents.text import check_count, decode_document, pair_tags
+from mtfleet.core.documents import register
+from mtfleet.core.documents.base import DocumentError, DocumentFormat, Unit, UnitBuilder, restore
+from mtfleet.core.documents.text import check_count, decode_document, pair_tags
 
 #: Markup inside a cue: a line break, an HTML-like tag, an ASS override block such as {\an8}.
 _MARKUP = re.compile(

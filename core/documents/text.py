@@ -17,8 +17,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from core.documents import register
-from core.documents.base import DocumentError, DocumentFormat, Unit, UnitBuilder, restore
+from mtfleet.core.documents import register
+from mtfleet.core.documents.base import DocumentError, DocumentFormat, Unit, UnitBuilder, restore
 
 BOM = "\ufeff"
 _UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)

@@ -44,8 +44,15 @@ from typing import Any, ClassVar
 
 from lxml import etree
 
-from core.documents import register
-from core.documents.base import Code, DocumentError, DocumentFormat, Unit, UnitBuilder, restore
+from mtfleet.core.documents import register
+from mtfleet.core.documents.base import (
+    Code,
+    DocumentError,
+    DocumentFormat,
+    Unit,
+    UnitBuilder,
+    restore,
+)
 
 # --- untrusted XML, shared with docx.py ---------------------------------------------------------
 

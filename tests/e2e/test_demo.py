@@ -14,7 +14,7 @@ def test_demo_translates_and_cleans_up(redis_server: str) -> None:
     client.flushall()
     env = {**os.environ, "MT_REDIS_URL": redis_server, "MT_HEARTBEAT_S": "1", "COLUMNS": "160"}
     proc = subprocess.run(
-        [sys.executable, "-m", "producer.cli", "demo", "--bulk-lines", "80"],
+        [sys.executable, "-m", "mtfleet.producer.cli", "demo", "--bulk-lines", "80"],
         capture_output=True,
         text=True,
         timeout=300,

@@ -20,7 +20,7 @@ import redis
 import srt
 from lxml import etree, html
 
-from producer.localfleet import LocalFleet
+from mtfleet.producer.localfleet import LocalFleet
 
 HTML = """<!DOCTYPE html>
 <html><head><title>Red running shoes</title>
@@ -111,7 +111,7 @@ def fleet(redis_server: str) -> Iterator[LocalFleet]:
 
 def cli(fleet: LocalFleet, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "producer.cli", *args, "--url", fleet.api_url],
+        [sys.executable, "-m", "mtfleet.producer.cli", *args, "--url", fleet.api_url],
         capture_output=True,
         text=True,
         timeout=180,

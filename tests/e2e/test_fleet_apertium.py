@@ -15,8 +15,9 @@ import httpx
 import pytest
 import redis
 
-from producer.client import JobTimeout, MTClient
-from producer.localfleet import LocalFleet
+from mtfleet.core import keys
+from mtfleet.producer.client import JobTimeout, MTClient
+from mtfleet.producer.localfleet import LocalFleet
 
 FLOWER_AUTH = ("admin", "e2e-secret")
 
@@ -44,7 +45,7 @@ def fleet(redis_server: str) -> Iterator[LocalFleet]:
 
 def cli(fleet: LocalFleet, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "producer.cli", *args, "--url", fleet.api_url],
+        [sys.executable, "-m", "mtfleet.producer.cli", *args, "--url", fleet.api_url],
         capture_output=True,
         text=True,
         timeout=120,
@@ -163,7 +164,7 @@ def test_flower_sees_the_worker_and_every_chunk(fleet: LocalFleet) -> None:
         mine = [
             t
             for t in tasks.values()
-            if t["name"] == "workers.tasks.translate_chunk" and job.id in (t.get("args") or "")
+            if t["name"] == keys.TRANSLATE_TASK and job.id in (t.get("args") or "")
         ]
         if len(mine) == 3 and all(t["state"] == "SUCCESS" for t in mine):  # 70 in chunks of 32
             break
@@ -178,7 +179,7 @@ def test_flower_sees_the_worker_and_every_chunk(fleet: LocalFleet) -> None:
 def test_async_client_submit_wait_result(fleet: LocalFleet) -> None:
     import asyncio
 
-    from producer.client import AsyncMTClient
+    from mtfleet.producer.client import AsyncMTClient
 
     async def run() -> tuple[list[str | None], list[str | None]]:
         async with AsyncMTClient(fleet.api_url) as mt:

@@ -15,8 +15,8 @@ import httpx
 import pytest
 import redis
 
-from producer.client import MTClient
-from producer.localfleet import LocalFleet
+from mtfleet.producer.client import MTClient
+from mtfleet.producer.localfleet import LocalFleet
 from tests.integration.test_vllm_engine import vllm_env
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
@@ -42,7 +42,7 @@ def test_cli_translate_through_vllm(fleet: LocalFleet) -> None:
         [
             sys.executable,
             "-m",
-            "producer.cli",
+            "mtfleet.producer.cli",
             "translate",
             "Add to cart",
             "Free shipping",

@@ -15,8 +15,8 @@ import httpx
 import pytest
 import redis
 
-from producer.client import AsyncMTClient, MTClient
-from producer.localfleet import LocalFleet, free_port
+from mtfleet.producer.client import AsyncMTClient, MTClient
+from mtfleet.producer.localfleet import LocalFleet, free_port
 
 TEXT = "The iphone case costs 20 dollars"
 
@@ -46,7 +46,7 @@ def fleet(redis_server: str) -> Iterator[LocalFleet]:
 
 def cli(fleet: LocalFleet, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "producer.cli", *args, "--url", fleet.api_url],
+        [sys.executable, "-m", "mtfleet.producer.cli", *args, "--url", fleet.api_url],
         capture_output=True,
         text=True,
         timeout=120,

@@ -14,14 +14,14 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from producer.client import AsyncMTClient, MTClient, MTClientError
-from producer.localfleet import LocalFleet
+from mtfleet.producer.client import AsyncMTClient, MTClient, MTClientError
+from mtfleet.producer.localfleet import LocalFleet
 from tests.integration.registered import register_pair
 
 
 def mtfleet(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "producer.cli", *args],
+        [sys.executable, "-m", "mtfleet.producer.cli", *args],
         capture_output=True,
         text=True,
         timeout=60,

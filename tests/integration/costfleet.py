@@ -10,9 +10,9 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from core.settings import Settings
-from producer.localfleet import LocalFleet
+from mtfleet.api.app import create_app
+from mtfleet.core.settings import Settings
+from mtfleet.producer.localfleet import LocalFleet
 
 ROOT = Path(__file__).resolve().parents[2]
 

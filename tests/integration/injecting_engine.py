@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 
 from bench.costengine import CostModelEngine
-from core.documents.base import TAG
-from workers.engines.base import Translation, TranslationRequest
+from mtfleet.core.documents.base import TAG
+from mtfleet.workers.engines.base import Translation, TranslationRequest
 
 MARKER = "INJECT"
 #: A source containing this comes back with every inline tag dropped (a hard check failure:

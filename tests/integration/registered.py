@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import redis
 
-from core.registry import Registry, WorkerInfo
+from mtfleet.core.registry import Registry, WorkerInfo
 
 
 def register_pair(r: redis.Redis, ttl_s: float = 300) -> None:

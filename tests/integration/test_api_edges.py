@@ -11,9 +11,9 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from core.settings import Settings
-from producer.localfleet import free_port
+from mtfleet.api.app import create_app
+from mtfleet.core.settings import Settings
+from mtfleet.producer.localfleet import free_port
 from tests.integration.registered import register_pair
 
 BODY = {"texts": ["Red shoes"], "source_lang": "en", "target_lang": "es"}

@@ -12,13 +12,13 @@ import redis
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from core import keys
-from core.apikeys import KeyStore, seconds_to_utc_midnight
-from core.errors import QuotaExceeded
-from core.registry import Registry, WorkerInfo
-from core.settings import Settings
-from producer.localfleet import free_port
+from mtfleet.api.app import create_app
+from mtfleet.core import keys
+from mtfleet.core.apikeys import KeyStore, seconds_to_utc_midnight
+from mtfleet.core.errors import QuotaExceeded
+from mtfleet.core.registry import Registry, WorkerInfo
+from mtfleet.core.settings import Settings
+from mtfleet.producer.localfleet import free_port
 from tests.integration.registered import register_pair
 
 BODY = {"texts": ["Red shoes"], "source_lang": "en", "target_lang": "es"}

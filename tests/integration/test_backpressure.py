@@ -11,9 +11,9 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from core import keys
-from core.settings import Settings
+from mtfleet.api.app import create_app
+from mtfleet.core import keys
+from mtfleet.core.settings import Settings
 from tests.integration.registered import register_pair
 
 

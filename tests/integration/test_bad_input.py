@@ -39,14 +39,14 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from core.cache import PhraseCache
-from core.registry import Registry
-from core.settings import Settings
-from producer.localfleet import LocalFleet
+from mtfleet.api.app import create_app
+from mtfleet.core.cache import PhraseCache
+from mtfleet.core.registry import Registry
+from mtfleet.core.settings import Settings
+from mtfleet.producer.localfleet import LocalFleet
+from mtfleet.workers import prompts
 from tests.conftest import tiny_model_path
 from tests.integration.injecting_engine import DROP_TAGS, MARKER
-from workers import prompts
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_BYTES, MAX_CHARS, MAX_TEXTS = 65536, 5000, 20

@@ -7,9 +7,9 @@ import time
 
 import redis
 
-from core.events import CompletionWaiter
-from core.models import SegmentOutcome
-from core.store import JobStore, new_job_id
+from mtfleet.core.events import CompletionWaiter
+from mtfleet.core.models import SegmentOutcome
+from mtfleet.core.store import JobStore, new_job_id
 from tests.integration.test_store import make_job
 
 

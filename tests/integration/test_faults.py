@@ -20,8 +20,8 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 
-from core import keys
-from producer.localfleet import LocalFleet, Proc, redis_server_command
+from mtfleet.core import keys
+from mtfleet.producer.localfleet import LocalFleet, Proc, redis_server_command
 from tests.integration.costfleet import cost_fleet
 
 # Redelivery within seconds: a 10 s visibility timeout, restore sweeps every second.

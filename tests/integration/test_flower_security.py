@@ -21,12 +21,12 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 
-from core.broker import make_celery
-from core.errors import ConfigError
-from core.settings import Settings
-from producer.localfleet import LocalFleet
+from mtfleet.core.broker import make_celery
+from mtfleet.core.errors import ConfigError
+from mtfleet.core.settings import Settings
+from mtfleet.producer.localfleet import LocalFleet
+from mtfleet.workers.flower import DEFAULT_FLOWER_PASSWORD, check_flower_auth, flower_argv
 from tests.integration.costfleet import cost_fleet
-from workers.launcher import DEFAULT_FLOWER_PASSWORD, check_flower_auth, flower_argv
 
 SECRET = "Quokka-confidential"  # in every submitted text, never in a summary
 FAIL_ON = "detonator-phrase"  # a segment holding it fails in the engine
@@ -76,7 +76,7 @@ def test_flower_never_keeps_state_in_a_pickle() -> None:
 def test_mtfleet_flower_refuses_to_start(redis_url: str, env: dict[str, str], problem: str) -> None:
     base = {k: v for k, v in os.environ.items() if not k.startswith("MT_FLOWER")}
     proc = subprocess.run(
-        [sys.executable, "-m", "producer.cli", "flower", "--port", "1"],
+        [sys.executable, "-m", "mtfleet.producer.cli", "flower", "--port", "1"],
         env={**base, "MT_REDIS_URL": redis_url, **env},
         capture_output=True,
         text=True,

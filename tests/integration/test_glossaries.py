@@ -11,14 +11,14 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from core import keys
-from core.apikeys import KeyStore
-from core.cache import PhraseCache
-from core.glossary import GlossaryNotFound, GlossaryStore
-from core.models import ChunkMessage
-from core.registry import Registry, WorkerInfo
-from core.settings import Settings
+from mtfleet.api.app import create_app
+from mtfleet.core import keys
+from mtfleet.core.apikeys import KeyStore
+from mtfleet.core.cache import PhraseCache
+from mtfleet.core.glossary import GlossaryNotFound, GlossaryStore
+from mtfleet.core.models import ChunkMessage
+from mtfleet.core.registry import Registry, WorkerInfo
+from mtfleet.core.settings import Settings
 
 SHOP = {
     "name": "shop terms",

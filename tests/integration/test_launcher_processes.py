@@ -11,8 +11,8 @@ import psutil
 import pytest
 import redis
 
-from core.registry import Registry, WorkerInfo
-from producer.localfleet import LocalFleet, Proc
+from mtfleet.core.registry import Registry, WorkerInfo
+from mtfleet.producer.localfleet import LocalFleet, Proc
 
 
 @pytest.fixture
@@ -64,7 +64,7 @@ def test_uneven_gpu_split_is_refused_before_anything_starts(redis_url: str) -> N
     import sys
 
     out = subprocess.run(
-        [sys.executable, "-m", "producer.cli", "worker", "--gpus", "0,1,2", "--tp", "2"],
+        [sys.executable, "-m", "mtfleet.producer.cli", "worker", "--gpus", "0,1,2", "--tp", "2"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -15,9 +15,9 @@ import httpx
 import redis
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from core.settings import Settings
-from producer.localfleet import LocalFleet, free_port
+from mtfleet.api.app import create_app
+from mtfleet.core.settings import Settings
+from mtfleet.producer.localfleet import LocalFleet, free_port
 from tests.integration.costfleet import cost_fleet
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,8 +18,8 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 
-from core import keys
-from producer.localfleet import LocalFleet
+from mtfleet.core import keys
+from mtfleet.producer.localfleet import LocalFleet
 from tests.integration.costfleet import cost_fleet
 from tests.integration.test_faults import (
     FAULT_ENV,

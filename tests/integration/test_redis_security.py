@@ -23,12 +23,12 @@ import redis
 from fastapi.testclient import TestClient
 from kombu.exceptions import OperationalError
 
-from api.app import create_app
-from core import keys
-from core.broker import make_celery
-from core.redis_conn import connect, split_tls
-from core.settings import Settings
-from producer.localfleet import LocalFleet, free_port, redis_reachable, redis_server_command
+from mtfleet.api.app import create_app
+from mtfleet.core import keys
+from mtfleet.core.broker import make_celery
+from mtfleet.core.redis_conn import connect, split_tls
+from mtfleet.core.settings import Settings
+from mtfleet.producer.localfleet import LocalFleet, free_port, redis_reachable, redis_server_command
 from tests.integration.costfleet import COST_ENGINE, cost_fleet
 
 # ACL users (as README "Security: Redis and Flower" advises): the fleet's (every key and channel,

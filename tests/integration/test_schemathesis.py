@@ -23,9 +23,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
 
-from api.app import create_app
-from core.settings import Settings
-from producer.localfleet import LocalFleet
+from mtfleet.api.app import create_app
+from mtfleet.core.settings import Settings
+from mtfleet.producer.localfleet import LocalFleet
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = int(os.environ.get("SCHEMATHESIS_EXAMPLES", "40"))

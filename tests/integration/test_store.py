@@ -8,10 +8,10 @@ import time
 import pytest
 import redis
 
-from core import keys
-from core.errors import JobNotFound
-from core.models import JobStatus, Lane, SegmentOutcome
-from core.store import JobStore, new_job_id
+from mtfleet.core import keys
+from mtfleet.core.errors import JobNotFound
+from mtfleet.core.models import JobStatus, Lane, SegmentOutcome
+from mtfleet.core.store import JobStore, new_job_id
 
 
 @pytest.fixture

@@ -10,13 +10,13 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from core import keys
-from core.broker import make_celery
-from core.models import ChunkMessage, ChunkSegment, Lane
-from core.settings import Settings
-from core.store import JobStore, new_job_id
-from producer.localfleet import LocalFleet, free_port
+from mtfleet.api.app import create_app
+from mtfleet.core import keys
+from mtfleet.core.broker import make_celery
+from mtfleet.core.models import ChunkMessage, ChunkSegment, Lane
+from mtfleet.core.settings import Settings
+from mtfleet.core.store import JobStore, new_job_id
+from mtfleet.producer.localfleet import LocalFleet, free_port
 
 
 def cache_url(redis_server: str) -> str:

@@ -8,11 +8,11 @@ import time
 import redis
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from core import keys
-from core.registry import Registry, WorkerInfo
-from core.settings import Settings
-from producer.localfleet import LocalFleet
+from mtfleet.api.app import create_app
+from mtfleet.core import keys
+from mtfleet.core.registry import Registry, WorkerInfo
+from mtfleet.core.settings import Settings
+from mtfleet.producer.localfleet import LocalFleet
 
 
 def test_worker_with_broken_engine_takes_nothing_and_job_waits(

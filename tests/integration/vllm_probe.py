@@ -13,9 +13,9 @@ import time
 
 
 def main() -> None:
-    from core.settings import Settings
-    from workers.engines import TranslationRequest, create_engine
-    from workers.translation import translate_isolated
+    from mtfleet.core.settings import Settings
+    from mtfleet.workers.engines import TranslationRequest, create_engine
+    from mtfleet.workers.translation import translate_isolated
 
     job = json.load(sys.stdin)
     engine = create_engine(Settings())

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from workers.engines.apertium import discover_modes, escape, null_flush_command, unescape
+from mtfleet.workers.engines.apertium import discover_modes, escape, null_flush_command, unescape
 
 RESERVED = "\\[]^$/@<>{}"
 

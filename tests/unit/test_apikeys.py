@@ -10,9 +10,9 @@ import time
 import fakeredis
 import pytest
 
-from core import keys
-from core.apikeys import KeyStore, parse_token, seconds_to_utc_midnight, utc_day
-from core.errors import InvalidInput, QuotaExceeded, Unauthorized
+from mtfleet.core import keys
+from mtfleet.core.apikeys import KeyStore, parse_token, seconds_to_utc_midnight, utc_day
+from mtfleet.core.errors import InvalidInput, QuotaExceeded, Unauthorized
 
 
 class Clock:

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from workers.batching import bulk_token_budget, plan_batch, pull_window
-from workers.costmodel import CostModel
-from workers.engines.base import EngineLimits
+from mtfleet.workers.batching import bulk_token_budget, plan_batch, pull_window
+from mtfleet.workers.costmodel import CostModel
+from mtfleet.workers.engines.base import EngineLimits
 
 
 @dataclass

@@ -10,11 +10,11 @@ import sys
 def test_api_process_never_imports_workers_or_engines() -> None:
     code = (
         "import sys, json\n"
-        "from api.app import create_app\n"
+        "from mtfleet.api.app import create_app\n"
         "create_app()\n"
-        "import producer.cli\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "{'workers', 'torch', 'vllm', 'transformers'})))\n"
+        "import mtfleet.producer.cli\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('mtfleet.workers') "
+        "or m.split('.')[0] in {'torch', 'vllm', 'transformers'})))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
@@ -24,9 +24,9 @@ def test_api_process_never_imports_workers_or_engines() -> None:
 def test_worker_task_module_does_not_load_an_engine_at_import() -> None:
     code = (
         "import sys, json\n"
-        "import workers.tasks\n"
+        "import mtfleet.workers.celery_app\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "{'torch', 'vllm'} or m.startswith('workers.engines.'))))\n"
+        "{'torch', 'vllm'} or m.startswith('mtfleet.workers.engines.'))))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

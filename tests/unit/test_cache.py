@@ -9,7 +9,7 @@ import fakeredis
 import pytest
 import redis
 
-from core.cache import PhraseCache, normalize, rewrap, text_digest
+from mtfleet.core.cache import PhraseCache, normalize, rewrap, text_digest
 
 FP = "model-a@1"
 

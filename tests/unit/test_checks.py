@@ -8,12 +8,12 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from core.glossary import Matcher, validate
-from core.models import SegmentOutcome
-from workers import checks
-from workers.checks import CheckConfig, translate_checked
-from workers.engines.base import Engine, EngineLimits, TranslationRequest
-from workers.translation import translate_isolated
+from mtfleet.core.glossary import Matcher, validate
+from mtfleet.core.models import SegmentOutcome
+from mtfleet.workers import checks
+from mtfleet.workers.checks import CheckConfig, translate_checked
+from mtfleet.workers.engines.base import Engine, EngineLimits, TranslationRequest
+from mtfleet.workers.translation import translate_isolated
 
 GLOSSARY = validate(
     name="shop",

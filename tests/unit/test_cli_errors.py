@@ -5,14 +5,14 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from producer.localfleet import free_port
+from mtfleet.producer.localfleet import free_port
 
 
 def test_unreachable_api_is_a_one_line_error() -> None:
     url = f"http://127.0.0.1:{free_port()}"
     for args in (["translate", "hi", "--from", "en", "--to", "es"], ["status", "abc"]):
         proc = subprocess.run(
-            [sys.executable, "-m", "producer.cli", *args, "--url", url],
+            [sys.executable, "-m", "mtfleet.producer.cli", *args, "--url", url],
             capture_output=True,
             text=True,
             timeout=60,

@@ -15,11 +15,11 @@ from bench.costengine import (
     SimulatedGPU,
     direct_throughput,
 )
-from core.errors import ConfigError, EngineUnavailable
-from core.languages import LANGUAGES
-from core.settings import Settings
-from workers.engines import create_engine
-from workers.engines.base import Translation, TranslationRequest
+from mtfleet.core.errors import ConfigError, EngineUnavailable
+from mtfleet.core.languages import LANGUAGES
+from mtfleet.core.settings import Settings
+from mtfleet.workers.engines import create_engine
+from mtfleet.workers.engines.base import Translation, TranslationRequest
 
 
 def params(**kw: object) -> CostParams:

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from workers.costmodel import BulkGovernor, CostModel, ThroughputMeter
+from mtfleet.workers.costmodel import BulkGovernor, CostModel, ThroughputMeter
 
 
 def test_fit_recovers_fixed_and_per_token_cost_from_noisy_batches() -> None:

@@ -21,9 +21,9 @@ import pytest
 import srt as srt_lib
 from markdown_it import MarkdownIt
 
-from core.documents import DocumentError, for_filename, for_name
-from core.documents.base import TAG, Unit
-from core.errors import InvalidInput
+from mtfleet.core.documents import DocumentError, for_filename, for_name
+from mtfleet.core.documents.base import TAG, Unit
+from mtfleet.core.errors import InvalidInput
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 FORMATS = {"text": "text", "markdown": "markdown", "html": "html", "json": "json", "srt": "srt"}

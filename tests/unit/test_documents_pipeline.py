@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.documents import for_filename
-from core.documents.base import TAG, Code, Unit, UnitBuilder, restore, tag_counts
-from core.documents.pipeline import assemble, plan, protect, sentences
+from mtfleet.core.documents import for_filename
+from mtfleet.core.documents.base import TAG, Code, Unit, UnitBuilder, restore, tag_counts
+from mtfleet.core.documents.pipeline import assemble, plan, protect, sentences
 
 
 @pytest.mark.parametrize(

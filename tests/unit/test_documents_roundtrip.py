@@ -21,8 +21,8 @@ import lxml.html
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.documents import for_name
-from core.documents.base import TAG
+from mtfleet.core.documents import for_name
+from mtfleet.core.documents.base import TAG
 
 SYNTAX = [
     "*", "**", "_", "[", "]", "(", ")", "<", ">", "&", "#", "`", "```", "\\", "|", "!", "~",

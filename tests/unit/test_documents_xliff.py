@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
-from core.documents import for_filename, for_name
-from core.documents.base import TAG, DocumentError, Unit, tag_counts
-from core.documents.xliff import XliffFormat
+from mtfleet.core.documents import for_filename, for_name
+from mtfleet.core.documents.base import TAG, DocumentError, Unit, tag_counts
+from mtfleet.core.documents.xliff import XliffFormat
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "documents" / "xliff"
 FILES = sorted(FIXTURES.glob("*.xlf"))

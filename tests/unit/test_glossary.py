@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from core.documents.base import TAG, tag_counts
-from core.errors import InvalidInput, UnsupportedLanguage
-from core.glossary import Glossary, Matcher, parse_tsv, validate
+from mtfleet.core.documents.base import TAG, tag_counts
+from mtfleet.core.errors import InvalidInput, UnsupportedLanguage
+from mtfleet.core.glossary import Glossary, Matcher, parse_tsv, validate
 
 
 def make(
@@ -197,7 +197,7 @@ def test_thousands_of_terms_all_match() -> None:
 
 
 def test_cli_reads_tsv_and_csv_term_files(tmp_path: Path) -> None:
-    from producer.cli import read_terms_file
+    from mtfleet.producer.cli import read_terms_file
 
     tsv = tmp_path / "terms.tsv"
     tsv.write_text("case\tfunda\n", encoding="utf-8")

@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from core import langdetect, languages
-from core.errors import UnsupportedLanguage
+from mtfleet.core import langdetect, languages
+from mtfleet.core.errors import UnsupportedLanguage
 
 SENTENCES = {
     "en": "Your order has shipped and will arrive tomorrow morning.",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from core import languages
-from core.errors import UnsupportedLanguage
+from mtfleet.core import languages
+from mtfleet.core.errors import UnsupportedLanguage
 
 # The 38 codes of Hunyuan-MT-7B's model card.
 HUNYUAN_CODES = (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from api.schemas import TextsIn
-from producer.lines import parse_lines
+from mtfleet.core.schemas import TextsIn
+from mtfleet.producer.lines import parse_lines
 
 SHAPES = [
     "",

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from workers.engines.base import Engine, EngineLimits, Translation, TranslationRequest
-from workers.translation import MARKUP_MISMATCH, markup, markup_warning, translate_isolated
+from mtfleet.workers.engines.base import Engine, EngineLimits, Translation, TranslationRequest
+from mtfleet.workers.translation import MARKUP_MISMATCH, markup, markup_warning, translate_isolated
 
 
 class AppendingEngine(Engine):

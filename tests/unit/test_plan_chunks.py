@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from api.service import plan_chunks
+from mtfleet.api.service import plan_chunks
 
 
 def flatten_indices(chunks: list) -> list[int]:

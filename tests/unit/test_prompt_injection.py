@@ -14,7 +14,7 @@ from typing import ClassVar
 import jinja2
 import pytest
 
-from workers import prompts
+from mtfleet.workers import prompts
 
 CHATML = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workers import prompts
+from mtfleet.workers import prompts
 
 
 class RecordingTemplater:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from core.settings import Settings
+from mtfleet.core.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -40,7 +40,7 @@ def test_every_setting_is_documented() -> None:
 
 
 def test_every_cli_command_is_in_the_readme() -> None:
-    from producer.cli import app
+    from mtfleet.producer.cli import app
 
     names = [c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands]
     assert len(names) >= 10

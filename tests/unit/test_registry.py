@@ -7,8 +7,8 @@ import time
 import fakeredis
 import pytest
 
-from core import keys
-from core.registry import Registry, WorkerInfo
+from mtfleet.core import keys
+from mtfleet.core.registry import Registry, WorkerInfo
 
 
 @pytest.fixture

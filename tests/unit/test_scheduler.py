@@ -13,10 +13,10 @@ from concurrent.futures import Future
 
 import pytest
 
-from core.errors import EngineUnavailable
-from core.models import SegmentOutcome
-from workers.engines.base import Engine, EngineLimits, Translation, TranslationRequest
-from workers.scheduler import Scheduler, Ticket
+from mtfleet.core.errors import EngineUnavailable
+from mtfleet.core.models import SegmentOutcome
+from mtfleet.workers.engines.base import Engine, EngineLimits, Translation, TranslationRequest
+from mtfleet.workers.scheduler import Scheduler, Ticket
 
 
 class RecordingEngine(Engine):

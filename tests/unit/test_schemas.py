@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from api.schemas import JobCreate, TextsIn, TranslateCreate
-from core.models import Lane
+from mtfleet.core.models import Lane
+from mtfleet.core.schemas import JobCreate, TextsIn, TranslateCreate
 
 
 def body(**overrides: Any) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from core.settings import Settings
+from mtfleet.core.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -109,7 +109,7 @@ def test_cli_refuses_bad_setting_before_starting_anything() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MT_")}
     env["MT_TENSOR_PARALLEL_SIZE"] = "0"
     proc = subprocess.run(
-        [sys.executable, "-m", "producer.cli", "worker"],
+        [sys.executable, "-m", "mtfleet.producer.cli", "worker"],
         cwd=ROOT,
         env=env,
         capture_output=True,

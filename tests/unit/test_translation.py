@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from core.errors import EngineError, EngineUnavailable
-from workers.engines.base import Engine, EngineLimits, Translation, TranslationRequest
-from workers.translation import translate_isolated
+from mtfleet.core.errors import EngineError, EngineUnavailable
+from mtfleet.workers.engines.base import Engine, EngineLimits, Translation, TranslationRequest
+from mtfleet.workers.translation import translate_isolated
 
 
 class UpperEngine(Engine):

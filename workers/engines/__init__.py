@@ -5,19 +5,19 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
-from core.errors import ConfigError
-from core.settings import Settings
-from workers.engines.base import Engine, EngineLimits, Translation, TranslationRequest
+from mtfleet.core.errors import ConfigError
+from mtfleet.core.settings import Settings
+from mtfleet.workers.engines.base import Engine, EngineLimits, Translation, TranslationRequest
 
 
 def create_engine(settings: Settings) -> Engine:
     """The engine the settings name (not loaded yet; call ``load()`` in the serving process)."""
     if settings.engine == "apertium":
-        from workers.engines.apertium import ApertiumEngine
+        from mtfleet.workers.engines.apertium import ApertiumEngine
 
         return ApertiumEngine(settings)
     if settings.engine == "vllm":
-        from workers.engines.vllm_engine import VllmEngine
+        from mtfleet.workers.engines.vllm_engine import VllmEngine
 
         return VllmEngine(settings)
     module_name, _, class_name = settings.engine.partition(":")

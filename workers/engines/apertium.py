@@ -14,19 +14,17 @@ import hashlib
 import logging
 import os
 import re
-import select
 import shlex
 import subprocess
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from core import languages
-from core.documents.base import TAG
-from core.errors import EngineError
-from core.settings import Settings
-from workers.engines.base import Engine, EngineLimits, TranslationRequest
+from mtfleet.core import languages
+from mtfleet.core.documents.base import TAG
+from mtfleet.core.errors import EngineError
+from mtfleet.core.settings import Settings
+from mtfleet.workers.engines.base import Engine, EngineLimits, TranslationRequest
 
 log = logging.getLogger(__name__)
 
@@ -114,11 +112,12 @@ def null_flush_command(mode_file: Path) -> str:
 
 
 class _Pipeline:
-    """One long-lived null-flush pipeline for one mode."""
+    """One long-lived null-flush pipeline for one mode. A call has no time limit of its own:
+    the scheduler's deadline ends it through :meth:`ApertiumEngine.interrupt`, which kills the
+    pipeline (the call then raises, and the next one starts a fresh pipeline)."""
 
-    def __init__(self, command: str, timeout_s: float) -> None:
+    def __init__(self, command: str) -> None:
         self.command = command
-        self.timeout_s = timeout_s
         self.lock = threading.Lock()
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -134,11 +133,11 @@ class _Pipeline:
         return self.proc
 
     def close(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, 9)
-            self.proc.wait()
-        self.proc = None
+                os.killpg(proc.pid, 9)
+            proc.wait()
 
     def run(self, texts: Sequence[str]) -> list[str]:
         with self.lock:
@@ -149,17 +148,13 @@ class _Pipeline:
             writer.start()
             buf = bytearray()
             fd = proc.stdout.fileno()
-            deadline = time.monotonic() + self.timeout_s
-            while buf.count(b"\0") < len(texts):
-                remaining = deadline - time.monotonic()
-                ready, _, _ = select.select([fd], [], [], max(remaining, 0))
-                if not ready:
-                    self.close()
-                    raise EngineError(f"apertium did not answer within {self.timeout_s:.0f}s")
+            answers = 0
+            while answers < len(texts):
                 data = os.read(fd, 1 << 16)
                 if not data:
                     self.close()
-                    raise EngineError("apertium pipeline exited unexpectedly")
+                    raise EngineError("apertium pipeline exited (killed, or it crashed)")
+                answers += data.count(b"\0")
                 buf += data
             writer.join()
             parts = bytes(buf).split(b"\0")
@@ -203,9 +198,7 @@ class ApertiumEngine(Engine):
                 digest.update(f"{path}:{st.st_size}:{int(st.st_mtime)}".encode())
         self._fingerprint = "apertium-" + digest.hexdigest()[:16]
         for pair, mode in self._modes.items():
-            self._pipes[pair] = _Pipeline(
-                null_flush_command(mode), self.settings.apertium_timeout_s
-            )
+            self._pipes[pair] = _Pipeline(null_flush_command(mode))
 
     @property
     def model(self) -> str:
@@ -234,6 +227,11 @@ class ApertiumEngine(Engine):
             for i, text in zip(idxs, pipe.run([requests[i].text for i in idxs]), strict=True):
                 out[i] = text
         return [t if t is not None else "" for t in out]
+
+    def interrupt(self) -> None:
+        """End the call in progress: its pipeline is killed, so the call raises."""
+        for pipe in self._pipes.values():
+            pipe.close()
 
     def close(self) -> None:
         for pipe in self._pipes.values():

@@ -8,9 +8,14 @@ An engine is loaded once per serving process (``load()``), after any fork. Two k
   (:class:`core.errors.EngineOutputMismatch`) and isolates failures. The worker's scheduler
   sizes their batches with an online cost model.
 * **streaming engines** (``streaming = True``, e.g. vLLM's async engine) batch continuously on
-  their own: ``submit`` takes one request at any time, from any thread, and returns a future.
-  The scheduler keeps them fed and leaves batching to them. ``translate`` still works (submit
-  all, wait for all) for callers that want one synchronous batch.
+  their own: ``submit`` takes one request at any time, from any thread, and returns a future;
+  ``abort`` stops one. The scheduler keeps them fed and leaves batching to them.
+  ``translate`` still works (submit all, wait for all) for callers that want one batch.
+
+Every call has a deadline (:mod:`mtfleet.workers.scheduler`): a batch engine may implement
+``interrupt`` to end a call that outlived it; ``alive`` tells a hung request from a dead
+engine. Requests arrive normalised (NFC, no outer whitespace): engines never see the
+whitespace around a segment.
 
 ``count_tokens`` is what budgets are measured in (the engine's own tokens where it has a
 tokenizer, a word-based estimate otherwise).
@@ -94,6 +99,22 @@ class Engine(ABC):
     def submit(self, request: TranslationRequest) -> Future[str | Translation]:
         """Streaming engines: start one request now; the future holds its translation."""
         raise NotImplementedError(f"engine {self.name} is a batch engine (streaming = False)")
+
+    def abort(self, future: Future[str | Translation]) -> None:
+        """Streaming engines: stop a request :meth:`submit` started (its deadline passed, or
+        its job was cancelled); by default the future is cancelled, which engines whose
+        futures come from an event loop (vLLM) turn into an abort of the request."""
+        future.cancel()
+
+    def interrupt(self) -> None:  # noqa: B027 - optional hook, a no-op by default
+        """Batch engines: make the :meth:`translate` call in progress raise soon (it outlived
+        its deadline). An engine that cannot leaves this out; a call that does not return
+        then makes the worker restart the engine."""
+
+    def alive(self) -> bool:
+        """Whether the engine can still serve (a streaming engine's background process or
+        thread is up). Asked when a request outlives its deadline."""
+        return True
 
     def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Release processes and memory (worker shutdown)."""

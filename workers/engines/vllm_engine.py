@@ -26,10 +26,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from core.errors import EngineUnavailable
-from core.settings import Settings
-from workers import prompts
-from workers.engines.base import Engine, EngineLimits, Translation, TranslationRequest
+from mtfleet.core.errors import EngineUnavailable
+from mtfleet.core.settings import Settings
+from mtfleet.workers import prompts
+from mtfleet.workers.engines.base import Engine, EngineLimits, Translation, TranslationRequest
 
 log = logging.getLogger(__name__)
 
@@ -166,7 +166,7 @@ class VllmEngine(Engine):
         return self._limits
 
     def pairs(self) -> list[tuple[str, str]]:
-        from core import languages
+        from mtfleet.core import languages
 
         codes = [c for c in languages.LANGUAGES if c not in {"ca", "gl", "eu", "oc", "eo"}]
         return [(a, b) for a in codes for b in codes if a != b]
@@ -218,6 +218,8 @@ class VllmEngine(Engine):
         )
 
     def submit(self, request: TranslationRequest) -> Future[str | Translation]:
+        """Start one request on the engine's event loop. Cancelling the returned future
+        (``Engine.abort``) cancels the task, and vLLM's ``generate`` aborts the request."""
         loop = self._loop
         if self.llm is None or loop is None:
             raise EngineUnavailable("vLLM engine used before load() or after close()")
@@ -247,6 +249,10 @@ class VllmEngine(Engine):
         return Translation(
             o.text.strip(), truncated=o.finish_reason == "length", tokens_out=len(o.token_ids)
         )
+
+    def alive(self) -> bool:
+        """vLLM's engine core (its own process) is running."""
+        return self.llm is not None and not getattr(self.llm, "errored", False)
 
     def translate(self, requests: Sequence[TranslationRequest]) -> list[Translation]:
         """A whole batch at once (every request in flight together); same order out."""

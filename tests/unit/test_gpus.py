@@ -1,4 +1,4 @@
-"""workers/launcher.py: GPU lists, tensor-parallel groups, and each worker's command and env."""
+"""workers/gpus.py: GPU lists, tensor-parallel groups, and each worker's command and env."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from core.errors import ConfigError
-from workers.launcher import GpuGroup, gpu_groups, parse_gpus, worker_command, worker_env
+from mtfleet.core.errors import ConfigError
+from mtfleet.workers.gpus import GpuGroup, gpu_groups, parse_gpus, worker_command, worker_env
 
 
 @pytest.mark.parametrize(
@@ -107,7 +107,7 @@ def _option(cmd: list[str], flag: str) -> str:
 def test_worker_command() -> None:
     cmd = worker_command(GpuGroup((2, 3)), ["interactive", "bulk"], concurrency=4, loglevel="INFO")
     assert cmd[:3] == [sys.executable, "-m", "celery"]
-    assert _option(cmd, "-A") == "workers.celery_app"
+    assert _option(cmd, "-A") == "mtfleet.workers.celery_app"
     assert "worker" in cmd
     assert _option(cmd, "--pool") == "threads"
     assert _option(cmd, "--queues") == "mt.interactive,mt.bulk"
@@ -133,7 +133,7 @@ def test_each_worker_gets_its_own_metrics_port() -> None:
 
 
 def test_both_lanes_give_interactive_its_own_consumer_and_threads() -> None:
-    from workers.consumers import consumer_plan
+    from mtfleet.workers.consumers import consumer_plan
 
     assert consumer_plan(["interactive", "bulk"], 4) == (["mt.bulk"], 4)
     assert consumer_plan(["interactive", "bulk"], 0) == (["mt.interactive", "mt.bulk"], 0)

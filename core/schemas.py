@@ -1,10 +1,13 @@
-"""Request and response bodies of the public HTTP API (``XCreate`` in, ``XPublic`` out).
+"""The public HTTP contract: request bodies (``XCreate``) and responses (``XPublic``).
 
-This contract is public: extend it, never break it.
+One definition of each, shared by the API (:mod:`mtfleet.api`, which validates requests with
+them and answers with them) and the SDK (:mod:`mtfleet.producer.client`, which parses answers
+with them). This contract is public: extend it, never break it.
 """
 
 from __future__ import annotations
 
+import base64
 import re
 from typing import Annotated, Any, Literal
 
@@ -17,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from core.models import JobStatus, Lane, Progress
+from mtfleet.core.models import JobStatus, Lane, Progress
 
 LangCode = Annotated[str, StringConstraints(min_length=2, max_length=16)]
 
@@ -114,6 +117,12 @@ class DocumentOut(BaseModel):
         description="Markup the translation lost, moved or repeated, and how it was repaired.",
     )
 
+    def data(self) -> bytes:
+        """The translated file's bytes."""
+        return (
+            base64.b64decode(self.content) if self.encoding == "base64" else self.content.encode()
+        )
+
 
 class JobCreate(TextsIn):
     texts: list[str] | None = Field(  # type: ignore[assignment]
@@ -171,6 +180,11 @@ class JobPublic(BaseModel):
         None, description="The language detected when source_lang was 'auto'."
     )
 
+    @property
+    def final(self) -> bool:
+        """The job will not change any more (succeeded, partial, failed or cancelled)."""
+        return self.status.final
+
 
 class SegmentError(BaseModel):
     index: int
@@ -178,10 +192,8 @@ class SegmentError(BaseModel):
     message: str
 
 
-class SegmentWarning(BaseModel):
-    index: int
-    type: str
-    message: str
+class SegmentWarning(SegmentError):
+    """A translation delivered but flagged by an output check (same shape as an error)."""
 
 
 class JobResultPublic(BaseModel):
@@ -239,3 +251,52 @@ class ErrorBody(BaseModel):
 
 class ErrorPublic(BaseModel):
     error: ErrorBody
+
+
+# --- glossaries --------------------------------------------------------------------------------
+Term = Annotated[str, Field(max_length=1_000)]
+
+
+class GlossaryCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(max_length=100, examples=["shop terms"])
+    source_lang: LangCode = Field(examples=["en"])
+    target_lang: LangCode = Field(examples=["es"])
+    entries: dict[Term, Term] = Field(
+        default_factory=dict,
+        description="Source term -> target term (matched case-insensitively on word "
+        "boundaries; the target term is put in as written).",
+        examples=[{"case": "funda"}],
+    )
+    entries_tsv: str | None = Field(
+        None,
+        description="More entries as 'source<TAB>target' lines (blank lines skipped).",
+        examples=["free shipping\tenvío gratis\n"],
+    )
+    protected: list[Term] = Field(
+        default_factory=list,
+        description="Terms never translated (brands, product names); they come out in the "
+        "casing given here.",
+        examples=[["iPhone", "PlayStation"]],
+    )
+
+
+class GlossaryPublic(BaseModel):
+    id: str
+    name: str
+    source_lang: str
+    target_lang: str
+    version: str = Field(description="Hash of the content; part of the phrase-cache key.")
+    entry_count: int
+    protected_count: int
+    created_at: float
+
+
+class GlossaryDetail(GlossaryPublic):
+    entries: dict[str, str]
+    protected: list[str]
+
+
+class GlossaryList(BaseModel):
+    glossaries: list[GlossaryPublic]

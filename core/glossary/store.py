@@ -1,0 +1,148 @@
+"""Glossaries on the durable Redis: create, read, list, delete, and the compiled matcher a
+worker builds once per glossary version."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+import time
+from collections import OrderedDict
+
+import redis
+
+from mtfleet.core import keys, scripts
+from mtfleet.core.errors import InvalidInput
+from mtfleet.core.glossary.matching import Matcher
+from mtfleet.core.glossary.terms import Glossary, GlossaryInfo, GlossaryNotFound, UnknownGlossary
+
+_MATCHERS_KEPT = 32
+
+_matchers: OrderedDict[tuple[str, str], Matcher] = OrderedDict()
+_matchers_lock = threading.Lock()
+
+
+_INFO_FIELDS = tuple(GlossaryInfo.model_fields)
+
+
+def visible(info: GlossaryInfo, owner: str) -> bool:
+    """A glossary is usable only by the key that made it ('' owner: the API runs without
+    keys, and every glossary is visible)."""
+    return not owner or info.owner == owner
+
+
+class GlossaryStore:
+    """Glossaries on the durable Redis (``MT_REDIS_URL``); ``r`` must decode responses."""
+
+    def __init__(self, r: redis.Redis) -> None:
+        self.r = r
+        self._create = scripts.register(r, "glossary_create")
+        self._delete = scripts.register(r, "glossary_delete")
+
+    def create(self, draft: Glossary, *, owner: str, max_per_owner: int) -> Glossary:
+        """Store a :func:`validate`-d glossary under a new id for ``owner``."""
+        g = draft.model_copy(
+            update={"id": secrets.token_hex(16), "owner": owner, "created_at": time.time()}
+        )
+        fields: list[str] = []
+        for name in _INFO_FIELDS:
+            fields += [name, str(getattr(g, name))]
+        terms = json.dumps({"entries": g.entries, "protected": g.protected}, ensure_ascii=False)
+        ok = self._create(
+            keys=[keys.glossary(g.id), keys.glossary_terms(g.id), keys.glossaries(owner)],
+            args=[max_per_owner, repr(g.created_at), g.id, terms, *fields],
+        )
+        if not ok:
+            raise InvalidInput(
+                f"this key has {max_per_owner} glossaries, the most it may keep "
+                "(MT_GLOSSARY_MAX_PER_KEY); delete one first"
+            )
+        return g
+
+    def get(self, glossary_id: str) -> GlossaryInfo | None:
+        """A live glossary's metadata (None: none, or deleted)."""
+        raw = self.r.hgetall(keys.glossary(glossary_id))
+        if not raw or raw.get("deleted") == "1":
+            return None
+        return GlossaryInfo.model_validate({k: raw[k] for k in _INFO_FIELDS if k in raw})
+
+    def get_full(self, glossary_id: str) -> Glossary | None:
+        """A live glossary with its terms (None: none, or deleted)."""
+        info = self.get(glossary_id)
+        if info is None:
+            return None
+        return self._with_terms(info)
+
+    def _with_terms(self, info: GlossaryInfo) -> Glossary | None:
+        raw = self.r.get(keys.glossary_terms(info.id))
+        if raw is None:
+            return None
+        terms = json.loads(raw)
+        return Glossary(**info.model_dump(), entries=terms["entries"], protected=terms["protected"])
+
+    def list_for(self, owner: str) -> list[GlossaryInfo]:
+        """The owner's live glossaries, oldest first."""
+        ids = [str(i) for i in self.r.zrange(keys.glossaries(owner), 0, -1)]
+        pipe = self.r.pipeline(transaction=False)
+        for gid in ids:
+            pipe.hgetall(keys.glossary(gid))
+        out = []
+        for raw in pipe.execute():
+            if raw and raw.get("deleted") != "1":
+                out.append(GlossaryInfo.model_validate({k: raw[k] for k in _INFO_FIELDS}))
+        return out
+
+    def delete(self, glossary_id: str, *, owner: str, retention_s: int) -> bool:
+        """Hide a glossary now; its data expires after ``retention_s`` (jobs accepted before
+        may still use it). False when there was no such live glossary."""
+        return bool(
+            self._delete(
+                keys=[
+                    keys.glossary(glossary_id),
+                    keys.glossary_terms(glossary_id),
+                    keys.glossaries(owner),
+                ],
+                args=[glossary_id, retention_s],
+            )
+        )
+
+    def for_job(self, glossary_id: str, *, owner: str, source: str, target: str) -> GlossaryInfo:
+        """The glossary a job names, checked: 422 when it is unknown to this key or made for
+        another language pair."""
+        info = self.get(glossary_id)
+        if info is None or not visible(info, owner):
+            raise UnknownGlossary(f"unknown glossary {glossary_id!r}")
+        if (info.source_lang, info.target_lang) != (source, target):
+            raise InvalidInput(
+                f"glossary {glossary_id} is for {info.source_lang}->{info.target_lang}; "
+                f"this job is {source}->{target}"
+            )
+        return info
+
+    def matcher(self, glossary_id: str, version: str) -> Matcher:
+        """The compiled glossary a chunk names (deleted ones too, while their data is kept),
+        built once per version in this process. GlossaryNotFound when it is gone or its
+        version differs."""
+        key = (glossary_id, version)
+        with _matchers_lock:
+            found = _matchers.get(key)
+            if found is not None:
+                _matchers.move_to_end(key)
+                return found
+        raw = self.r.hgetall(keys.glossary(glossary_id))
+        g = None
+        if raw and raw.get("version") == version:
+            g = self._with_terms(
+                GlossaryInfo.model_validate({k: raw[k] for k in _INFO_FIELDS if k in raw})
+            )
+        if g is None:
+            raise GlossaryNotFound(
+                f"glossary {glossary_id} (version {version}) is gone; it was deleted longer "
+                "than MT_RESULT_TTL_S ago"
+            )
+        built = Matcher(g)
+        with _matchers_lock:
+            _matchers[key] = built
+            while len(_matchers) > _MATCHERS_KEPT:
+                _matchers.popitem(last=False)
+        return built

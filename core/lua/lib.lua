@@ -1,0 +1,41 @@
+-- Shared steps of every mtfleet script. core/scripts.py puts this file in front of each
+-- script it loads (a Redis script cannot include another), so these are local functions.
+
+-- At most this many values go through one unpack(): Lua's C stack holds about 8,000
+-- (LUAI_MAXCSTACK); past it a script fails with "too many results to unpack".
+-- tests/integration/test_lua_limits.py measures the real limit on the server.
+local UNPACK_MAX = 1000
+
+-- HSET key field value ... for ARGV[first..last] (field/value pairs), in batches.
+local function hset_pairs(key, first, last)
+  local i = first
+  while i <= last do
+    local j = math.min(i + UNPACK_MAX - 1, last)
+    if (j - i) % 2 == 0 then j = j - 1 end  -- a batch ends on a value
+    redis.call('HSET', key, unpack(ARGV, i, j))
+    i = j + 1
+  end
+end
+
+-- HMGET key ARGV[first..last], in batches: one value (or false) per field, in order.
+local function hmget_many(key, first, last)
+  local out = {}
+  local i = first
+  while i <= last do
+    local j = math.min(i + UNPACK_MAX - 1, last)
+    local got = redis.call('HMGET', key, unpack(ARGV, i, j))
+    for k = 1, #got do out[#out + 1] = got[k] end
+    i = j + 1
+  end
+  return out
+end
+
+-- Finalise a job, the one way every script does it: set the final status and finished_at
+-- (plus extra field/value pairs), drop its chunk ledger, take it off every lane's active set
+-- (KEYS[first_active..]) and announce it once on the job-done channel.
+local function finalize(job_key, ledger_key, first_active, job_id, status, now, channel, extra)
+  redis.call('HSET', job_key, 'status', status, 'finished_at', now, unpack(extra or {}))
+  redis.call('DEL', ledger_key)
+  for k = first_active, #KEYS do redis.call('ZREM', KEYS[k], job_id) end
+  redis.call('PUBLISH', channel, job_id)
+end

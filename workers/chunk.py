@@ -1,0 +1,247 @@
+"""The body of one chunk: from a broker message to results in the job store.
+
+A chunk may be processed more than once (at-least-once delivery), so every step is idempotent:
+segments that already have a result are skipped, results are written once (HSETNX), and a
+chunk delivered more than ``MT_MAX_DELIVERIES`` times is dead-lettered instead of looping.
+
+In order: count the delivery and learn which indices still need a result (one round trip);
+for a chunk that waited in the queue, look its texts up in the phrase cache again (a phrase
+another job translated meanwhile); translate the rest through the scheduler with the glossary
+applied and every output check (:mod:`mtfleet.workers.checks`), within the chunk's time budget;
+put each text's own outer whitespace back; cache what passed; record (one round trip).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from mtfleet.core.cache import PhraseCache
+from mtfleet.core.errors import DeadLettered, EngineUnavailable
+from mtfleet.core.glossary import GlossaryNotFound, GlossaryStore
+from mtfleet.core.models import ChunkMessage, Lane, SegmentOutcome
+from mtfleet.core.settings import Settings
+from mtfleet.core.store import JobStore
+from mtfleet.workers import checks, metrics
+from mtfleet.workers.engines.base import TranslationRequest
+from mtfleet.workers.scheduler import Scheduler
+
+log = logging.getLogger(__name__)
+
+#: A chunk that waited in the queue at least this long looks its texts up in the phrase cache
+#: again: the API looked them up when it was queued, and another job may have translated some
+#: since (bulk backlogs of catalogue text). A chunk taken at once skips the read: it would
+#: find nothing the API did not.
+RECHECK_AFTER_S = 1.0
+#: Share of the broker's visibility timeout a chunk may take from its start: past it the
+#: chunk records what it has and goes back to the queue, so no chunk outlives its lease.
+BUDGET_SHARE = 0.5
+
+
+class Requeue(Exception):
+    """The chunk could not finish in its budget: what is done is recorded; the rest is
+    requeued (nothing is lost, and the delivery counter bounds the retries)."""
+
+
+class Gate:
+    """Shared/exclusive gate over chunk processing (exclusive holders go first)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._shared = 0
+        self._exclusive = False
+        self._waiting_exclusive = 0
+
+    @contextlib.contextmanager
+    def hold(self, *, exclusive: bool) -> Iterator[None]:
+        with self._cond:
+            if exclusive:
+                self._waiting_exclusive += 1
+                self._cond.wait_for(lambda: not self._exclusive and self._shared == 0)
+                self._waiting_exclusive -= 1
+                self._exclusive = True
+            else:
+                self._cond.wait_for(lambda: not self._exclusive and not self._waiting_exclusive)
+                self._shared += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                if exclusive:
+                    self._exclusive = False
+                else:
+                    self._shared -= 1
+                self._cond.notify_all()
+
+
+def rewrapped(seg_wraps: dict[int, tuple[str, str]] | None, index: int, text: str) -> str:
+    """``text`` (a translation of a normalised text) with index's own outer whitespace."""
+    if seg_wraps is None:
+        return text
+    wrap = seg_wraps.get(index)
+    return text if wrap is None else f"{wrap[0]}{text}{wrap[1]}"
+
+
+def dead_letter(store: JobStore, msg: ChunkMessage, indices: list[int], *, reason: str) -> Any:
+    """Fail a chunk's segments with ``reason`` and list it once on the dead-letter list;
+    returns the job's status after the write."""
+    reason = f"{reason}; it was dead-lettered"
+    # The failed results first (idempotent: a chunk may be delivered again after this, or this
+    # may crash half-way), then the dead-letter entry, written once per chunk.
+    err = DeadLettered(reason).as_dict()
+    final = store.record(
+        msg.job_id, [(i, SegmentOutcome(error=err)) for i in indices], chunk=msg.chunk
+    )
+    entry = {
+        "job_id": msg.job_id,
+        "chunk": msg.chunk,
+        "reason": reason,
+        "at": time.time(),
+        "lane": msg.lane.value,
+    }
+    if store.dead_letter(msg.job_id, msg.chunk, json.dumps(entry)):
+        log.error("dead-lettering job %s chunk %s: %s", msg.job_id, msg.chunk, reason)
+        metrics.DEAD_LETTERED.inc()
+    return final
+
+
+class ChunkProcessor:
+    def __init__(
+        self,
+        settings: Settings,
+        store: JobStore,
+        cache: PhraseCache,
+        scheduler: Callable[[], Scheduler],
+        fingerprint: Callable[[], str],
+    ) -> None:
+        """``scheduler`` and ``fingerprint``: the current engine's (it may be restarted)."""
+        self.settings = settings
+        self.store = store
+        self.cache = cache
+        self.scheduler = scheduler
+        self.fingerprint = fingerprint
+        self.gate = Gate()
+        self.budget_s = settings.visibility_timeout_s * BUDGET_SHARE
+        self.chunk_segments = float(settings.chunk_size)  # running mean segments per chunk
+
+    def process(self, msg: ChunkMessage, *, redelivered: bool = False) -> dict[str, Any]:
+        """One chunk. A chunk delivered before (its worker may have died under it) is a
+        *suspect*: it runs alone, with no other chunk started meanwhile, so if it kills this
+        worker too, only its own delivery count rises. Innocent chunks that were in a worker
+        beside a poison one are charged once and then finish; the poison chunk reaches
+        ``MT_MAX_DELIVERIES`` alone and is dead-lettered."""
+        with self.gate.hold(exclusive=redelivered):
+            return self._process(msg)
+
+    def _process(self, msg: ChunkMessage) -> dict[str, Any]:
+        started = time.monotonic()
+        all_indices = [i for seg in msg.segments for i in seg.indices]
+        status, deliveries, pending = self.store.start_chunk(
+            msg.job_id, msg.chunk, all_indices, lane=msg.lane.value, enqueued_at=msg.enqueued_at
+        )
+        if status is None:
+            return {"skipped": "job expired or deleted"}
+        if status.final:
+            return {"skipped": f"job {status.value}"}
+        if deliveries > self.settings.max_deliveries:
+            reason = (
+                f"chunk {msg.chunk} was delivered {deliveries} times without finishing "
+                f"(limit MT_MAX_DELIVERIES={self.settings.max_deliveries})"
+            )
+            final = dead_letter(self.store, msg, all_indices, reason=reason)
+            return {"dead_lettered": True, "job_status": final.value if final else None}
+        segments = [s for s in msg.segments if any(i in pending for i in s.indices)]
+        outcomes: list[tuple[int, SegmentOutcome]] = []
+
+        def deliver(seg_index: int, outcome: SegmentOutcome) -> None:
+            seg = segments[seg_index]
+            for i in seg.indices:
+                if i not in pending:
+                    continue
+                if outcome.ok and outcome.translation is not None and seg.wraps:
+                    text = rewrapped(seg.wraps, i, outcome.translation)
+                    outcomes.append((i, outcome.model_copy(update={"translation": text})))
+                else:
+                    outcomes.append((i, outcome))
+
+        gv = msg.glossary_version if msg.glossary_id else None  # part of the cache key
+        matcher = None
+        if msg.glossary_id:
+            try:
+                matcher = GlossaryStore(self.store.r).matcher(msg.glossary_id, gv or "")
+            except GlossaryNotFound as exc:
+                for n in range(len(segments)):
+                    deliver(n, SegmentOutcome(error=exc.as_dict()))
+                final = self.store.record(msg.job_id, outcomes, chunk=msg.chunk)
+                return {"failed": len(outcomes), "job_status": final.value if final else None}
+        fp = self.fingerprint()
+        todo = list(range(len(segments)))
+        cache_hits = 0
+        if time.time() - msg.enqueued_at >= RECHECK_AFTER_S:
+            hits = self.cache.get_many(
+                fp, msg.source, msg.target, (s.text for s in segments), glossary=gv
+            )
+            if hits:
+                todo = []
+                for n, seg in enumerate(segments):
+                    hit = hits.get(seg.text)
+                    if hit is None:
+                        todo.append(n)
+                    else:
+                        deliver(n, SegmentOutcome(translation=hit, cached=True))
+                cache_hits = len(outcomes)
+                metrics.RECHECK_HITS.inc(cache_hits)
+        texts = [segments[n].text for n in todo]
+        priority = 0 if msg.lane is Lane.interactive else 1
+        deadline = started + self.budget_s
+        t0 = time.monotonic()
+
+        def translate(batch: list[str]) -> list[SegmentOutcome]:
+            requests = [TranslationRequest(t, msg.source, msg.target, priority) for t in batch]
+            scheduler = self.scheduler()
+            ticket = scheduler.submit(requests, job_id=msg.job_id)  # EngineUnavailable: requeued
+            if ticket.wait(max(deadline - time.monotonic(), 0.0)):
+                return ticket.result()
+            scheduler.cancel(ticket, EngineUnavailable("the chunk's time budget is spent"))
+            raise Requeue(f"chunk {msg.chunk} did not finish within {self.budget_s:.0f}s")
+
+        s = self.settings
+        check = checks.CheckConfig(msg.source, msg.target, s.check_length_ratio, s.check_language)
+        try:
+            results, retried = checks.translate_checked(translate, texts, check, matcher)
+        except Requeue:
+            self.store.record(msg.job_id, outcomes)  # the cache hits, kept; the chunk goes on
+            raise
+        elapsed = time.monotonic() - t0
+        to_cache = {}
+        for n, outcome in zip(todo, results, strict=True):
+            if outcome.ok and outcome.translation is not None and not outcome.warnings:
+                to_cache[segments[n].text] = outcome.translation
+            deliver(n, outcome)
+        self.cache.put_many(fp, msg.source, msg.target, to_cache, glossary=gv)
+        final = self.store.record(msg.job_id, outcomes, chunk=msg.chunk)
+        failed = sum(1 for _, o in outcomes if not o.ok)
+        self.chunk_segments += (len(all_indices) - self.chunk_segments) * 0.1
+        metrics.observe_chunk(
+            lane=msg.lane.value,
+            segments=len(outcomes),
+            cached=cache_hits,
+            failed=failed,
+            latency_s=time.time() - msg.enqueued_at,
+        )
+        if final is not None and final.final:
+            metrics.JOB_LATENCY.labels(msg.lane.value).observe(time.time() - msg.enqueued_at)
+        return {
+            "segments": len(outcomes),
+            "translated": len(texts),
+            "cache_hits": cache_hits,
+            "failed": failed,
+            "engine_s": round(elapsed, 4),
+            "retried": retried,
+            "job_status": final.value if final else None,
+        }

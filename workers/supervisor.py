@@ -1,0 +1,123 @@
+"""Run one Celery worker per GPU group and keep them running (``mtfleet worker``).
+
+A worker that dies is restarted with backoff; SIGTERM and SIGINT are passed on so each worker
+finishes or gives back its chunks.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import threading
+import time
+from types import FrameType
+
+from mtfleet.workers.gpus import gpu_groups, parse_gpus, worker_command, worker_env
+
+log = logging.getLogger(__name__)
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: get SIGTERM if the launcher dies (Linux), so a killed
+    launcher never leaves orphaned workers holding GPUs."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+class Supervisor:
+    """Runs the worker processes, restarts the ones that die, forwards stop signals.
+
+    Workers run in their own sessions, so a Ctrl-C on the terminal reaches only the launcher,
+    which sends each worker one SIGTERM: Celery's warm shutdown finishes (or gives back) the
+    chunks in hand. A second signal escalates to SIGQUIT (cold shutdown; unacknowledged chunks
+    are redelivered by the broker).
+    """
+
+    def __init__(self, commands: list[tuple[str, list[str], dict[str, str]]]) -> None:
+        self.commands = {name: (cmd, env) for name, cmd, env in commands}
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.failures: dict[str, int] = {}
+        self.started: dict[str, float] = {}
+        self.restart_at: dict[str, float] = {}
+        self.signals = 0
+        self.signal_at = 0.0
+        self.wake = threading.Event()
+
+    def _start(self, name: str) -> None:
+        cmd, env = self.commands[name]
+        log.info("starting worker %s", name)
+        self.procs[name] = subprocess.Popen(
+            cmd, env=env, start_new_session=True, preexec_fn=_die_with_parent
+        )
+        self.started[name] = time.monotonic()
+
+    def _signal(self, _signum: int, _frame: FrameType | None) -> None:
+        self.signals += 1
+        self.signal_at = self.signal_at or time.monotonic()
+        sig = signal.SIGTERM if self.signals == 1 else signal.SIGQUIT
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.send_signal(sig)
+        self.wake.set()
+
+    def run(self, *, max_backoff_s: float = 30.0) -> int:
+        signal.signal(signal.SIGTERM, self._signal)
+        signal.signal(signal.SIGINT, self._signal)
+        for name in self.commands:
+            self._start(name)
+        while not self.signals:
+            now = time.monotonic()
+            for name, proc in self.procs.items():
+                if name in self.restart_at:
+                    if now >= self.restart_at[name]:
+                        del self.restart_at[name]
+                        self._start(name)
+                    continue
+                code = proc.poll()
+                if code is None:
+                    continue
+                # A worker that ran a while before dying starts over without backoff.
+                if now - self.started[name] > 60:
+                    self.failures[name] = 0
+                n = self.failures.get(name, 0)
+                delay = min(max_backoff_s, 0.5 * 2**n) if n else 0.0
+                self.failures[name] = n + 1
+                log.warning("worker %s exited with %s; restarting in %.1fs", name, code, delay)
+                self.restart_at[name] = now + delay
+            self.wake.wait(0.2)
+        for name, proc in self.procs.items():
+            # A worker (re)started while the signal was being forwarded has not had it yet.
+            if proc.poll() is None and self.started[name] >= self.signal_at:
+                proc.terminate()
+        for proc in self.procs.values():
+            proc.wait()
+        return 0
+
+
+def run_workers(
+    *,
+    gpus: str | None,
+    tp: int,
+    lanes: list[str],
+    concurrency: int,
+    loglevel: str,
+    env_overrides: dict[str, str],
+    interactive_prefetch: int = 0,
+) -> int:
+    groups = gpu_groups(parse_gpus(gpus), tp)
+    base = {**os.environ, **env_overrides}
+    commands = [
+        (
+            g.name,
+            worker_command(g, lanes, concurrency, loglevel, interactive_prefetch),
+            worker_env(g, base, tp, i),
+        )
+        for i, g in enumerate(groups)
+    ]
+    return Supervisor(commands).run()

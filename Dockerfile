@@ -23,6 +23,8 @@ COPY core ./core
 COPY api ./api
 COPY workers ./workers
 COPY producer ./producer
+# mtfleet/ links the folders above: the wheel installs them as mtfleet.core, mtfleet.api...
+COPY mtfleet ./mtfleet
 RUN pip wheel --no-deps --wheel-dir /wheels .
 
 # ---------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ TINY_MODEL := .cache/tiny-model
 APT_PACKAGES := redis-server apertium apertium-eng-spa openssl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test lint unit integration e2e bench soak system-deps test-deps clean help
+.PHONY: demo test lint docs unit integration e2e bench soak system-deps test-deps clean help
 help:
 	@echo "make demo | make test | make bench | make soak | make lint | make unit | make integration | make e2e | make clean"
 
@@ -79,6 +79,9 @@ e2e: test-deps
 # BENCH_ARGS="--only cache,overhead" for some scenarios. Targets are reported, never asserted.
 bench: test-deps
 	MT_TINY_MODEL=$(abspath $(TINY_MODEL)) $(PY) -m bench $(BENCH_ARGS)
+
+docs:
+	$(PY) scripts/gen_config_docs.py
 
 clean:
 	rm -rf $(VENV) .cache build *.egg-info mtfleet-output

@@ -39,7 +39,8 @@ Environment: ``MTBENCH_PRESET`` (``h200-7b``, ``zero``, ``cpu-small``), then ove
 ``MTBENCH_MAX_NUM_BATCHED_TOKENS``, ``MTBENCH_OUT_RATIO`` and ``MTBENCH_MODE`` (``continuous``:
 a streaming engine; ``batch``: a batch engine whose calls run one at a time on the same model).
 Fault injection (fault tests): ``MTBENCH_CRASH_ON`` / ``MTBENCH_FAIL_ON`` /
-``MTBENCH_SLOW_ON`` / ``MTBENCH_HANG_ON`` / ``MTBENCH_STALL_ON``, see the engine.
+``MTBENCH_SLOW_ON`` / ``MTBENCH_HANG_ON`` / ``MTBENCH_STALL_ON``, and ``MTBENCH_LOAD_S`` (time to
+load), see the engine.
 """
 
 from __future__ import annotations
@@ -327,9 +328,12 @@ class CostModelEngine(Engine):
         # it stops the whole simulated GPU (a hung device: nothing finishes any more).
         self.hang_on = os.environ.get("MTBENCH_HANG_ON") or None
         self.stall_on = os.environ.get("MTBENCH_STALL_ON") or None
+        # MTBENCH_LOAD_S: loading takes this long (a model's weights), at boot and at restarts.
+        self.load_s = float(os.environ.get("MTBENCH_LOAD_S") or 0)
 
     def load(self) -> None:
         if self._gpu is None:
+            time.sleep(self.load_s)
             self._gpu = SimulatedGPU(self.params)
 
     @property

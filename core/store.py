@@ -59,9 +59,10 @@ _PROGRESS = tuple(Progress.model_fields)
 
 def job_to_hash(job: JobRecord) -> dict[str, str]:
     """The job's hash fields: text as text, everything else as JSON, progress flat; fields that
-    are None are left out."""
+    are None or at their default are left out (they read back as the default)."""
     out: dict[str, str] = {}
-    for name, value in job.model_dump(mode="json", exclude_none=True).items():
+    dumped = job.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+    for name, value in dumped.items():
         if name == "progress":
             out.update({k: str(v) for k, v in value.items()})
         elif name in _TEXT_FIELDS:

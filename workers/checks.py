@@ -100,6 +100,8 @@ def tag_mismatch(
     tagged_source: str, raw_output: str, placed: Sequence[Placed] = ()
 ) -> CheckWarning | None:
     """Inline tags of the engine's output (before restoration) against the source's."""
+    if "<" not in tagged_source and "<" not in raw_output:
+        return None
     want, got = tag_counts(tagged_source), tag_counts(raw_output)
     if want == got:
         return None
@@ -120,7 +122,13 @@ def placeholder_counts(text: str) -> dict[str, int]:
     return counts
 
 
+def _may_hold_placeholders(text: str) -> bool:
+    return "{" in text or "%" in text
+
+
 def placeholder_mismatch(source: str, output: str) -> CheckWarning | None:
+    if not (_may_hold_placeholders(source) or _may_hold_placeholders(output)):
+        return None
     want, got = placeholder_counts(source), placeholder_counts(output)
     if want == got:
         return None
@@ -181,6 +189,8 @@ def term_warnings(output: str, placed: Sequence[Placed]) -> list[CheckWarning]:
 
 
 def _plain(text: str) -> str:
+    if "<" not in text and not _may_hold_placeholders(text):
+        return text
     return PLACEHOLDER.sub(" ", _MARKUP.sub(" ", TAG.sub(" ", text)))
 
 
@@ -270,11 +280,13 @@ def finish(
     final = prep.restore(raw)
     for w in (
         placeholder_mismatch(original, final),
-        *term_warnings(final, prep.placed),
+        *(term_warnings(final, prep.placed) if prep.placed else ()),
         length_ratio(original, final, cfg.source, cfg.target, cfg.length_ratio),
     ):
         if w:
             warnings.append(w)
+    if final == raw and len(warnings) == len(outcome.warnings):
+        return outcome  # nothing restored, nothing found
     return SegmentOutcome(translation=final, warnings=warnings)
 
 

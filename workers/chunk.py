@@ -118,9 +118,12 @@ class ChunkProcessor:
         cache: PhraseCache,
         scheduler: Callable[[], Scheduler],
         fingerprint: Callable[[], str],
+        down: Callable[[], str | None] = lambda: None,
     ) -> None:
-        """``scheduler`` and ``fingerprint``: the current engine's (it may be restarted)."""
+        """``scheduler`` and ``fingerprint``: the current engine's (it may be restarted);
+        ``down``: why the engine is down, None while it serves."""
         self.settings = settings
+        self.down = down
         self.store = store
         self.cache = cache
         self.scheduler = scheduler
@@ -136,6 +139,11 @@ class ChunkProcessor:
         beside a poison one are charged once and then finish; the poison chunk reaches
         ``MT_MAX_DELIVERIES`` alone and is dead-lettered."""
         with self.gate.hold(exclusive=redelivered):
+            # asked here, once through the gate: a chunk that waited behind a suspect which
+            # brought the engine down goes back without being charged a delivery
+            reason = self.down()
+            if reason is not None:
+                raise EngineUnavailable(f"the engine is down: {reason}")
             return self._process(msg)
 
     def _process(self, msg: ChunkMessage) -> dict[str, Any]:
@@ -195,7 +203,8 @@ class ChunkProcessor:
                     else:
                         deliver(n, SegmentOutcome(translation=hit, cached=True))
                 cache_hits = len(outcomes)
-                metrics.RECHECK_HITS.inc(cache_hits)
+            metrics.CACHE_LOOKUPS.labels("hit").inc(len(segments) - len(todo))
+            metrics.CACHE_LOOKUPS.labels("miss").inc(len(todo))
         texts = [segments[n].text for n in todo]
         priority = 0 if msg.lane is Lane.interactive else 1
         deadline = started + self.budget_s

@@ -16,7 +16,10 @@ TOKENS = Counter(
     "mt_worker_tokens_total", "Tokens through the engine (in: source, out: generated)", ["dir"]
 )
 CACHE_LOOKUPS = Counter(
-    "mt_worker_cache_lookups_total", "Phrase-cache lookups by workers", ["result"]
+    "mt_worker_cache_lookups_total",
+    "Phrase-cache lookups by workers: segments of chunks that waited in the queue (the API "
+    "looked the others up at submission); a hit is a phrase another job translated meanwhile",
+    ["result"],
 )
 ENGINE_BUSY = Counter(
     "mt_worker_engine_busy_seconds_total",
@@ -81,10 +84,6 @@ RESCUED = Counter(
     "mt_worker_chunks_rescued_total",
     "Chunks a dead worker held that were put back on their queue",
 )
-RECHECK_HITS = Counter(
-    "mt_worker_cache_recheck_hits_total",
-    "Segments of chunks that waited in the queue, found translated since (phrase cache)",
-)
 
 
 def observe_batch(segments: int, tokens: int, seconds: float | None) -> None:
@@ -104,3 +103,7 @@ def observe_chunk(*, lane: str, segments: int, cached: int, failed: int, latency
 
 def serve(port: int) -> None:
     start_http_server(port, addr="0.0.0.0")
+
+
+for _result in ("hit", "miss"):
+    CACHE_LOOKUPS.labels(_result)  # both series exist from the start

@@ -79,15 +79,16 @@ class WorkerRuntime:
         self._engine_lock = threading.Lock()
         self._jobs: Counter[str] = Counter()  # jobs with a chunk in progress here
         self._jobs_lock = threading.Lock()
+        self.heartbeat = Heartbeat(self.registry, self.info, settings.heartbeat_s)
+        self.health = EngineHealth(self.restart_engine, self.heartbeat.beat_now)
         self.chunks = ChunkProcessor(
             settings,
             self.store,
             self.cache,
             lambda: self.scheduler,
             lambda: self.engine.fingerprint,
+            lambda: self.health.reason,
         )
-        self.heartbeat = Heartbeat(self.registry, self.info, settings.heartbeat_s)
-        self.health = EngineHealth(self.restart_engine, self.heartbeat.beat_now)
         self.hooks: list[Hook] = [
             self.heartbeat,
             self.health,
@@ -190,8 +191,6 @@ class WorkerRuntime:
     # -- one chunk ---------------------------------------------------------------------------
     def process(self, msg: ChunkMessage, *, redelivered: bool = False) -> dict[str, Any]:
         """One chunk; EngineUnavailable (requeue it) while the engine is down."""
-        if not self.health.healthy:
-            raise EngineUnavailable(f"the engine is down: {self.health.reason}")
         with self._jobs_lock:
             self._jobs[msg.job_id] += 1
         try:

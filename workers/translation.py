@@ -14,7 +14,7 @@ import logging
 import re
 from collections.abc import Callable, Sequence
 
-from mtfleet.core.errors import EngineError, EngineOutputMismatch, EngineUnavailable
+from mtfleet.core.errors import EngineError, EngineOutputMismatch, EngineUnavailable, MTError
 from mtfleet.core.models import Finding, SegmentOutcome
 from mtfleet.workers.engines.base import Translation, TranslationRequest
 
@@ -96,7 +96,9 @@ def outcome_of(out: str | Translation, *, source: str) -> SegmentOutcome:
 
 
 def error_outcome(exc: BaseException) -> SegmentOutcome:
-    err = exc if isinstance(exc, EngineError) else EngineError(f"{type(exc).__name__}: {exc}")
+    """A failed segment: our own errors keep their type (``engine_timeout``, ``cancelled``...),
+    anything else is an ``engine_error`` naming the exception."""
+    err = exc if isinstance(exc, MTError) else EngineError(f"{type(exc).__name__}: {exc}")
     return SegmentOutcome(error=err.as_dict())
 
 

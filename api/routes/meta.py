@@ -49,16 +49,24 @@ def healthz() -> dict[str, str]:
 
 @router.get("/readyz")
 def readyz(services: ServicesDep) -> JSONResponse:
-    """Ready when Redis answers and every lane has a live worker (503 otherwise)."""
+    """Ready when Redis answers and every lane has a live, healthy worker (503 otherwise).
+    ``unhealthy`` lists live workers whose engine is down or restarting, with the reason."""
     try:
         services.store.r.ping()
         workers = services.registry.live_workers()
     except Exception as exc:  # noqa: BLE001 - report, never raise
         return JSONResponse({"status": "unavailable", "redis": f"error: {exc}"}, status_code=503)
-    lanes = {lane: sorted(w.name for w in workers if lane in w.lanes) for lane in keys.LANES}
+    healthy = [w for w in workers if w.healthy]
+    lanes = {lane: sorted(w.name for w in healthy if lane in w.lanes) for lane in keys.LANES}
+    unhealthy = [{"name": w.name, "reason": w.unhealthy_reason} for w in workers if not w.healthy]
     ready = all(lanes.values())
     return JSONResponse(
-        {"status": "ready" if ready else "not_ready", "redis": "ok", "lanes": lanes},
+        {
+            "status": "ready" if ready else "not_ready",
+            "redis": "ok",
+            "lanes": lanes,
+            "unhealthy": unhealthy,
+        },
         status_code=200 if ready else 503,
     )
 

@@ -67,22 +67,47 @@ class Plan:
     segments: list[str]
 
 
-# Every protected span has one of these; text without any (most UI strings and prose) needs no
-# look at the expression at all.
+# Every protected span holds one of these (a digit, a currency sign, ``{``, ``%``, ``@``, ``://``,
+# ``www.``); text without any (most UI strings and prose) needs no look at the expression.
 _TRIGGER = re.compile(r"[\d{%@$€£¥]|://|www\.")
+# Spans that only digits announce (SKUs, versions, numbers with units) start in the word of
+# their first digit and end at most one word after their last: the expression need only run
+# over that stretch of the text (most segments carry a number or two, not many).
+_WIDE_TRIGGER = re.compile(r"[{%@$€£¥]|://|www\.")
+_DIGIT = re.compile(r"\d")
+_LAST_DIGIT = re.compile(r"\d(?=\D*\Z)")
+_WORD_END = re.compile(r"\S*\s*\S*")
+
+
+def _window(text: str) -> tuple[int, int]:
+    """The stretch of ``text`` every protected span lies in (see _WIDE_TRIGGER)."""
+    if _WIDE_TRIGGER.search(text):
+        return 0, len(text)
+    first = _DIGIT.search(text)
+    if first is None:
+        return 0, 0
+    start = first.start()
+    while start > 0 and not text[start - 1].isspace():
+        start -= 1
+    last = _LAST_DIGIT.search(text, first.start())
+    end = (last or first).end()
+    m = _WORD_END.match(text, end)
+    return start, (m.end() if m else len(text))
 
 
 def spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of every protected span in ``text`` outside its inline tags."""
-    if not _TRIGGER.search(text):
+    start, end = _window(text)
+    if start == end:
         return []
     found: list[tuple[int, int]] = []
     pos = 0
-    for part in _split_keep_tags(text):
-        if not TAG.fullmatch(part):
+    for part in _split_keep_tags(text) if "<" in text else [text]:
+        lo, hi = max(start - pos, 0), min(end - pos, len(part))
+        if lo < hi and not TAG.fullmatch(part):
             found += [
                 (pos + m.start(), pos + m.end())
-                for m in _PROTECT.finditer(part)
+                for m in _PROTECT.finditer(part, lo, hi)
                 if m.group(0).strip()
             ]
         pos += len(part)

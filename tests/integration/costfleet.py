@@ -8,9 +8,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import redis
 from fastapi.testclient import TestClient
 
 from mtfleet.api.app import create_app
+from mtfleet.core import keys
 from mtfleet.core.settings import Settings
 from mtfleet.producer.localfleet import LocalFleet
 
@@ -23,6 +25,12 @@ COST_ENGINE = {
     "MT_HEARTBEAT_S": "1",
     "PYTHONPATH": str(ROOT),  # workers import bench.costengine
 }
+
+
+def held(r: redis.Redis) -> int:
+    """Chunks fetched and not yet acknowledged by any worker instance (each keeps its own
+    unacked hash, mtfleet.core.keys.unacked)."""
+    return sum(int(r.hlen(keys.unacked(str(i)))) for i in r.smembers(keys.WORKERS))
 
 
 @contextlib.contextmanager

@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 from mtfleet.api.app import create_app
 from mtfleet.core.settings import Settings
 from mtfleet.producer.localfleet import LocalFleet, free_port
-from tests.integration.costfleet import cost_fleet
+from tests.integration.costfleet import cost_fleet, held
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,18 +66,18 @@ def test_worker_holds_its_pull_window_not_its_slots(redis_server: str) -> None:
                 "/v1/jobs",
                 json={"texts": texts, "source_lang": "en", "target_lang": "es", "lane": "bulk"},
             ).json()
-            held: list[int] = []
+            counts: list[int] = []
             while True:
-                held.append(rd.hlen("unacked"))
+                counts.append(held(rd))
                 status = api.get(f"/v1/jobs/{job['id']}").json()["status"]
                 if status not in {"queued", "running"}:
                     break
-                assert time.monotonic() < deadline + 120, held[-20:]
+                assert time.monotonic() < deadline + 120, counts[-20:]
                 time.sleep(0.02)
             assert status == "succeeded"
             result = api.get(f"/v1/jobs/{job['id']}/result").json()
             assert result["translations"] == [f"<es> {t}" for t in texts]
-        assert 0 < max(held) <= window + 1  # the consumer applies a new window before a fetch
+        assert 0 < max(counts) <= window + 1  # the consumer applies a new window before a fetch
 
 
 def test_interactive_chunk_is_fetched_while_the_bulk_window_is_full(redis_server: str) -> None:

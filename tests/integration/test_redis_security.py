@@ -29,7 +29,7 @@ from mtfleet.core.broker import make_celery
 from mtfleet.core.redis_conn import connect, split_tls
 from mtfleet.core.settings import Settings
 from mtfleet.producer.localfleet import LocalFleet, free_port, redis_reachable, redis_server_command
-from tests.integration.costfleet import COST_ENGINE, cost_fleet
+from tests.integration.costfleet import COST_ENGINE, cost_fleet, held
 
 # ACL users (as README "Security: Redis and Flower" advises): the fleet's (every key and channel,
 # no @dangerous command), and a cache-only one that may touch only the phrase cache's keys, so
@@ -331,8 +331,8 @@ def test_worker_refuses_a_pickled_task_and_keeps_working(redis_server: str, tmp_
         assert not marker.exists()
         # Rejected for good: not back on the queue, not held unacknowledged (the last JSON
         # chunk's ack may trail its result by a moment).
-        while rd.llen(keys.queue("bulk")) or rd.hlen(keys.KOMBU_UNACKED):
-            assert time.monotonic() < deadline, rd.hgetall(keys.KOMBU_UNACKED)
+        while rd.llen(keys.queue("bulk")) or held(rd):
+            assert time.monotonic() < deadline, held(rd)
             time.sleep(0.1)
     assert not marker.exists()
 

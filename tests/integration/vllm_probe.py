@@ -1,8 +1,11 @@
 """Load the vLLM engine from MT_* settings in a fresh process and translate stdin's texts.
 
 vLLM starts engine processes with spawn, so it runs here behind a ``__main__`` guard rather
-than inside pytest. Prints one JSON object: limits, fingerprint, load time and one outcome per
-text (through ``translate_isolated``, exactly as a worker calls the engine).
+than inside pytest. The texts go through the scheduler a worker builds for the engine
+(:func:`~mtfleet.workers.scheduler.make_scheduler`), exactly as a chunk's do. With
+``"cancel": N`` it then submits N requests for a job, cancels the job as the worker does when
+it hears of the cancellation (``Scheduler.cancel_job``) and reports what vLLM still holds.
+Prints one JSON object: limits, fingerprint, load time and one outcome per text.
 """
 
 from __future__ import annotations
@@ -10,37 +13,62 @@ from __future__ import annotations
 import json
 import sys
 import time
+from typing import Any
+
+
+def cancel_probe(engine: Any, scheduler: Any, n: int) -> dict[str, Any]:
+    """N requests of one job, cancelled while they run: how many were aborted inside vLLM,
+    how long their waiter waited, and whether vLLM is left with unfinished requests."""
+    from mtfleet.workers.engines import TranslationRequest
+
+    reqs = [TranslationRequest(f"cancel me {i} " + "word " * 40, "en", "es", 1) for i in range(n)]
+    ticket = scheduler.submit(reqs, job_id="cancelled-job")
+    time.sleep(0.3)  # some running inside vLLM, the rest waiting in it or in the scheduler
+    t0 = time.monotonic()
+    dropped = scheduler.cancel_job("cancelled-job")
+    outcomes = ticket.result(timeout=60)
+    resolved_s = time.monotonic() - t0
+    time.sleep(1.0)  # vLLM frees aborted requests at its next step
+    unfinished = engine.llm.output_processor.get_num_unfinished_requests()
+    after = scheduler.submit([TranslationRequest("Red shoes", "en", "es")], job_id="next")
+    return {
+        "dropped": dropped,
+        "cancelled": sum(1 for o in outcomes if (o.error or {}).get("type") == "cancelled"),
+        "translated": sum(1 for o in outcomes if o.ok),
+        "resolved_s": resolved_s,
+        "unfinished_in_vllm": unfinished,
+        "next_ok": after.result(timeout=60)[0].ok,
+    }
 
 
 def main() -> None:
     from mtfleet.core.settings import Settings
     from mtfleet.workers.engines import TranslationRequest, create_engine
-    from mtfleet.workers.translation import translate_isolated
+    from mtfleet.workers.scheduler import make_scheduler
 
     job = json.load(sys.stdin)
     engine = create_engine(Settings())
     t0 = time.monotonic()
     engine.load()
     load_s = time.monotonic() - t0
+    scheduler = make_scheduler(engine, latency_target_s=None)
     reqs = [TranslationRequest(t, job["source"], job["target"]) for t in job["texts"]]
     t0 = time.monotonic()
-    outcomes = translate_isolated(engine, reqs)
+    outcomes = scheduler.submit(reqs).result(timeout=300)
     gen_s = time.monotonic() - t0
     limits = engine.limits
-    print(
-        "PROBE_RESULT "
-        + json.dumps(
-            {
-                "load_s": load_s,
-                "generate_s": gen_s,
-                "fingerprint": engine.fingerprint,
-                "limits": [limits.max_sequences, limits.max_batch_tokens, limits.max_input_tokens],
-                "n_pairs": len(engine.pairs()),
-                "outcomes": [o.model_dump(exclude_none=True) for o in outcomes],
-            }
-        ),
-        flush=True,
-    )
+    result: dict[str, Any] = {
+        "load_s": load_s,
+        "generate_s": gen_s,
+        "fingerprint": engine.fingerprint,
+        "limits": [limits.max_sequences, limits.max_batch_tokens, limits.max_input_tokens],
+        "n_pairs": len(engine.pairs()),
+        "outcomes": [o.model_dump(exclude_none=True) for o in outcomes],
+    }
+    if job.get("cancel"):
+        result["cancel"] = cancel_probe(engine, scheduler, int(job["cancel"]))
+    print("PROBE_RESULT " + json.dumps(result), flush=True)
+    scheduler.close()
     engine.close()
 
 

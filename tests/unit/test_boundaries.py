@@ -22,12 +22,17 @@ def test_api_process_never_imports_workers_or_engines() -> None:
 
 
 def test_worker_task_module_does_not_load_an_engine_at_import() -> None:
+    """``celery -A mtfleet.workers.celery_app`` imports the runtime, the schedulers and the
+    engine contract (``engines.base``, plain Python); an engine itself (Apertium's, vLLM's,
+    and with it torch) is imported only when the worker boots and creates it."""
     code = (
         "import sys, json\n"
         "import mtfleet.workers.celery_app\n"
+        "import mtfleet.workers.runtime, mtfleet.workers.chunk, mtfleet.workers.scheduler\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "{'torch', 'vllm'} or m.startswith('mtfleet.workers.engines.'))))\n"
+        "{'torch', 'vllm', 'transformers'} or m.startswith('mtfleet.workers.engines.'))))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == []
+    # the contract only: no engine module, no torch/vLLM/transformers
+    assert json.loads(out.stdout) == ["mtfleet.workers.engines.base"]

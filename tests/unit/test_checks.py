@@ -1,19 +1,20 @@
-"""workers/checks.py: each output check on its own, and translate_checked (glossary applied,
-checks run, one retry for a hard failure) over a small scripted engine through the same
-translate_isolated path the scheduler uses. The language check runs the real lingua."""
+"""workers/checks.py: each output check on its own, and translate_checked (spans and glossary
+protected, checks run, one retry for a hard failure) as the worker runs it: a chunk through the
+production ChunkProcessor and scheduler (tests/support.py). The language check runs the real
+lingua."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import pytest
 
 from mtfleet.core.glossary import Matcher, validate
 from mtfleet.core.models import SegmentOutcome
+from mtfleet.core.settings import Settings
 from mtfleet.workers import checks
-from mtfleet.workers.checks import CheckConfig, translate_checked
-from mtfleet.workers.engines.base import Engine, EngineLimits, TranslationRequest
-from mtfleet.workers.translation import translate_isolated
+from mtfleet.workers.engines.base import TranslationRequest
+from tests.support import ChunkRun, ScriptedEngine
 
 GLOSSARY = validate(
     name="shop",
@@ -117,129 +118,151 @@ def test_no_language_check_for_targets_the_detector_does_not_know(target: str) -
     ) == [None]
 
 
-# --- translate_checked ------------------------------------------------------------------------
-class ScriptedEngine(Engine):
-    """Each call's outputs come from ``script(text, attempt)``; attempt counts per text."""
-
-    name = "scripted"
+# --- translate_checked, through the chunk path -------------------------------------------------
+class Attempts:
+    """A script answering ``script(text, attempt)``; counts the attempts per text the engine
+    got (the text as the engine sees it: spans and glossary terms as tags)."""
 
     def __init__(self, script: Callable[[str, int], str]) -> None:
         self.script = script
         self.attempts: dict[str, int] = {}
 
-    def load(self) -> None:
-        pass
-
-    @property
-    def model(self) -> str:
-        return "scripted"
-
-    @property
-    def fingerprint(self) -> str:
-        return "scripted"
-
-    @property
-    def limits(self) -> EngineLimits:
-        return EngineLimits(max_sequences=64, max_batch_tokens=10_000, max_input_tokens=1_000)
-
-    def pairs(self) -> list[tuple[str, str]]:
-        return [("en", "es")]
-
-    def translate(self, requests: Sequence[TranslationRequest]) -> list[str]:
-        out = []
-        for r in requests:
-            n = self.attempts[r.text] = self.attempts.get(r.text, 0) + 1
-            out.append(self.script(r.text, n))
-        return out
+    def __call__(self, req: TranslationRequest) -> str:
+        n = self.attempts[req.text] = self.attempts.get(req.text, 0) + 1
+        return self.script(req.text, n)
 
 
 def run(
-    engine: ScriptedEngine, texts: list[str], *, glossary: bool = True, language: bool = False
-) -> tuple[list[SegmentOutcome], int]:
-    calls: list[list[str]] = []
-
-    def submit(batch: list[str]) -> list[SegmentOutcome]:
-        calls.append(batch)
-        return translate_isolated(engine, [TranslationRequest(t, "en", "es") for t in batch])
-
-    outs, retried = translate_checked(
-        submit,
-        texts,
-        CheckConfig("en", "es", language=language),
-        Matcher(GLOSSARY) if glossary else None,
-    )
-    assert len(calls) == (2 if retried else 1)
-    return outs, retried
+    script: Callable[[str, int], str],
+    texts: list[str],
+    *,
+    glossary: bool = True,
+    language: bool = False,
+) -> tuple[list[SegmentOutcome], dict[str, int], ChunkRun]:
+    """Outcomes of ``texts`` as one en->es job, the engine's attempts per text, the bench
+    (its cache holds what was cached)."""
+    attempts = Attempts(script)
+    bench = ChunkRun(ScriptedEngine(attempts), settings=Settings(check_language=language))
+    try:
+        g = bench.glossary(GLOSSARY) if glossary else None
+        out = bench.run(texts, glossary=g)
+    finally:
+        bench.close()
+    return out, attempts.attempts, bench
 
 
 SPANISH = {"The <x1/> <x2/> costs 20 dollars": "El <x2/> <x1/> cuesta 20 dólares"}
 
 
 def test_glossary_terms_are_applied_and_pass_the_checks() -> None:
-    engine = ScriptedEngine(lambda t, _: SPANISH[t])
-    (out,), retried = run(engine, ["The iphone case costs 20 dollars"])
-    assert out.translation == "El funda iPhone cuesta 20 dólares"
-    assert out.warnings == [] and retried == 0
+    text = "The iphone case costs 20 dollars"
+    bench = ChunkRun(ScriptedEngine(lambda r: SPANISH[r.text]))
+    try:
+        g = bench.glossary(GLOSSARY)
+        (out,) = bench.run([text], glossary=g)
+    finally:
+        bench.close()
+    assert out.translation == "El funda iPhone cuesta 20 dólares" and out.warnings == []
+    assert bench.engine.texts == ["The <x1/> <x2/> costs 20 dollars"]  # type: ignore[attr-defined]
+    # cached under the glossary's version only
+    assert bench.cached([text], glossary=g) == {text: "El funda iPhone cuesta 20 dólares"}
+    assert bench.cached([text]) == {}
 
 
 def test_a_hard_failure_is_retried_once_and_the_retry_wins() -> None:
-    # first attempt drops the protected term's tag; the second keeps it
-    engine = ScriptedEngine(lambda t, n: "El <x2/> cuesta 20 dólares" if n == 1 else SPANISH[t])
-    (out,), retried = run(engine, ["The iphone case costs 20 dollars"])
-    assert retried == 1 and engine.attempts == {"The <x1/> <x2/> costs 20 dollars": 2}
+    # the first attempt drops the protected term's tag; the second keeps it
+    def script(t: str, n: int) -> str:
+        return "El <x2/> cuesta 20 dólares" if n == 1 else SPANISH[t]
+
+    (out,), attempts, _ = run(script, ["The iphone case costs 20 dollars"])
+    assert attempts == {"The <x1/> <x2/> costs 20 dollars": 2}
     assert out.translation == "El funda iPhone cuesta 20 dólares" and out.warnings == []
 
 
-def test_placeholders_reach_the_engine_as_tags_and_come_back() -> None:
-    engine = ScriptedEngine(lambda t, _: t.replace("It costs", "Cuesta").replace("dollars", "$"))
-    (out,), retried = run(engine, ["It costs {price} dollars"], glossary=False)
-    assert engine.attempts == {"It costs <x1/> dollars": 1} and retried == 0
-    assert out.translation == "Cuesta {price} $" and out.warnings == []
+def test_placeholders_and_urls_reach_the_engine_as_tags_and_come_back() -> None:
+    (out,), attempts, _ = run(
+        lambda t, _: t.replace("It costs", "Cuesta").replace("see", "ver"),
+        ["It costs {price}, see https://shop.example/p?id=1 or SKU-1234-X"],
+        glossary=False,
+    )
+    assert attempts == {"It costs <x1/>, see <x2/> or <x3/>": 1}
+    assert out.translation == "Cuesta {price}, ver https://shop.example/p?id=1 or SKU-1234-X"
+    assert out.warnings == []
 
 
-def test_still_failing_after_the_retry_is_delivered_with_the_warning() -> None:
-    engine = ScriptedEngine(lambda t, _: "Cuesta de precio")  # drops the placeholder's tag
-    (out,), retried = run(engine, ["It costs {price} dollars"], glossary=False)
-    assert retried == 1 and engine.attempts == {"It costs <x1/> dollars": 2}
+def test_still_failing_after_the_retry_is_delivered_with_the_warning_and_not_cached() -> None:
+    (out,), attempts, bench = run(
+        lambda t, _: "Cuesta de precio", ["It costs {price} dollars"], glossary=False
+    )  # drops the placeholder's tag, twice
+    assert attempts == {"It costs <x1/> dollars": 2}
     assert out.ok and out.translation is not None and "{price}" in out.translation  # put back
     assert checks.TAG_MISMATCH in types(out)
     assert all("after one retry" in w["message"] for w in out.warnings if checks.is_hard(w))
+    assert bench.cached(["It costs {price} dollars"]) == {}
 
 
 def test_empty_output_is_retried_and_stays_an_error() -> None:
-    engine = ScriptedEngine(lambda t, _: "  ")
-    (out,), retried = run(engine, ["Red shoes"], glossary=False)
-    assert retried == 1 and not out.ok and out.error is not None
-    assert out.error["type"] == checks.EMPTY
+    (out,), attempts, _ = run(lambda t, _: "  ", ["Red shoes"], glossary=False)
+    assert attempts == {"Red shoes": 2}
+    assert not out.ok and out.error is not None and out.error["type"] == checks.EMPTY
 
 
 def test_a_translation_with_a_warning_beats_an_empty_retry() -> None:
-    engine = ScriptedEngine(lambda t, n: "Cuesta {dólares} <x1/>" if n == 1 else "")
-    (out,), _ = run(engine, ["It costs {price}"], glossary=False)
+    (out,), _, _ = run(
+        lambda t, n: "Cuesta {dólares} <x1/>" if n == 1 else "",
+        ["It costs {price}"],
+        glossary=False,
+    )
     assert out.translation == "Cuesta {dólares} {price}"
     assert types(out) == [checks.PLACEHOLDER_MISMATCH]
 
 
 def test_soft_warnings_are_not_retried() -> None:
     src = "The red shirt is in the house and costs twenty dollars."
-    engine = ScriptedEngine(lambda t, _: "Camisa.")
-    (out,), retried = run(engine, [src], glossary=False)
-    assert retried == 0 and types(out) == [checks.LENGTH_RATIO]
+    (out,), attempts, bench = run(lambda t, _: "Camisa.", [src], glossary=False)
+    assert attempts == {src: 1} and types(out) == [checks.LENGTH_RATIO]
+    assert bench.cached([src]) == {}
 
 
 def test_only_failing_segments_are_resubmitted() -> None:
     texts = ["Red shoes", "It costs {price}", "Blue hat"]
-    engine = ScriptedEngine(lambda t, _: {"It costs <x1/>": "Cuesta {precio_x}"}.get(t, t.upper()))
-    outs, retried = run(engine, texts, glossary=False)
-    assert retried == 1
-    assert engine.attempts == {"Red shoes": 1, "It costs <x1/>": 2, "Blue hat": 1}
+    outs, attempts, bench = run(
+        lambda t, _: {"It costs <x1/>": "Cuesta {precio_x}"}.get(t, t.upper()),
+        texts,
+        glossary=False,
+    )
+    assert attempts == {"Red shoes": 1, "It costs <x1/>": 2, "Blue hat": 1}
     assert [checks.TAG_MISMATCH in types(o) for o in outs] == [False, True, False]
+    assert bench.cached(texts) == {"Red shoes": "RED SHOES", "Blue hat": "BLUE HAT"}
+
+
+def test_each_text_keeps_its_whitespace_through_protection_and_retry() -> None:
+    outs, attempts, _ = run(
+        lambda t, n: "" if n == 1 else t.replace("Pay", "Paga"),
+        ["  Pay {amount} now\n", "Pay {amount} now"],
+        glossary=False,
+    )
+    assert attempts == {"Pay <x1/> now": 2}  # one text, translated once (and retried once)
+    assert [o.translation for o in outs] == ["  Paga {amount} now\n", "Paga {amount} now"]
 
 
 def test_language_check_in_the_pipeline() -> None:
-    engine = ScriptedEngine(lambda t, _: t)  # leaves the text in English
     text = "Your order has shipped and will arrive tomorrow"
-    (out,), retried = run(engine, [text], glossary=False, language=True)
-    assert retried == 0 and types(out) == [checks.WRONG_LANGUAGE]
-    (out,), _ = run(engine, [text], glossary=False, language=False)
+    (out,), attempts, bench = run(lambda t, _: t, [text], glossary=False, language=True)
+    assert attempts == {text: 1} and types(out) == [checks.WRONG_LANGUAGE]  # not retried
+    assert bench.cached([text]) == {}
+    (out,), _, _ = run(lambda t, _: t, [text], glossary=False, language=False)
     assert out.warnings == []
+
+
+def test_a_glossary_gone_before_the_chunk_ran_fails_its_segments() -> None:
+    engine = ScriptedEngine()
+    bench = ChunkRun(engine)
+    try:
+        g = bench.glossary(GLOSSARY).model_copy(update={"id": "0" * 32})  # no such glossary
+        outs = bench.run(["Red case", " Red case", "Blue hat"], glossary=g)
+    finally:
+        bench.close()
+    assert [o.ok for o in outs] == [False] * 3
+    assert {o.error["type"] for o in outs if o.error} == {"glossary_not_found"}
+    assert engine.batches == []

@@ -1,4 +1,6 @@
-"""Units -> segments -> units: protection, sentence splitting, whitespace, and restore()."""
+"""Units -> segments -> units: sentence splitting (never inside a tag pair or a protected span),
+whitespace, and restore(). Segments keep protected spans as raw text: the worker protects them,
+once, for every segment it translates (workers/checks.py::prepare)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ from hypothesis import strategies as st
 
 from mtfleet.core.documents import for_filename
 from mtfleet.core.documents.base import TAG, Code, Unit, UnitBuilder, restore, tag_counts
-from mtfleet.core.documents.pipeline import assemble, plan, protect, sentences
+from mtfleet.core.documents.pipeline import assemble, plan, protect, sentences, spans
+from mtfleet.workers.checks import prepare
 
 
 @pytest.mark.parametrize(
@@ -72,6 +75,39 @@ def test_sentences_concatenate_to_the_text_and_never_split_a_paired_tag() -> Non
     assert any("<g1>Second one. Third one.</g1>" in p for p in parts)
 
 
+@pytest.mark.parametrize(
+    "want",
+    [
+        ["Visit www.example.com.", "Then click Buy."],
+        ["Update to v1.2.3.", "It fixes bugs."],
+        ["It costs $5.50 today.", "Buy now."],
+        # unmasked, the segmenter cuts these at "www." and "Example." (capitals follow)
+        ["Call Dr. Smith at www.Example.Com/Help.", "Now."],
+        ["Visit www.Shop.Example.com today.", "Then pay."],
+        ["Open https://Docs.Example.com/A.B today.", "Then pay."],
+        ["Install v1.2.3 first.", "Then v2.0.0 later."],
+        ["Mail Jane.Doe@Example.Com today.", "Thanks."],
+        ["Use {User.Name} here.", "Done."],
+    ],
+)
+def test_plan_keeps_spans_raw_and_never_splits_inside_one(want: list[str]) -> None:
+    text = " ".join(want)
+    p = plan([Unit(text)], "en")
+    assert p.segments == want  # the spans as written: no <xN/> for them
+    assert all(not TAG.search(s) for s in p.segments)
+    for start, end in spans(text):
+        assert any(text[start:end] in s for s in p.segments), text[start:end]
+    assert assemble(p, p.segments) == [text]
+
+
+def test_sentences_map_cuts_back_to_the_unmasked_text() -> None:
+    text = "Call Dr. Smith at www.Example.Com/Help. Now. Pay $5.50 at v1.2.3. Done."
+    parts = sentences(text, "en")
+    assert "".join(parts) == text
+    for start, end in spans(text):
+        assert sum(text[start:end] in part for part in parts) == 1
+
+
 def test_plan_and_assemble_round_trip_with_an_identity_engine() -> None:
     units = [
         Unit(
@@ -83,23 +119,34 @@ def test_plan_and_assemble_round_trip_with_an_identity_engine() -> None:
         Unit("Email support@example.com for SKU-1234-X."),
     ]
     p = plan(units, "en")
-    assert "<g1>Free shipping</g1> on orders over <x3/>." in p.segments
-    assert all(s == s.strip() for s in p.segments)
-    assert not any("support@example.com" in s for s in p.segments)  # protected
-    out = assemble(p, p.segments)
-    assert out.texts == [u.text for u in units]
-    assert out.warnings == []
+    assert p.segments == [
+        "<g1>Free shipping</g1> on orders over $50.",
+        "Dr. Smith <x2/> agrees!",
+        "Email support@example.com for SKU-1234-X.",  # spans raw: the worker protects them
+    ]
+    assert p.units[0].layout == [0, "  ", 1, " "]
+    assert p.units[1].layout == ["   "] and p.units[2].layout == ["42 <x1/>"]  # nothing to say
+    assert assemble(p, p.segments) == [u.text for u in units]
 
 
-def test_a_failed_segment_keeps_its_source_and_a_lost_tag_is_put_back() -> None:
+def test_the_worker_protects_a_document_segment_once_and_restores_it() -> None:
+    p = plan([Unit("<g1>Order</g1> SKU-1234-X at https://a.example/p today.", {})], "en")
+    (segment,) = p.segments
+    prep = prepare(segment, None)
+    # the format's own tags stay; the spans become standalone tags numbered after them
+    assert prep.text == "<g1>Order</g1> <x2/> at <x3/> today."
+    assert prep.restore(prep.text) == segment
+
+
+def test_a_failed_segment_keeps_its_source() -> None:
     units = [Unit("One sentence here. Visit https://a.example today.")]
     p = plan(units, "en")
-    assert len(p.segments) == 2
-    # the engine failed on the first and dropped the placeholder in the second
-    out = assemble(p, [None, "Visite hoy."])
-    assert out.texts[0].startswith("One sentence here. Visite hoy.")
-    assert "https://a.example" in out.texts[0]  # appended, not lost
-    assert out.warnings and "missing" in out.warnings[0][1]
+    assert p.segments == ["One sentence here.", "Visit https://a.example today."]
+    assert assemble(p, [None, "Visite https://a.example hoy."]) == [
+        "One sentence here. Visite https://a.example hoy."
+    ]
+    assert assemble(p, [None, None]) == [units[0].text]
+    assert assemble(p, ["", "Visite hoy."]) == ["One sentence here. Visite hoy."]  # empty: source
 
 
 def test_restore_escapes_text_closes_open_pairs_and_drops_unknown_tags() -> None:
@@ -140,9 +187,10 @@ def test_any_unit_round_trips_through_plan_and_assemble(parts: list[str]) -> Non
             b.text(part)
     unit = b.build()
     p = plan([unit], "en")
-    out = assemble(p, p.segments)
-    assert out.texts == [unit.text]
-    assert tag_counts(out.texts[0]) == tag_counts(unit.text)
+    (out,) = assemble(p, p.segments)
+    assert out == unit.text
+    assert tag_counts(out) == tag_counts(unit.text)
+    assert all(s == s.strip() and s for s in p.segments)
 
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
@@ -151,15 +199,23 @@ CORPUS = sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.suffix != ".
 
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_the_pipeline_is_transparent_on_every_corpus_file(path: Path) -> None:
-    """Protection, sentence splitting and reassembly change nothing: with an engine that
-    returns its input, a file rendered through the whole pipeline equals the file rendered
-    from its units directly (which the format tests compare with the original)."""
+    """Sentence splitting and reassembly change nothing, and neither does the worker's span
+    protection of each segment: with an engine that returns its input, a file rendered through
+    the whole pipeline equals the file rendered from its units directly (which the format tests
+    compare with the original)."""
     fmt = for_filename(path.name)
     content = path.read_bytes()
     units = fmt.extract(content)
     p = plan(units, "en")
-    out = assemble(p, p.segments)
-    assert out.warnings == []
-    assert out.texts == [u.text for u in units]
-    assert fmt.render(content, out.texts) == fmt.render(content, [u.text for u in units])
     assert all(s == s.strip() and s for s in p.segments)
+    # what the worker does to each segment around an identity engine
+    through_worker = []
+    for s in p.segments:
+        prep = prepare(s, None)
+        have = tag_counts(prep.text)
+        assert all(have.get(t, 0) == n for t, n in tag_counts(s).items())  # own tags kept
+        through_worker.append(prep.restore(prep.text))
+    assert through_worker == p.segments
+    texts = assemble(p, through_worker)
+    assert texts == [u.text for u in units]
+    assert fmt.render(content, texts) == fmt.render(content, [u.text for u in units])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from mtfleet.workers.runtime import Gate
+from mtfleet.workers.chunk import Gate
 
 
 def test_exclusive_waits_for_shared_and_new_shared_waits_for_exclusive() -> None:

@@ -1,65 +1,45 @@
 """workers/translation.py: output whose markup is not a subset of its source's gets a
 ``markup_mismatch`` warning (delivered, never cached); plain text and the source's own tags pass.
 
-The engine is a small fixture that appends a fixed suffix to chosen segments, as a model talked
-into injecting markup by its input would; the code under test is ``translate_isolated`` and the
-``markup`` / ``markup_warning`` functions it uses.
+The engine is a scripted one that appends a fixed suffix to chosen segments, as a model talked
+into injecting markup by its input would; its output goes through the worker's real chunk path
+(tests/support.py), and the ``markup`` / ``markup_warning`` functions are tested on their own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import pytest
 
-from mtfleet.workers.engines.base import Engine, EngineLimits, Translation, TranslationRequest
-from mtfleet.workers.translation import MARKUP_MISMATCH, markup, markup_warning, translate_isolated
+from mtfleet.workers.engines.base import Translation, TranslationRequest
+from mtfleet.workers.translation import MARKUP_MISMATCH, markup, markup_warning
+from tests.support import ChunkRun, ScriptedEngine
 
 
-class AppendingEngine(Engine):
+def appending(marker: str, suffix: str, *, truncated: bool = False) -> ScriptedEngine:
     """Echoes each text; appends ``suffix`` to texts that contain ``marker``."""
 
-    name = "appending"
+    def script(r: TranslationRequest) -> Translation:
+        return Translation(r.text + (suffix if marker in r.text else ""), truncated=truncated)
 
-    def __init__(self, marker: str, suffix: str, *, truncated: bool = False) -> None:
-        self.marker, self.suffix, self.truncated = marker, suffix, truncated
-
-    def load(self) -> None:
-        pass
-
-    @property
-    def model(self) -> str:
-        return "appending"
-
-    @property
-    def fingerprint(self) -> str:
-        return "appending-1"
-
-    @property
-    def limits(self) -> EngineLimits:
-        return EngineLimits(max_sequences=64, max_batch_tokens=1 << 16, max_input_tokens=1 << 12)
-
-    def pairs(self) -> list[tuple[str, str]]:
-        return [("en", "es")]
-
-    def translate(self, requests: Sequence[TranslationRequest]) -> list[Translation]:
-        return [
-            Translation(
-                r.text + (self.suffix if self.marker in r.text else ""), truncated=self.truncated
-            )
-            for r in requests
-        ]
+    return ScriptedEngine(script)
 
 
-def run(engine: Engine, *texts: str) -> list[dict[str, str] | None]:
-    """The markup_mismatch warning (or None) of each text's outcome."""
-    outcomes = translate_isolated(engine, [TranslationRequest(t, "en", "es") for t in texts])
+def run(engine: ScriptedEngine, *texts: str) -> list[dict[str, str] | None]:
+    """The markup_mismatch warning (or None) of each text's outcome; a flagged translation is
+    never cached, a clean one is."""
+    bench = ChunkRun(engine)
+    try:
+        outcomes = bench.run(list(texts))
+        cached = bench.cached(texts)
+    finally:
+        bench.close()
     assert all(o.ok for o in outcomes)
     found: list[dict[str, str] | None] = []
-    for o in outcomes:
+    for text, o in zip(texts, outcomes, strict=True):
         mismatches = [w for w in o.warnings if w["type"] == MARKUP_MISMATCH]
         assert len(mismatches) <= 1
         found.append(mismatches[0] if mismatches else None)
+        assert (text.strip() in cached) == (not o.warnings), text
     return found
 
 
@@ -79,7 +59,7 @@ def run(engine: Engine, *texts: str) -> list[dict[str, str] | None]:
     ],
 )
 def test_markup_the_source_does_not_have_is_flagged(suffix: str, named: str) -> None:
-    clean, injected = run(AppendingEngine("INJECT", suffix), "Red shoes", "INJECT Blue shoes")
+    clean, injected = run(appending("INJECT", suffix), "Red shoes", "INJECT Blue shoes")
     assert clean is None
     assert injected is not None and named in injected["message"]
 
@@ -96,7 +76,7 @@ def test_markup_the_source_does_not_have_is_flagged(suffix: str, named: str) -> 
 def test_markup_already_in_the_source_passes(source: str) -> None:
     # The engine echoes the source: every tag, handler and URL scheme in the output is one the
     # source had, so output markup is a subset of input markup.
-    assert run(AppendingEngine("never", ""), source) == [None]
+    assert run(appending("never", ""), source) == [None]
     assert markup(source) and markup(source) <= markup(source.upper())  # case-insensitive
 
 
@@ -127,13 +107,40 @@ def test_a_translation_that_drops_tags_is_not_flagged() -> None:
 
 
 def test_markup_warning_comes_with_other_warnings() -> None:
-    engine = AppendingEngine("INJECT", "<script>x()</script>", truncated=True)
-    out = translate_isolated(engine, [TranslationRequest("INJECT it", "en", "es")])
-    assert sorted(w["type"] for w in out[0].warnings) == [MARKUP_MISMATCH, "truncated"]
+    bench = ChunkRun(appending("INJECT", "<script>x()</script>", truncated=True))
+    try:
+        (out,) = bench.run(["INJECT it"])
+        assert bench.cached(["INJECT it"]) == {}
+    finally:
+        bench.close()
+    assert sorted(w["type"] for w in out.warnings) == [MARKUP_MISMATCH, "truncated"]
 
 
 def test_outer_whitespace_is_kept_when_flagged() -> None:
-    engine = AppendingEngine("INJECT", "<script>x()</script>")
-    out = translate_isolated(engine, [TranslationRequest("  INJECT it\n", "en", "es")])
-    assert out[0].translation == "  INJECT it<script>x()</script>\n"
-    assert [w["type"] for w in out[0].warnings] == [MARKUP_MISMATCH]
+    bench = ChunkRun(appending("INJECT", "<script>x()</script>"))
+    try:
+        out = bench.run(["  INJECT it\n", "INJECT it"])
+        assert bench.cached(["INJECT it"]) == {}
+    finally:
+        bench.close()
+    assert [o.translation for o in out] == [
+        "  INJECT it<script>x()</script>\n",
+        "INJECT it<script>x()</script>",
+    ]
+    assert [[w["type"] for w in o.warnings] for o in out] == [[MARKUP_MISMATCH]] * 2
+    assert bench.engine.texts == ["INJECT it"]  # type: ignore[attr-defined]
+
+
+def test_injected_markup_in_a_text_with_protected_spans() -> None:
+    # the spans go to the engine as <xN/> tags: they are no markup, and they come back
+    bench = ChunkRun(appending("INJECT", '<img src=x onerror="alert(1)">'))
+    try:
+        (clean, flagged) = bench.run(
+            ["See https://a.example/p for {name}", "INJECT https://a.example/p"]
+        )
+    finally:
+        bench.close()
+    assert clean.translation == "See https://a.example/p for {name}" and clean.warnings == []
+    assert flagged.translation == 'INJECT https://a.example/p<img src=x onerror="alert(1)">'
+    assert [w["type"] for w in flagged.warnings] == [MARKUP_MISMATCH]
+    assert "onerror=" in flagged.warnings[0]["message"]

@@ -1,4 +1,6 @@
-"""core/registry.py on fakeredis: heartbeats, liveness, pruning, and pairs that outlive workers."""
+"""core/registry.py on fakeredis: per-instance heartbeats and liveness, instances that are gone
+but may still hold messages (until the reconciler forgets them), and pairs that outlive
+workers."""
 
 from __future__ import annotations
 
@@ -21,9 +23,15 @@ def reg(r: fakeredis.FakeRedis) -> Registry:
     return Registry(r)
 
 
-def info(name: str = "gpu0@host", pairs: list[tuple[str, str]] | None = None) -> WorkerInfo:
+def info(
+    instance: str = "i-1",
+    name: str = "gpu0@host",
+    pairs: list[tuple[str, str]] | None = None,
+    **kw: object,
+) -> WorkerInfo:
     return WorkerInfo(
         name=name,
+        instance=instance,
         engine="apertium",
         model="apertium",
         fingerprint="apertium-abc",
@@ -32,18 +40,42 @@ def info(name: str = "gpu0@host", pairs: list[tuple[str, str]] | None = None) ->
         gpus=[0],
         host="host",
         pid=123,
+        **kw,  # type: ignore[arg-type]
     )
 
 
-def test_beat_registers_worker_and_pairs(reg: Registry, r: fakeredis.FakeRedis) -> None:
+def test_beat_registers_the_instance_and_its_pairs(reg: Registry, r: fakeredis.FakeRedis) -> None:
     before = time.time()
     reg.beat(info(), ttl_s=15)
     live = reg.live_workers()
-    assert [w.name for w in live] == ["gpu0@host"]
+    assert [(w.instance, w.name) for w in live] == [("i-1", "gpu0@host")]
     assert live[0].pairs == [("en", "es"), ("es", "en")]
     assert live[0].beat_at >= before
-    assert 0 < r.pttl(keys.worker("gpu0@host")) <= 15_000
+    assert 0 < r.pttl(keys.worker("i-1")) <= 15_000
+    assert not r.exists(keys.worker("gpu0@host"))  # keyed by instance, not by Celery name
+    assert r.smembers(keys.WORKERS) == {"i-1"}
     assert set(reg.pairs()) == {("en", "es"), ("es", "en")}
+
+
+def test_a_restarted_worker_is_a_new_instance_beside_the_old_one(
+    reg: Registry, r: fakeredis.FakeRedis
+) -> None:
+    reg.beat(info("old", name="gpu0@host"), ttl_s=30)
+    reg.beat(info("new", name="gpu0@host"), ttl_s=30)
+    assert [w.instance for w in reg.live_workers()] == ["new", "old"]
+    reg.leave("old")
+    live, gone = reg.instances()
+    assert [(w.instance, w.name) for w in live] == [("new", "gpu0@host")]
+    assert gone == ["old"]
+
+
+def test_health_is_part_of_the_beat(reg: Registry) -> None:
+    reg.beat(info(healthy=False, unhealthy_reason="engine restarting"), ttl_s=30)
+    (w,) = reg.live_workers()
+    assert w.healthy is False and w.unhealthy_reason == "engine restarting"
+    reg.beat(info(), ttl_s=30)
+    (w,) = reg.live_workers()
+    assert w.healthy is True and w.unhealthy_reason is None
 
 
 def test_pair_lookup(reg: Registry) -> None:
@@ -55,45 +87,78 @@ def test_pair_lookup(reg: Registry) -> None:
     assert reg.pair("es", "en") is not None
 
 
-def test_expired_worker_is_pruned_but_pairs_stay(reg: Registry, r: fakeredis.FakeRedis) -> None:
-    reg.beat(info("old@host"), ttl_s=0.05)
-    reg.beat(info("new@host", pairs=[("en", "fr")]), ttl_s=30)
+def test_an_expired_instance_is_gone_but_stays_listed_and_pairs_stay(
+    reg: Registry, r: fakeredis.FakeRedis
+) -> None:
+    reg.beat(info("old"), ttl_s=0.05)
+    reg.beat(info("new", pairs=[("en", "fr")]), ttl_s=30)
     time.sleep(0.15)
-    assert [w.name for w in reg.live_workers()] == ["new@host"]
-    assert r.smembers(keys.WORKERS) == {"new@host"}
+    live, gone = reg.instances()
+    assert [w.instance for w in live] == ["new"] and gone == ["old"]
+    assert [w.instance for w in reg.live_workers()] == ["new"]
+    # no pruning on read: only the reconciler takes an instance out (forget)
+    assert r.smembers(keys.WORKERS) == {"old", "new"}
     assert set(reg.pairs()) == {("en", "es"), ("es", "en"), ("en", "fr")}
-    assert reg.pair("en", "es") is not None
 
 
-def test_deleted_worker_key_is_not_live(reg: Registry, r: fakeredis.FakeRedis) -> None:
+def test_a_deleted_liveness_key_makes_the_instance_gone(
+    reg: Registry, r: fakeredis.FakeRedis
+) -> None:
     reg.beat(info(), ttl_s=30)
-    r.delete(keys.worker("gpu0@host"))
+    r.delete(keys.worker("i-1"))
     assert reg.live_workers() == []
-    assert r.smembers(keys.WORKERS) == set()
+    assert reg.instances() == ([], ["i-1"])
+    assert r.smembers(keys.WORKERS) == {"i-1"}
     assert ("en", "es") in reg.pairs()
 
 
-def test_leave_removes_liveness_keeps_pairs(reg: Registry, r: fakeredis.FakeRedis) -> None:
-    reg.beat(info("a@host"), ttl_s=30)
-    reg.beat(info("b@host"), ttl_s=30)
-    reg.leave("a@host")
-    assert [w.name for w in reg.live_workers()] == ["b@host"]
-    assert not r.exists(keys.worker("a@host"))
+def test_leave_removes_liveness_but_keeps_the_instance_listed(
+    reg: Registry, r: fakeredis.FakeRedis
+) -> None:
+    reg.beat(info("a"), ttl_s=30)
+    reg.beat(info("b"), ttl_s=30)
+    reg.leave("a")
+    assert [w.instance for w in reg.live_workers()] == ["b"]
+    assert not r.exists(keys.worker("a"))
+    assert r.smembers(keys.WORKERS) == {"a", "b"}  # it may still hold broker messages
+    assert reg.instances()[1] == ["a"]
     assert reg.pair("en", "es") is not None
 
 
-def test_beat_refreshes_ttl_and_pair_timestamp(reg: Registry, r: fakeredis.FakeRedis) -> None:
+def test_forget_takes_a_gone_instance_out(reg: Registry, r: fakeredis.FakeRedis) -> None:
+    reg.beat(info("a"), ttl_s=30)
+    reg.beat(info("b"), ttl_s=30)
+    reg.leave("a")
+    reg.forget("a")
+    assert reg.instances() == (reg.live_workers(), [])
+    assert r.smembers(keys.WORKERS) == {"b"}
+    reg.forget("never-seen")  # harmless
+    assert r.smembers(keys.WORKERS) == {"b"}
+
+
+def test_a_beat_after_forget_lists_the_instance_again(
+    reg: Registry, r: fakeredis.FakeRedis
+) -> None:
+    reg.beat(info("a"), ttl_s=30)
+    reg.forget("a")
+    reg.beat(info("a"), ttl_s=30)
+    assert r.smembers(keys.WORKERS) == {"a"}
+    assert [w.instance for w in reg.live_workers()] == ["a"]
+
+
+def test_beat_refreshes_ttl_and_pair_timestamp(reg: Registry) -> None:
     reg.beat(info(), ttl_s=0.5)
     first = reg.pair("en", "es")
     assert first is not None
     time.sleep(0.3)
     reg.beat(info(), ttl_s=0.5)
     time.sleep(0.3)  # past the first beat's expiry, within the second's
-    assert [w.name for w in reg.live_workers()] == ["gpu0@host"]
+    assert [w.instance for w in reg.live_workers()] == ["i-1"]
     second = reg.pair("en", "es")
     assert second is not None and second.updated > first.updated
 
 
 def test_no_workers(reg: Registry) -> None:
     assert reg.live_workers() == []
+    assert reg.instances() == ([], [])
     assert reg.pairs() == {}

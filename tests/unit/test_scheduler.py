@@ -1,14 +1,16 @@
-"""The worker's scheduler between task threads and the engine (no Redis, no Celery).
+"""The worker's schedulers between task threads and the engine (no Redis, no Celery).
 
 The engines here are small test engines whose behaviour each test controls (blocking, failing,
-recording); the scheduler is the thing under test.
+hanging, recording); the schedulers are the things under test: :class:`BatchScheduler` for
+batch engines, :class:`StreamingScheduler` for streaming ones, both made by ``make_scheduler``.
+Deadline tests use short :class:`Deadlines` (the watchdog looks every ``WATCH_S``).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 
 import pytest
@@ -16,7 +18,17 @@ import pytest
 from mtfleet.core.errors import EngineUnavailable
 from mtfleet.core.models import SegmentOutcome
 from mtfleet.workers.engines.base import Engine, EngineLimits, Translation, TranslationRequest
-from mtfleet.workers.scheduler import Scheduler, Ticket
+from mtfleet.workers.scheduler import (
+    BatchScheduler,
+    Deadlines,
+    Scheduler,
+    StreamingScheduler,
+    Ticket,
+    make_scheduler,
+)
+from mtfleet.workers.scheduler.base import WATCH_S
+
+SHORT = Deadlines(factor=1, floor_s=0.3, ceiling_s=5)
 
 
 class RecordingEngine(Engine):
@@ -33,6 +45,7 @@ class RecordingEngine(Engine):
         self.delay = delay
         self.fail_on: set[str] = set()
         self.dead = False
+        self.interrupts = 0
 
     def load(self) -> None: ...
 
@@ -63,6 +76,41 @@ class RecordingEngine(Engine):
         time.sleep(self.delay)
         return [r.text.upper() for r in requests]
 
+    def interrupt(self) -> None:
+        self.interrupts += 1
+
+
+class HangingEngine(RecordingEngine):
+    """A call holding ``hang_on`` does not return: until it is interrupted (then it raises),
+    or, with ``honours_interrupt=False``, until the test releases it."""
+
+    def __init__(self, hang_on: str = "hang", *, honours_interrupt: bool = True) -> None:
+        super().__init__()
+        self.hang_on = hang_on
+        self.honours_interrupt = honours_interrupt
+        self.wake = threading.Event()
+        self.hanging = threading.Event()
+        self.released = False
+
+    def release(self) -> None:
+        """End the test: nothing hangs any more."""
+        self.released = True
+        self.wake.set()
+
+    def translate(self, requests: Sequence[TranslationRequest]) -> list[str]:
+        if not self.released and any(r.text == self.hang_on for r in requests):
+            self.calls.append(list(requests))
+            self.hanging.set()
+            self.wake.wait(10)
+            self.wake.clear()
+            raise RuntimeError("interrupted")
+        return super().translate(requests)
+
+    def interrupt(self) -> None:
+        super().interrupt()
+        if self.honours_interrupt:
+            self.wake.set()
+
 
 def req(text: str, priority: int = 1) -> TranslationRequest:
     return TranslationRequest(text, "en", "es", priority)
@@ -72,22 +120,70 @@ def results(ticket: Ticket) -> list[SegmentOutcome]:
     return ticket.result(timeout=10)
 
 
+def error_type(outcome: SegmentOutcome) -> str | None:
+    return None if outcome.error is None else str(outcome.error["type"])
+
+
+def wait_for(cond: Callable[[], object], timeout: float = 5) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.005)
+
+
 @pytest.fixture
 def engine() -> RecordingEngine:
     return RecordingEngine()
 
 
 @pytest.fixture
-def sched(engine: RecordingEngine) -> Scheduler:
-    s = Scheduler(engine, latency_target_s=0.5)
-    yield s  # type: ignore[misc]
+def sched(engine: RecordingEngine) -> Iterator[Scheduler]:
+    s = make_scheduler(engine, latency_target_s=0.5)
+    yield s
     engine.gate.set()
     s.close()
 
 
+# --- batch engines ------------------------------------------------------------------------------
+def test_make_scheduler_picks_the_class_by_the_engine_kind() -> None:
+    batch, stream = RecordingEngine(), StreamEngine()
+    made = [
+        make_scheduler(batch, latency_target_s=0.5),
+        make_scheduler(stream, latency_target_s=0.5),
+        make_scheduler(stream, latency_target_s=None),
+    ]
+    try:
+        assert [type(s) for s in made] == [BatchScheduler, StreamingScheduler, StreamingScheduler]
+        # bulk is governed only on a worker that takes interactive work
+        assert [s.governor is None for s in made[1:]] == [False, True]  # type: ignore[attr-defined]
+        assert made[1].keep_full_segments() == 2 * stream.limits.max_sequences
+    finally:
+        for s in made:
+            s.close()
+
+
 def test_idle_engine_runs_work_at_once(engine: RecordingEngine, sched: Scheduler) -> None:
-    out = results(sched.submit([req("a b"), req("  c  ")]))
-    assert [o.translation for o in out] == ["A B", "  C  "]  # outer whitespace kept
+    out = results(sched.submit([req("a b"), req("c")]))
+    assert [o.translation for o in out] == ["A B", "C"]
+    assert [o.ok for o in out] == [True, True]
+    assert [[r.text for r in c] for c in engine.calls] == [["a b", "c"]]
+
+
+def test_engine_output_is_stripped_of_outer_whitespace() -> None:
+    class Spacey(RecordingEngine):
+        def translate(self, requests: Sequence[TranslationRequest]) -> list[str]:
+            return [f"  {r.text.upper()}\n" for r in requests]
+
+    s = make_scheduler(Spacey(), latency_target_s=0.5)
+    try:
+        assert [o.translation for o in results(s.submit([req("a"), req("b c")]))] == ["A", "B C"]
+    finally:
+        s.close()
+
+
+def test_an_empty_submit_is_done_at_once(sched: Scheduler) -> None:
+    ticket = sched.submit([])
+    assert ticket.done() and ticket.result(0) == []
 
 
 def test_work_gathers_while_the_engine_is_busy_and_runs_next(
@@ -107,13 +203,14 @@ def test_work_gathers_while_the_engine_is_busy_and_runs_next(
 
 def test_interactive_work_overtakes_buffered_bulk(engine: RecordingEngine) -> None:
     engine._limits = EngineLimits(2, 10_000, 1_000)  # two segments per call
-    sched = Scheduler(engine, latency_target_s=0.5)
+    sched = make_scheduler(engine, latency_target_s=0.5)
     try:
         engine.gate.clear()
         sched.submit([req("busy")])
         assert engine.entered.wait(5)
         bulk = sched.submit([req(f"b{i}") for i in range(6)])
         urgent = sched.submit([req("i0", 0), req("i1", 0)])
+        assert sched.buffered() == (2, 6)
         engine.gate.set()
         results(bulk)
         results(urgent)
@@ -124,8 +221,9 @@ def test_interactive_work_overtakes_buffered_bulk(engine: RecordingEngine) -> No
 
 def test_batches_respect_the_token_budget(engine: RecordingEngine) -> None:
     engine._limits = EngineLimits(64, 12, 1_000)
-    sched = Scheduler(engine, latency_target_s=None)
+    sched = make_scheduler(engine, latency_target_s=None)
     try:
+        assert isinstance(sched, BatchScheduler) and sched.batch_token_budget() == 12
         engine.gate.clear()
         sched.submit([req("x")])
         assert engine.entered.wait(5)
@@ -144,19 +242,42 @@ def test_a_too_long_or_failing_segment_fails_alone(
     out = results(sched.submit([req("ok"), req("poison"), req("x" * 200), req("fine")]))
     assert [o.translation for o in out] == ["OK", None, None, "FINE"]
     assert out[1].error is not None and "bad segment" in out[1].error["message"]
-    assert out[2].error is not None and out[2].error["type"] == "segment_too_long"
+    assert error_type(out[2]) == "segment_too_long"
+    assert all(len(r.text) <= 100 for c in engine.calls for r in c)  # never sent
 
 
-def test_a_dead_engine_fails_every_waiter_with_engine_unavailable(
+def test_a_dead_engine_fails_the_waiters_and_is_reported_once(engine: RecordingEngine) -> None:
+    downs: list[str] = []
+    sched = make_scheduler(engine, latency_target_s=0.5, on_engine_down=downs.append)
+    try:
+        engine.gate.clear()
+        engine.dead = True
+        sched.submit([req("in the call")])
+        assert engine.entered.wait(5)
+        waiting = [sched.submit([req("a"), req("b")]), sched.submit([req("c", 0)])]
+        engine.gate.set()
+        for ticket in waiting:
+            with pytest.raises(EngineUnavailable):
+                ticket.result(timeout=5)
+        wait_for(lambda: downs)
+        assert downs == ["gone"] and sched.down == "gone"
+        with pytest.raises(EngineUnavailable, match="gone"):
+            sched.submit([req("after")])
+        assert sched.buffered() == (0, 0)
+    finally:
+        sched.close()
+
+
+def test_the_ticket_of_the_call_that_found_the_engine_dead_fails_too(
     engine: RecordingEngine, sched: Scheduler
 ) -> None:
     engine.dead = True
-    futs = sched.submit([req("a"), req("b")])
+    ticket = sched.submit([req("a"), req("b")])
     with pytest.raises(EngineUnavailable):
-        futs.result(timeout=5)
+        ticket.result(timeout=1.0)
 
 
-def test_cost_model_learns_the_engine(engine: RecordingEngine) -> None:
+def test_cost_model_learns_the_engine() -> None:
     class Timed(RecordingEngine):
         def check(self, request: TranslationRequest) -> str | None:
             return None
@@ -165,8 +286,7 @@ def test_cost_model_learns_the_engine(engine: RecordingEngine) -> None:
             time.sleep(0.005 + 0.0005 * sum(len(r.text.split()) for r in requests))
             return [r.text for r in requests]
 
-    timed = Timed()
-    sched = Scheduler(timed, latency_target_s=None)
+    sched = make_scheduler(Timed(), latency_target_s=None)
     try:
         for n in (4, 40, 10, 60, 20, 80, 30, 5):
             results(sched.submit([req("w " * n)]))
@@ -179,118 +299,28 @@ def test_cost_model_learns_the_engine(engine: RecordingEngine) -> None:
 
 
 def test_close_fails_buffered_work_so_it_is_requeued(engine: RecordingEngine) -> None:
-    sched = Scheduler(engine, latency_target_s=0.5)
+    sched = make_scheduler(engine, latency_target_s=0.5)
     engine.gate.clear()
-    sched.submit([req("busy")])
+    busy = sched.submit([req("busy")])
     assert engine.entered.wait(5)
     waiting = sched.submit([req("later")])
     threading.Timer(0.2, engine.gate.set).start()
     sched.close()
-    with pytest.raises(EngineUnavailable):
-        waiting.result(timeout=5)
+    for ticket in (busy, waiting):
+        with pytest.raises(EngineUnavailable):
+            ticket.result(timeout=5)
     with pytest.raises(EngineUnavailable):
         sched.submit([req("after close")])
 
 
 def test_tick_measures_busy_time_and_throughput(engine: RecordingEngine) -> None:
     engine.delay = 0.05
-    sched = Scheduler(engine, latency_target_s=0.5)
+    sched = make_scheduler(engine, latency_target_s=0.5)
     try:
         results(sched.submit([req(f"s{i}") for i in range(10)]))
         rate = sched.tick()
         # ten segments in one call of at least 50 ms (a loaded machine only adds time)
         assert rate is not None and 10 / 2.0 < rate <= 10 / 0.05
-    finally:
-        sched.close()
-
-
-class StreamEngine(RecordingEngine):
-    """A streaming engine: requests finish when the test says so."""
-
-    streaming = True
-
-    def __init__(self) -> None:
-        super().__init__(EngineLimits(2, 10_000, 1_000))
-        self.open: list[tuple[TranslationRequest, Future[str | Translation]]] = []
-        self.lock = threading.Lock()
-        self.peak = 0
-
-    def submit(self, request: TranslationRequest) -> Future[str | Translation]:
-        fut: Future[str | Translation] = Future()
-        with self.lock:
-            self.open.append((request, fut))
-            self.peak = max(self.peak, len(self.open))
-        return fut
-
-    def finish(self, n: int) -> list[TranslationRequest]:
-        with self.lock:
-            done, self.open = self.open[:n], self.open[n:]
-        for r, f in done:
-            f.set_result(Translation(r.text.upper(), tokens_out=1))
-        return [r for r, _ in done]
-
-
-def wait_for(cond: object, timeout: float = 5) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.005)
-
-
-def test_streaming_engine_is_fed_up_to_its_cap_then_as_requests_finish() -> None:
-    eng = StreamEngine()  # max_sequences 2: the scheduler keeps 4 in flight
-    sched = Scheduler(eng, latency_target_s=0.5)
-    try:
-        futs = sched.submit([req(f"b{i}") for i in range(10)])
-        wait_for(lambda: len(eng.open) == 4)
-        time.sleep(0.05)
-        assert len(eng.open) == 4 and sched.buffered() == (0, 6)
-        eng.finish(2)
-        wait_for(lambda: len(eng.open) == 4 and sched.buffered() == (0, 4))
-        while not futs.done():
-            eng.finish(4)
-            time.sleep(0.01)
-        assert [o.translation for o in results(futs)] == [f"B{i}" for i in range(10)]
-        assert eng.peak == 4
-    finally:
-        sched.close()
-
-
-def test_streaming_interactive_work_is_fed_past_the_cap_with_its_priority() -> None:
-    eng = StreamEngine()
-    sched = Scheduler(eng, latency_target_s=0.5)
-    try:
-        sched.submit([req(f"b{i}") for i in range(10)])
-        wait_for(lambda: len(eng.open) == 4)
-        urgent = sched.submit([req("now", 0)])
-        wait_for(lambda: len(eng.open) == 5)
-        assert eng.open[-1][0].priority == 0 and sched.buffered() == (0, 6)
-        eng.finish(5)
-        assert urgent.result(timeout=5)[0].translation == "NOW"
-    finally:
-        eng.finish(100)
-        sched.close()
-
-
-def test_streaming_request_failure_is_its_own() -> None:
-    eng = StreamEngine()
-    sched = Scheduler(eng, latency_target_s=0.5)
-    try:
-        futs = sched.submit([req("a"), req("b")])
-        wait_for(lambda: len(eng.open) == 2)
-        with eng.lock:
-            (_, f1), (_, f2) = eng.open
-            eng.open.clear()
-        f1.set_exception(RuntimeError("one bad request"))
-        f2.set_result(Translation(""))
-        out = results(futs)
-        assert out[0].error is not None and "one bad request" in out[0].error["message"]
-        assert out[1].error is not None and out[1].error["type"] == "empty_output"
-        # the engine slots were released: more work flows
-        more = sched.submit([req("c")])
-        wait_for(lambda: len(eng.open) == 1)
-        eng.finish(1)
-        assert more.result(timeout=5)[0].translation == "C"
     finally:
         sched.close()
 
@@ -315,3 +345,354 @@ def test_many_task_threads_submit_at_once(engine: RecordingEngine, sched: Schedu
     assert out == {n: [f"T{n} S{j}" for j in range(5)] for n in range(20)}
     # what arrived while the engine was busy went together, 64 segments per call at most
     assert len(engine.calls) <= 3 and max(len(c) for c in engine.calls) == 64
+
+
+# --- batch engines: deadlines -------------------------------------------------------------------
+def test_a_call_hanging_on_one_segment_is_interrupted_and_only_that_segment_fails() -> None:
+    engine = HangingEngine()
+    downs: list[str] = []
+    sched = make_scheduler(
+        engine, latency_target_s=0.5, deadlines=SHORT, on_engine_down=downs.append
+    )
+    try:
+        t0 = time.monotonic()
+        out = results(sched.submit([req("a"), req("b"), req("hang"), req("c")]))
+        took = time.monotonic() - t0
+        assert [o.translation for o in out] == ["A", "B", None, "C"]
+        assert error_type(out[2]) == "engine_timeout"
+        assert "did not finish within" in out[2].error["message"]  # type: ignore[index]
+        # bisection: the whole call, then its half with the segment, then the segment alone
+        hung = [[r.text for r in c] for c in engine.calls if any(r.text == "hang" for r in c)]
+        assert hung == [["a", "b", "hang", "c"], ["hang", "c"], ["hang"]]
+        assert engine.interrupts == 3
+        assert took >= 3 * SHORT.floor_s and downs == [] and sched.down is None
+        # the engine serves on
+        assert results(sched.submit([req("d")]))[0].translation == "D"
+    finally:
+        engine.release()
+        sched.close()
+
+
+def test_a_call_that_ignores_the_interrupt_makes_the_engine_down() -> None:
+    """The watchdog interrupts the call at its deadline; the call still not back after the
+    grace (at least 5 s, whatever the deadlines) makes the engine down. The grace is driven
+    through the watchdog's own check with a clock moved ahead, not waited for."""
+    engine = HangingEngine(honours_interrupt=False)
+    downs: list[str] = []
+    sched = make_scheduler(
+        engine, latency_target_s=0.5, deadlines=SHORT, on_engine_down=downs.append
+    )
+    try:
+        ticket = sched.submit([req("a"), req("hang")])
+        buffered = sched.submit([req("later")])
+        assert engine.hanging.wait(5)
+        wait_for(lambda: engine.interrupts == 1, timeout=SHORT.floor_s + 4 * WATCH_S + 2)
+        assert not ticket.done() and downs == []
+        # the call does not return within a floor's grace after its interrupt: engine down
+        wait_for(lambda: downs, timeout=SHORT.floor_s + 4 * WATCH_S + 2)
+        assert engine.interrupts == 1  # one interrupt per call
+        assert len(downs) == 1 and "even after an interrupt" in downs[0]
+        assert sched.down == downs[0]
+        for t in (ticket, buffered):
+            with pytest.raises(EngineUnavailable):
+                t.result(timeout=1)
+        with pytest.raises(EngineUnavailable):
+            sched.submit([req("after")])
+        sched._overdue(time.monotonic() + 60)
+        assert len(downs) == 1  # told once
+    finally:
+        engine.release()
+        sched.close()
+
+
+# --- cancellation -------------------------------------------------------------------------------
+def test_cancel_job_releases_a_jobs_items_in_the_call_and_drops_its_buffered_ones(
+    engine: RecordingEngine, sched: Scheduler
+) -> None:
+    engine.gate.clear()
+    in_call = sched.submit([req("a1"), req("a2")], job_id="A")
+    assert engine.entered.wait(5)
+    other = sched.submit([req("b1")], job_id="B")
+    queued = sched.submit([req("a3")], job_id="A")
+    assert sched.cancel_job("A") == 3
+    for ticket in (in_call, queued):  # settled now, while the call still runs
+        out = results(ticket)
+        assert all(not o.ok and "cancelled" in o.error["message"] for o in out)  # type: ignore[index]
+    assert sched.buffered() == (0, 1) and not other.done()
+    engine.gate.set()
+    assert results(other)[0].translation == "B1"
+    assert [[r.text for r in c] for c in engine.calls] == [["a1", "a2"], ["b1"]]  # a3 never ran
+    assert results(in_call)[0].translation is None  # the call's late output is ignored
+    assert sched.cancel_job("nobody") == 0
+
+
+def test_cancel_a_ticket_with_a_reason(engine: RecordingEngine, sched: Scheduler) -> None:
+    engine.gate.clear()
+    running = sched.submit([req("x")])
+    assert engine.entered.wait(5)
+    given_up = sched.submit([req("p"), req("q")])
+    kept = sched.submit([req("r")])
+    sched.cancel(given_up, EngineUnavailable("the chunk's time budget is spent"))
+    out = results(given_up)
+    assert [error_type(o) for o in out] == ["engine_unavailable"] * 2
+    assert all("time budget" in o.error["message"] for o in out)  # type: ignore[index]
+    assert not kept.done() and sched.buffered() == (0, 1)
+    engine.gate.set()
+    assert results(running)[0].translation == "X"
+    assert results(kept)[0].translation == "R"
+    assert [[r.text for r in c] for c in engine.calls] == [["x"], ["r"]]
+
+
+# --- streaming engines --------------------------------------------------------------------------
+class StreamEngine(RecordingEngine):
+    """A streaming engine: requests finish when the test says so; aborts are recorded."""
+
+    streaming = True
+
+    def __init__(self, limits: EngineLimits | None = None) -> None:
+        super().__init__(limits or EngineLimits(2, 10_000, 1_000))
+        self.open: list[tuple[TranslationRequest, Future[str | Translation]]] = []
+        self.aborted: list[TranslationRequest] = []
+        self.lock = threading.Lock()
+        self.peak = 0
+        self.is_alive = True
+
+    def submit(self, request: TranslationRequest) -> Future[str | Translation]:
+        fut: Future[str | Translation] = Future()
+        with self.lock:
+            self.open.append((request, fut))
+            self.peak = max(self.peak, len(self.open))
+        return fut
+
+    def finish(self, n: int) -> list[TranslationRequest]:
+        with self.lock:
+            done, self.open = self.open[:n], self.open[n:]
+        for r, f in done:
+            f.set_result(Translation(r.text.upper(), tokens_out=1))
+        return [r for r, _ in done]
+
+    def finish_where(self, which: Callable[[str], bool]) -> list[str]:
+        with self.lock:
+            done = [(r, f) for r, f in self.open if which(r.text)]
+            self.open = [(r, f) for r, f in self.open if not which(r.text)]
+        for r, f in done:
+            f.set_result(Translation(r.text.upper(), tokens_out=1))
+        return [r.text for r, _ in done]
+
+    def abort(self, future: Future[str | Translation]) -> None:
+        with self.lock:
+            found = [(r, f) for r, f in self.open if f is future]
+            self.open = [(r, f) for r, f in self.open if f is not future]
+        self.aborted += [r for r, _ in found]
+        future.cancel()
+
+    def alive(self) -> bool:
+        return self.is_alive
+
+    @property
+    def open_texts(self) -> list[str]:
+        with self.lock:
+            return [r.text for r, _ in self.open]
+
+
+def test_streaming_engine_is_fed_up_to_its_cap_then_as_requests_finish() -> None:
+    eng = StreamEngine()  # max_sequences 2: the scheduler keeps 4 in flight
+    sched = make_scheduler(eng, latency_target_s=0.5)
+    try:
+        futs = sched.submit([req(f"b{i}") for i in range(10)])
+        wait_for(lambda: len(eng.open) == 4)
+        time.sleep(0.05)
+        assert len(eng.open) == 4 and sched.buffered() == (0, 6)
+        eng.finish(2)
+        wait_for(lambda: len(eng.open) == 4 and sched.buffered() == (0, 4))
+        while not futs.done():
+            eng.finish(4)
+            time.sleep(0.01)
+        assert [o.translation for o in results(futs)] == [f"B{i}" for i in range(10)]
+        assert eng.peak == 4
+    finally:
+        sched.close()
+
+
+def test_streaming_interactive_work_is_fed_past_the_cap_with_its_priority() -> None:
+    eng = StreamEngine()
+    sched = make_scheduler(eng, latency_target_s=0.5)
+    try:
+        sched.submit([req(f"b{i}") for i in range(10)])
+        wait_for(lambda: len(eng.open) == 4)
+        urgent = sched.submit([req("now", 0)])
+        wait_for(lambda: len(eng.open) == 5)
+        assert eng.open[-1][0].priority == 0 and sched.buffered() == (0, 6)
+        eng.finish(5)
+        assert urgent.result(timeout=5)[0].translation == "NOW"
+    finally:
+        eng.finish(100)
+        sched.close()
+
+
+def test_streaming_request_failure_is_its_own() -> None:
+    eng = StreamEngine()
+    sched = make_scheduler(eng, latency_target_s=0.5)
+    try:
+        futs = sched.submit([req("a"), req("b")])
+        wait_for(lambda: len(eng.open) == 2)
+        with eng.lock:
+            (_, f1), (_, f2) = eng.open
+            eng.open.clear()
+        f1.set_exception(RuntimeError("one bad request"))
+        f2.set_result(Translation(""))
+        out = results(futs)
+        assert out[0].error is not None and "one bad request" in out[0].error["message"]
+        assert error_type(out[1]) == "empty_output"
+        # the engine slots were released: more work flows
+        more = sched.submit([req("c")])
+        wait_for(lambda: len(eng.open) == 1)
+        eng.finish(1)
+        assert more.result(timeout=5)[0].translation == "C"
+    finally:
+        sched.close()
+
+
+def test_streaming_truncated_output_is_delivered_with_a_warning() -> None:
+    eng = StreamEngine()
+    sched = make_scheduler(eng, latency_target_s=0.5)
+    try:
+        ticket = sched.submit([req("long one")])
+        wait_for(lambda: len(eng.open) == 1)
+        with eng.lock:
+            (_, fut), = eng.open  # fmt: skip
+            eng.open.clear()
+        fut.set_result(Translation(" LONG ", truncated=True, tokens_out=3))
+        (out,) = results(ticket)
+        assert out.translation == "LONG" and [w["type"] for w in out.warnings] == ["truncated"]
+    finally:
+        sched.close()
+
+
+# --- streaming engines: deadlines ---------------------------------------------------------------
+def test_streaming_a_request_that_never_finishes_fails_alone_and_is_aborted() -> None:
+    eng = StreamEngine()
+    downs: list[str] = []
+    sched = make_scheduler(eng, latency_target_s=0.5, deadlines=SHORT, on_engine_down=downs.append)
+    try:
+        ticket = sched.submit([req("a"), req("hang"), req("b")])
+        wait_for(lambda: len(eng.open) == 3)
+        assert eng.finish_where(lambda t: t != "hang") == ["a", "b"]
+        out = results(ticket)
+        assert [o.translation for o in out] == ["A", None, "B"]
+        assert error_type(out[1]) == "engine_timeout"
+        assert [r.text for r in eng.aborted] == ["hang"] and eng.open == []
+        assert downs == [] and sched.down is None
+        # the engine serves on, and its slot is free again
+        more = sched.submit([req("c")])
+        wait_for(lambda: eng.open_texts == ["c"])
+        eng.finish(1)
+        assert results(more)[0].translation == "C"
+    finally:
+        sched.close()
+
+
+def test_streaming_a_lone_overdue_request_on_a_live_engine_fails_alone() -> None:
+    eng = StreamEngine()
+    downs: list[str] = []
+    sched = make_scheduler(eng, latency_target_s=0.5, deadlines=SHORT, on_engine_down=downs.append)
+    try:
+        (out,) = results(sched.submit([req("hang")]))
+        assert error_type(out) == "engine_timeout"
+        assert [r.text for r in eng.aborted] == ["hang"] and downs == []
+    finally:
+        sched.close()
+
+
+def test_streaming_several_stuck_requests_and_none_finished_make_the_engine_down() -> None:
+    eng = StreamEngine(EngineLimits(1, 10_000, 1_000))  # two in flight, the rest buffered
+    downs: list[str] = []
+    sched = make_scheduler(eng, latency_target_s=0.5, deadlines=SHORT, on_engine_down=downs.append)
+    try:
+        first = sched.submit([req("x"), req("y")], job_id="A")
+        second = sched.submit([req("z")], job_id="B")
+        wait_for(lambda: len(eng.open) == 2 and sched.buffered() == (0, 1))
+        for ticket in (first, second):
+            with pytest.raises(EngineUnavailable, match="past their deadline"):
+                ticket.result(timeout=SHORT.floor_s + 4 * WATCH_S + 2)
+        wait_for(lambda: downs)
+        assert len(downs) == 1 and "2 request(s) past their deadline" in downs[0]
+        assert sorted(r.text for r in eng.aborted) == ["x", "y"]  # stopped in the engine
+        assert sched.buffered() == (0, 0) and sched.down == downs[0]
+        with pytest.raises(EngineUnavailable):
+            sched.submit([req("after")])
+        time.sleep(2 * WATCH_S)
+        assert len(downs) == 1
+    finally:
+        sched.close()
+
+
+def test_streaming_an_overdue_request_on_an_engine_that_is_not_alive_makes_it_down() -> None:
+    eng = StreamEngine()
+    eng.is_alive = False
+    downs: list[str] = []
+    sched = make_scheduler(eng, latency_target_s=0.5, deadlines=SHORT, on_engine_down=downs.append)
+    try:
+        ticket = sched.submit([req("hang")])
+        with pytest.raises(EngineUnavailable):
+            ticket.result(timeout=SHORT.floor_s + 4 * WATCH_S + 2)
+        assert len(downs) == 1 and "1 request(s)" in downs[0]
+    finally:
+        sched.close()
+
+
+# --- streaming engines: cancellation ------------------------------------------------------------
+def test_streaming_cancel_job_aborts_its_requests_and_drops_its_buffered_ones() -> None:
+    eng = StreamEngine()  # four in flight
+    sched = make_scheduler(eng, latency_target_s=0.5)
+    try:
+        a_sent = sched.submit([req("a1"), req("a2"), req("a3")], job_id="A")
+        b = sched.submit([req("b1"), req("b2"), req("b3")], job_id="B")
+        a_buffered = sched.submit([req("a4"), req("a5")], job_id="A")
+        wait_for(lambda: len(eng.open) == 4 and sched.buffered() == (0, 4))
+        assert eng.open_texts == ["a1", "a2", "a3", "b1"]
+        assert sched.cancel_job("A") == 5
+        assert sorted(r.text for r in eng.aborted) == ["a1", "a2", "a3"]
+        for ticket in (a_sent, a_buffered):
+            out = results(ticket)
+            assert all(not o.ok and "cancelled" in o.error["message"] for o in out)  # type: ignore[index]
+        # B's buffered requests take the freed slots; A's never reach the engine
+        wait_for(lambda: eng.open_texts == ["b1", "b2", "b3"])
+        assert sched.buffered() == (0, 0)
+        eng.finish(3)
+        assert [o.translation for o in results(b)] == ["B1", "B2", "B3"]
+        assert not {"a4", "a5"} & {r.text for r, _ in eng.open} and len(eng.aborted) == 3
+    finally:
+        sched.close()
+
+
+def test_streaming_cancel_keeps_what_already_finished() -> None:
+    eng = StreamEngine()
+    sched = make_scheduler(eng, latency_target_s=0.5)
+    try:
+        ticket = sched.submit([req("done"), req("open")])
+        wait_for(lambda: len(eng.open) == 2)
+        eng.finish_where(lambda t: t == "done")
+        wait_for(lambda: ticket.partial()[0] is not None)
+        sched.cancel(ticket, EngineUnavailable("the chunk's time budget is spent"))
+        out = results(ticket)
+        assert out[0].translation == "DONE"
+        assert error_type(out[1]) == "engine_unavailable"
+        assert [r.text for r in eng.aborted] == ["open"]
+    finally:
+        sched.close()
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_cancel_job_outcomes_have_the_type_cancelled(streaming: bool) -> None:
+    eng: RecordingEngine = StreamEngine() if streaming else RecordingEngine()
+    eng.gate.clear()
+    sched = make_scheduler(eng, latency_target_s=0.5)
+    try:
+        ticket = sched.submit([req("a")], job_id="A")
+        wait_for(lambda: eng.entered.is_set() or getattr(eng, "open", None))
+        sched.cancel_job("A")
+        assert [error_type(o) for o in results(ticket)] == ["cancelled"]
+    finally:
+        eng.gate.set()
+        sched.close()

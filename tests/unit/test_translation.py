@@ -1,93 +1,61 @@
-"""workers/translation.py: one bad segment fails alone, whitespace survives, checks run first.
+"""A chunk through the worker's real path (tests/support.py: the API's plan_chunks, the
+production ChunkProcessor, the scheduler of the engine's kind, fakeredis): one bad segment fails
+alone, a too-long segment fails alone, empty output is an error, each text keeps its own outer
+whitespace (the engine never sees it), truncated output is delivered with a warning and never
+cached, a dead engine sends the chunk back instead of failing its segments.
 
-The engines here are small fixtures implementing the Engine ABC; the code under test is
-``translate_isolated``.
+The engines are :class:`tests.support.ScriptedEngine`s (batch by default; ``streaming=True``
+for the streaming path).
 """
 
 from __future__ import annotations
 
 import math
+import threading
+import time
 from collections.abc import Sequence
 
 import pytest
 
 from mtfleet.core.errors import EngineError, EngineUnavailable
-from mtfleet.workers.engines.base import Engine, EngineLimits, Translation, TranslationRequest
-from mtfleet.workers.translation import translate_isolated
+from mtfleet.core.models import Lane, SegmentOutcome
+from mtfleet.workers.chunk import Requeue
+from mtfleet.workers.engines.base import Translation, TranslationRequest
+from tests.support import ChunkRun, ScriptedEngine, echo, run_chunk
+
+KINDS = pytest.mark.parametrize("streaming", [False, True], ids=["batch", "streaming"])
 
 
-class UpperEngine(Engine):
-    """Translates by upper-casing; records every batch it is given."""
-
-    name = "upper"
-
-    def __init__(self) -> None:
-        self.batches: list[list[str]] = []
-
-    def load(self) -> None:
-        pass
-
-    @property
-    def model(self) -> str:
-        return "upper"
-
-    @property
-    def fingerprint(self) -> str:
-        return "upper-1"
-
-    @property
-    def limits(self) -> EngineLimits:
-        return EngineLimits(max_sequences=1024, max_batch_tokens=1 << 20, max_input_tokens=1 << 16)
-
-    def pairs(self) -> list[tuple[str, str]]:
-        return [("en", "es")]
-
-    def translate(self, requests: Sequence[TranslationRequest]) -> list[str]:
-        self.batches.append([r.text for r in requests])
-        return [self.one(r.text) for r in requests]
-
-    def one(self, text: str) -> str:
-        return text.upper()
-
-    @property
-    def calls(self) -> int:
-        return len(self.batches)
+def upper(req: TranslationRequest) -> str:
+    return req.text.upper()
 
 
-class BoomEngine(UpperEngine):
-    """Fails any batch that contains the text BOOM."""
-
-    def translate(self, requests: Sequence[TranslationRequest]) -> list[str]:
-        out = super().translate(requests)
-        if any(r.text == "BOOM" for r in requests):
-            raise RuntimeError("device-side assert")
-        return out
+def boom(req: TranslationRequest) -> str | BaseException:
+    return RuntimeError("device-side assert") if req.text == "BOOM" else req.text.upper()
 
 
-class TypedErrorEngine(UpperEngine):
-    def translate(self, requests: Sequence[TranslationRequest]) -> list[str]:
-        super().translate(requests)
-        raise EngineError("model crashed")
+def error_type(o: SegmentOutcome) -> str | None:
+    return None if o.error is None else str(o.error["type"])
 
 
-class ShortEngine(UpperEngine):
+class ShortEngine(ScriptedEngine):
     """Always returns one output too few."""
 
-    def translate(self, requests: Sequence[TranslationRequest]) -> list[str]:
+    def translate(self, requests: Sequence[TranslationRequest]) -> list[str | Translation]:
         return super().translate(requests)[:-1]
 
 
-class BatchOnlyMismatchEngine(UpperEngine):
+class BatchOnlyMismatchEngine(ScriptedEngine):
     """Drops an output only for batches of more than one segment."""
 
-    def translate(self, requests: Sequence[TranslationRequest]) -> list[str]:
+    def translate(self, requests: Sequence[TranslationRequest]) -> list[str | Translation]:
         out = super().translate(requests)
         return out[:-1] if len(out) > 1 else out
 
 
-class LengthLimitEngine(UpperEngine):
+class CharLimitEngine(ScriptedEngine):
     def __init__(self, max_chars: int) -> None:
-        super().__init__()
+        super().__init__(upper)
         self.max_chars = max_chars
 
     def check(self, request: TranslationRequest) -> str | None:
@@ -96,49 +64,46 @@ class LengthLimitEngine(UpperEngine):
         return None
 
 
-class EmptyForEngine(UpperEngine):
-    def one(self, text: str) -> str:
-        return "  \n" if text == "silent" else text.upper()
+@KINDS
+def test_translates_in_order(streaming: bool) -> None:
+    engine = ScriptedEngine(streaming=streaming)
+    out = run_chunk(["a", "b", "c"], engine)
+    assert [o.translation for o in out] == ["[es] a", "[es] b", "[es] c"]
+    assert all(o.ok and not o.warnings and not o.cached for o in out)
+    assert sorted(engine.texts) == ["a", "b", "c"]
 
 
-def reqs(*texts: str) -> list[TranslationRequest]:
-    return [TranslationRequest(t, "en", "es") for t in texts]
+def test_a_batch_engine_gets_the_chunk_in_one_call() -> None:
+    engine = ScriptedEngine()
+    run_chunk([f"s{i}" for i in range(20)], engine)
+    assert engine.batches == [[f"s{i}" for i in range(20)]]
 
 
-def test_translates_in_order() -> None:
-    engine = UpperEngine()
-    out = translate_isolated(engine, reqs("a", "b", "c"))
-    assert [o.translation for o in out] == ["A", "B", "C"]
-    assert all(o.ok for o in out)
-    assert engine.calls == 1
+@KINDS
+def test_outer_whitespace_is_kept_and_never_sent(streaming: bool) -> None:
+    engine = ScriptedEngine(upper, streaming=streaming)
+    out = run_chunk(["  hi \n", "\tthere", "x  "], engine)
+    assert [o.translation for o in out] == ["  HI \n", "\tTHERE", "X  "]
+    assert sorted(engine.texts) == ["hi", "there", "x"]
 
 
-def test_outer_whitespace_preserved_and_not_sent() -> None:
-    engine = UpperEngine()
-    out = translate_isolated(engine, reqs("  hi \n", "\tthere"))
-    assert [o.translation for o in out] == ["  HI \n", "\tTHERE"]
-    assert engine.batches == [["hi", "there"]]
+@KINDS
+def test_texts_differing_only_in_outer_whitespace_translate_once(streaming: bool) -> None:
+    engine = ScriptedEngine(upper, streaming=streaming)
+    texts = ["Red shoes", " Red shoes", "Red shoes\n", "\t Red shoes  "]
+    out = run_chunk(texts, engine)
+    assert [o.translation for o in out] == [
+        "RED SHOES",
+        " RED SHOES",
+        "RED SHOES\n",
+        "\t RED SHOES  ",
+    ]
+    assert engine.texts == ["Red shoes"]
 
 
-def test_whitespace_only_returned_unchanged_without_engine_call() -> None:
-    engine = UpperEngine()
-    out = translate_isolated(engine, reqs("   ", "\n\t"))
-    assert [o.translation for o in out] == ["   ", "\n\t"]
-    assert all(o.ok for o in out)
-    assert engine.calls == 0
-
-
-def test_whitespace_only_mixed_with_text() -> None:
-    engine = UpperEngine()
-    out = translate_isolated(engine, reqs("a", " ", "b"))
-    assert [o.translation for o in out] == ["A", " ", "B"]
-    assert engine.batches == [["a", "b"]]
-
-
-def test_empty_batch() -> None:
-    engine = UpperEngine()
-    assert translate_isolated(engine, []) == []
-    assert engine.calls == 0
+def test_engine_output_whitespace_is_replaced_by_the_texts_own() -> None:
+    out = run_chunk([" a ", "b"], ScriptedEngine(lambda r: f"\n  {r.text.upper()}  \n"))
+    assert [o.translation for o in out] == [" A ", "B"]
 
 
 @pytest.mark.parametrize("bad", [0, 13, 31])
@@ -146,118 +111,170 @@ def test_one_bad_segment_fails_alone_in_log_calls(bad: int) -> None:
     n = 32
     texts = [f"s{i}" for i in range(n)]
     texts[bad] = "BOOM"
-    engine = BoomEngine()
-    out = translate_isolated(engine, reqs(*texts))
+    engine = ScriptedEngine(boom)
+    out = run_chunk(texts, engine)
     for i, o in enumerate(out):
         if i == bad:
-            assert o.translation is None
+            assert o.translation is None and error_type(o) == "engine_error"
             assert o.error is not None
-            assert o.error["type"] == "engine_error"
             assert "RuntimeError" in o.error["message"]
             assert "device-side assert" in o.error["message"]
         else:
             assert o.translation == texts[i].upper(), i
-    assert engine.calls <= 2 * math.log2(n) + 2
+    assert len(engine.batches) <= 2 * math.log2(n) + 2
+    assert engine.texts.count("BOOM") == math.log2(n) + 1  # halved down to itself, once
 
 
 def test_two_bad_segments() -> None:
     texts = [f"s{i}" for i in range(16)]
     texts[2] = texts[11] = "BOOM"
-    out = translate_isolated(BoomEngine(), reqs(*texts))
+    out = run_chunk(texts, ScriptedEngine(boom))
     failed = [i for i, o in enumerate(out) if not o.ok]
-    assert failed == [2, 11]
+    assert failed == [2, 11]  # one text, two indices: the same outcome for both
     assert all(out[i].translation == texts[i].upper() for i in range(16) if i not in failed)
 
 
+def test_a_streaming_request_failure_is_its_own() -> None:
+    out = run_chunk(["a", "BOOM", "b"], ScriptedEngine(boom, streaming=True))
+    assert [o.translation for o in out] == ["A", None, "B"]
+    assert "device-side assert" in out[1].error["message"]  # type: ignore[index]
+
+
 def test_engine_error_type_is_kept() -> None:
-    out = translate_isolated(TypedErrorEngine(), reqs("a"))
-    assert out[0].error == {"type": "engine_error", "message": "model crashed"}
+    (out,) = run_chunk(["a"], ScriptedEngine(lambda r: EngineError("model crashed")))
+    assert out.error == {"type": "engine_error", "message": "model crashed"}
 
 
 def test_persistent_output_mismatch_fails_every_segment() -> None:
     n = 8
     engine = ShortEngine()
-    out = translate_isolated(engine, reqs(*(f"s{i}" for i in range(n))))
+    out = run_chunk([f"s{i}" for i in range(n)], engine)
     for o in out:
-        assert o.translation is None
-        assert o.error is not None
-        assert o.error["type"] == "engine_output_mismatch"
-        assert "returned 0 outputs for 1 inputs" in o.error["message"]
-    # Bisected all the way down: a full binary tree of calls.
-    assert engine.calls == 2 * n - 1
+        assert o.translation is None and error_type(o) == "engine_output_mismatch"
+        assert "returned 0 outputs for 1 inputs" in o.error["message"]  # type: ignore[index]
+    # bisected all the way down: a full binary tree of calls
+    assert len(engine.batches) == 2 * n - 1
 
 
 def test_mismatch_only_for_batches_recovers_by_bisection() -> None:
-    engine = BatchOnlyMismatchEngine()
-    out = translate_isolated(engine, reqs("a", "b", "c", "d"))
+    out = run_chunk(["a", "b", "c", "d"], BatchOnlyMismatchEngine(upper))
     assert [o.translation for o in out] == ["A", "B", "C", "D"]
 
 
-def test_too_long_segment_refused_before_the_call() -> None:
-    engine = LengthLimitEngine(max_chars=5)
-    out = translate_isolated(engine, reqs("short", "much too long", "  ok  "))
+@KINDS
+def test_a_too_long_segment_fails_alone_and_is_never_sent(streaming: bool) -> None:
+    engine = ScriptedEngine(upper, streaming=streaming, max_input_tokens=3)
+    out = run_chunk(["short", "much too long for this engine", "  ok  "], engine)
     assert out[0].translation == "SHORT"
-    assert out[1].translation is None
-    assert out[1].error is not None
-    assert out[1].error["type"] == "segment_too_long"
-    assert "13 characters" in out[1].error["message"]
+    assert out[1].translation is None and error_type(out[1]) == "segment_too_long"
+    assert "this engine takes at most 3" in out[1].error["message"]  # type: ignore[index]
     assert out[2].translation == "  OK  "
-    assert engine.batches == [["short", "ok"]]
+    assert sorted(engine.texts) == ["ok", "short"]
 
 
-def test_limit_checks_the_stripped_text() -> None:
-    engine = LengthLimitEngine(max_chars=2)
-    out = translate_isolated(engine, reqs("     hi     "))
-    assert out[0].translation == "     HI     "
+def test_the_limit_checks_the_normalised_text() -> None:
+    (out,) = run_chunk(["     hi     "], CharLimitEngine(max_chars=2))
+    assert out.translation == "     HI     "
 
 
-def test_all_too_long_never_calls_engine() -> None:
-    engine = LengthLimitEngine(max_chars=1)
-    out = translate_isolated(engine, reqs("ab", "cd"))
-    assert [o.error["type"] for o in out if o.error] == ["segment_too_long"] * 2
-    assert engine.calls == 0
+def test_all_too_long_never_calls_the_engine() -> None:
+    engine = CharLimitEngine(max_chars=1)
+    out = run_chunk(["ab", "cd"], engine)
+    assert [error_type(o) for o in out] == ["segment_too_long"] * 2
+    assert engine.batches == []
 
 
-def test_empty_output_is_a_failed_segment() -> None:
-    out = translate_isolated(EmptyForEngine(), reqs("loud", "silent"))
-    assert out[0].translation == "LOUD"
-    assert out[1].translation is None
-    assert out[1].error is not None
-    assert out[1].error["type"] == "empty_output"
+@KINDS
+def test_empty_output_is_a_failed_segment_after_one_retry(streaming: bool) -> None:
+    engine = ScriptedEngine(
+        lambda r: "  \n" if r.text == "silent" else r.text.upper(), streaming=streaming
+    )
+    bench = ChunkRun(engine)
+    try:
+        out = bench.run(["loud", "silent"])
+        assert out[0].translation == "LOUD"
+        assert out[1].translation is None and error_type(out[1]) == "empty_output"
+        assert engine.texts.count("silent") == 2 and engine.texts.count("loud") == 1
+        assert bench.cached(["loud", "silent"]) == {"loud": "LOUD"}
+    finally:
+        bench.close()
 
 
-def test_request_fields_passed_through() -> None:
+@pytest.mark.parametrize("lane", [Lane.interactive, Lane.bulk])
+def test_request_fields_are_passed_through(lane: Lane) -> None:
     seen: list[TranslationRequest] = []
 
-    class Spy(UpperEngine):
-        def translate(self, requests: Sequence[TranslationRequest]) -> list[str]:
-            seen.extend(requests)
-            return super().translate(requests)
+    def spy(r: TranslationRequest) -> str:
+        seen.append(r)
+        return echo(r)
 
-    translate_isolated(Spy(), [TranslationRequest(" x ", "de", "fr", priority=1)])
-    assert seen == [TranslationRequest("x", "de", "fr", 1)]
+    run_chunk([" x "], ScriptedEngine(spy), source="de", target="fr", lane=lane)
+    assert seen == [TranslationRequest("x", "de", "fr", 0 if lane is Lane.interactive else 1)]
 
 
-class TruncatingEngine(UpperEngine):
+def truncating(r: TranslationRequest) -> Translation:
     """Reports that it cut off every segment longer than three words."""
-
-    def translate(self, requests: Sequence[TranslationRequest]) -> list[str | Translation]:  # type: ignore[override]
-        return [Translation(r.text.upper(), truncated=len(r.text.split()) > 3) for r in requests]
+    return Translation(r.text.upper(), truncated=len(r.text.split()) > 3, tokens_out=4)
 
 
-class DeadEngine(UpperEngine):
-    def translate(self, requests: Sequence[TranslationRequest]) -> list[str]:
-        raise EngineUnavailable("engine process died")
+@KINDS
+def test_truncated_output_is_delivered_with_a_warning_and_not_cached(streaming: bool) -> None:
+    bench = ChunkRun(ScriptedEngine(truncating, streaming=streaming))
+    try:
+        texts = ["one two", " one two three four "]
+        out = bench.run(texts)
+        assert [o.translation for o in out] == ["ONE TWO", " ONE TWO THREE FOUR "]
+        assert out[0].warnings == []
+        assert [w["type"] for w in out[1].warnings] == ["truncated"]
+        assert all(o.ok for o in out)
+        assert bench.cached(texts) == {"one two": "ONE TWO"}
+    finally:
+        bench.close()
 
 
-def test_truncated_output_is_delivered_with_a_warning() -> None:
-    out = translate_isolated(TruncatingEngine(), reqs("one two", "one two three four"))
-    assert [o.translation for o in out] == ["ONE TWO", "ONE TWO THREE FOUR"]
-    assert out[0].warnings == []
-    assert [w["type"] for w in out[1].warnings] == ["truncated"]
-    assert all(o.ok for o in out)
+def test_a_clean_translation_is_cached_and_served_to_a_later_chunk_that_waited() -> None:
+    engine = ScriptedEngine(upper)
+    bench = ChunkRun(engine)
+    try:
+        bench.run(["Red shoes"])
+        assert bench.cached(["Red shoes"]) == {"Red shoes": "RED SHOES"}
+        # a chunk that waited in the queue looks the cache up again (the API did at submit)
+        out = bench.run([" Red shoes", "Blue hat"], enqueued_at=time.time() - 5)
+        assert [o.translation for o in out] == [" RED SHOES", "BLUE HAT"]
+        assert [o.cached for o in out] == [True, False]
+        assert engine.texts == ["Red shoes", "Blue hat"]
+    finally:
+        bench.close()
 
 
-def test_engine_unavailable_is_not_turned_into_segment_failures() -> None:
-    with pytest.raises(EngineUnavailable):
-        translate_isolated(DeadEngine(), reqs("a", "b", "c"))
+def test_engine_unavailable_sends_the_chunk_back_without_failing_segments() -> None:
+    bench = ChunkRun(ScriptedEngine(lambda r: EngineUnavailable("engine process died")))
+    bench.processor.budget_s = 1.0
+    try:
+        job, messages = bench.submit(["a", "b", "c"])
+        with pytest.raises(EngineUnavailable):
+            bench.processor.process(messages[0])
+        assert bench.store.results(job.id, 3) == [None, None, None]
+    finally:
+        bench.close()
+
+
+def test_a_chunk_past_its_budget_is_requeued_and_records_nothing_it_did_not_finish() -> None:
+    release = threading.Event()
+
+    def slow(r: TranslationRequest) -> str:
+        release.wait(5)
+        return r.text.upper()
+
+    engine = ScriptedEngine(slow, streaming=True)
+    bench = ChunkRun(engine)
+    bench.processor.budget_s = 0.3
+    try:
+        job, messages = bench.submit(["a", "b"])
+        with pytest.raises(Requeue):
+            bench.processor.process(messages[0])
+        assert bench.store.results(job.id, 2) == [None, None]
+        assert len(engine.aborted) == 2  # the requests were given up in the engine
+    finally:
+        release.set()
+        bench.close()

@@ -139,6 +139,11 @@ class Item:
         return self.request.priority <= 0
 
 
+def seconds(s: float) -> str:
+    """A deadline for messages: whole seconds, tenths below ten."""
+    return f"{s:.0f}s" if s >= 10 else f"{s:.1f}s"
+
+
 class Scheduler(ABC):
     """Between the task threads and one engine; see the module docs for the steps."""
 
@@ -310,6 +315,7 @@ class Scheduler(ABC):
     # -- outcomes ----------------------------------------------------------------------------
     def _resolve(self, it: Item, res: Result) -> None:
         if isinstance(res, EngineUnavailable):
+            it.ticket.fail(res)  # its chunk goes back to the queue
             self._engine_down(res.message)
         elif isinstance(res, BaseException):
             it.ticket.set(it.index, error_outcome(res))

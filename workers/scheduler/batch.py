@@ -26,7 +26,7 @@ from mtfleet.core.errors import EngineTimeout
 from mtfleet.workers import metrics
 from mtfleet.workers.batching import bulk_token_budget, plan_batch
 from mtfleet.workers.engines.base import Translation, TranslationRequest
-from mtfleet.workers.scheduler.base import Item, Scheduler
+from mtfleet.workers.scheduler.base import Item, Scheduler, seconds
 from mtfleet.workers.translation import run_isolated
 
 
@@ -95,7 +95,7 @@ class BatchScheduler(Scheduler):
         except Exception as exc:
             if self._interrupted_at is not None:
                 raise EngineTimeout(
-                    f"the engine did not finish within {deadline - now:.0f}s"
+                    f"the engine did not finish within {seconds(deadline - now)}"
                 ) from exc
             raise
         finally:
@@ -123,7 +123,7 @@ class BatchScheduler(Scheduler):
             self.engine.interrupt()  # the call raises; run_isolated narrows it down
             return
         # interrupted and still not back: the engine cannot be reached
-        if now - interrupted > max(self.deadlines.floor_s, 5.0):
+        if now - interrupted > self.deadlines.floor_s:
             self._engine_down(
                 f"an engine call has not returned {now - started:.0f}s after it started "
                 f"(deadline {deadline - started:.0f}s), even after an interrupt"

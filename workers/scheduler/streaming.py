@@ -29,7 +29,7 @@ from mtfleet.core.errors import EngineTimeout
 from mtfleet.workers import metrics
 from mtfleet.workers.costmodel import BulkGovernor
 from mtfleet.workers.engines.base import Translation, estimate_tokens
-from mtfleet.workers.scheduler.base import Item, Scheduler
+from mtfleet.workers.scheduler.base import Item, Scheduler, seconds
 
 
 class StreamingScheduler(Scheduler):
@@ -99,13 +99,22 @@ class StreamingScheduler(Scheduler):
     def _dispatch(self, items: list[Item]) -> None:
         metrics.observe_batch(len(self._inflight), sum(it.tokens for it in items), None)
         for it in items:
+            if not self._holds(it):
+                continue  # aborted (cancelled, failed) between take and dispatch
             try:
                 fut = self.engine.submit(it.request)
             except Exception as exc:  # noqa: BLE001 - one request's failure is its own
                 self._finished(it, exc)
                 continue
             it.future = fut
+            if not self._holds(it):
+                self.engine.abort(fut)  # aborted while it was being submitted
+                continue
             fut.add_done_callback(partial(self._finished, it))
+
+    def _holds(self, it: Item) -> bool:
+        with self._cond:
+            return id(it) in self._inflight
 
     def _finished(self, it: Item, result: Future[str | Translation] | BaseException) -> None:
         now = time.monotonic()
@@ -180,8 +189,8 @@ class StreamingScheduler(Scheduler):
             )
             return
         for it in serving + stuck:
-            limit = it.deadline - it.sent_at
-            self._fail_alone(it, EngineTimeout(f"the engine did not finish within {limit:.0f}s"))
+            limit = seconds(it.deadline - it.sent_at)
+            self._fail_alone(it, EngineTimeout(f"the engine did not finish within {limit}"))
 
     def _fail_alone(self, it: Item, exc: EngineTimeout) -> None:
         if self._abort_inflight(lambda x: x is it):

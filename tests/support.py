@@ -1,0 +1,254 @@
+"""The shared test doubles: one scripted engine (batch or streaming) and a chunk driven through
+the worker's real path in-process.
+
+:func:`run_chunk` is what a worker does with a chunk, minus Celery: the texts are planned into
+chunk messages by the API's own :func:`~mtfleet.api.service.plan_chunks`, each is processed by
+the production :class:`~mtfleet.workers.chunk.ChunkProcessor` (phrase cache, glossary, the
+scheduler of the engine's kind, every output check, idempotent record) over a fakeredis job
+store, and the outcomes are read back from the store. Tests of checks, whitespace, isolation
+and markup drive this, not helpers of their own.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+import fakeredis
+
+from mtfleet.api.service import plan_chunks
+from mtfleet.core.cache import PhraseCache, normalize
+from mtfleet.core.glossary import Glossary, GlossaryStore
+from mtfleet.core.models import ChunkMessage, JobStatus, Lane, Progress, SegmentOutcome
+from mtfleet.core.settings import Settings
+from mtfleet.core.store import JobRecord, JobStore, new_job_id
+from mtfleet.workers.chunk import ChunkProcessor
+from mtfleet.workers.engines.base import Engine, EngineLimits, Translation, TranslationRequest
+from mtfleet.workers.scheduler import Deadlines, Scheduler, make_scheduler
+
+Reply = str | Translation | BaseException
+Script = Callable[[TranslationRequest], Reply]
+
+#: The engine fingerprint a :class:`ChunkRun`'s worker keys the phrase cache with.
+FINGERPRINT = "fp"
+
+
+def echo(req: TranslationRequest) -> str:
+    return f"[{req.target}] {req.text}"
+
+
+class ScriptedEngine(Engine):
+    """An engine whose answer to each request is ``script(request)`` (a text, a Translation,
+    or an exception to raise). Batch engine by default; ``streaming=True`` makes it a
+    streaming one whose futures resolve on a thread. Records what it was given."""
+
+    name = "scripted"
+
+    def __init__(
+        self,
+        script: Script = echo,
+        *,
+        streaming: bool = False,
+        limits: EngineLimits | None = None,
+        max_input_tokens: int = 1 << 16,
+        delay_s: float = 0.0,
+    ) -> None:
+        self.script = script
+        self.streaming = streaming
+        self._limits = limits or EngineLimits(
+            max_sequences=1024, max_batch_tokens=1 << 20, max_input_tokens=max_input_tokens
+        )
+        self.delay_s = delay_s
+        self.batches: list[list[str]] = []
+        self.aborted: list[Future[str | Translation]] = []
+        self.interrupts = 0
+        self.loaded = False
+        self.closed = False
+        self._lock = threading.Lock()
+
+    def load(self) -> None:
+        self.loaded = True
+
+    @property
+    def model(self) -> str:
+        return "scripted"
+
+    @property
+    def fingerprint(self) -> str:
+        return "scripted-1"
+
+    @property
+    def limits(self) -> EngineLimits:
+        return self._limits
+
+    def pairs(self) -> list[tuple[str, str]]:
+        return [("en", "es"), ("es", "en"), ("en", "fr")]
+
+    def check(self, request: TranslationRequest) -> str | None:
+        n = self.count_tokens(request)
+        if n > self._limits.max_input_tokens:
+            return (
+                f"segment has {n} tokens; this engine takes at most {self._limits.max_input_tokens}"
+            )
+        return None
+
+    def translate(self, requests: Sequence[TranslationRequest]) -> list[str | Translation]:
+        with self._lock:
+            self.batches.append([r.text for r in requests])
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        out: list[str | Translation] = []
+        for r in requests:
+            reply = self.script(r)
+            if isinstance(reply, BaseException):
+                raise reply
+            out.append(reply)
+        return out
+
+    def submit(self, request: TranslationRequest) -> Future[str | Translation]:
+        if not self.streaming:
+            return super().submit(request)
+        with self._lock:
+            self.batches.append([request.text])
+        fut: Future[str | Translation] = Future()
+
+        def run() -> None:
+            if self.delay_s:
+                time.sleep(self.delay_s)
+            reply = self.script(request)
+            if fut.cancelled():
+                return
+            if isinstance(reply, BaseException):
+                fut.set_exception(reply)
+            else:
+                fut.set_result(reply)
+
+        threading.Thread(target=run, daemon=True).start()
+        return fut
+
+    def abort(self, future: Future[str | Translation]) -> None:
+        self.aborted.append(future)
+        future.cancel()
+
+    def interrupt(self) -> None:
+        self.interrupts += 1
+
+    def close(self) -> None:
+        self.closed = True
+
+    @property
+    def texts(self) -> list[str]:
+        """Every text the engine was given, in order."""
+        return [t for batch in self.batches for t in batch]
+
+
+@dataclass
+class ChunkRun:
+    """A fakeredis job store with one worker's chunk processor over ``engine``."""
+
+    engine: Engine
+    settings: Settings = field(default_factory=lambda: Settings(check_language=False))
+    redis: fakeredis.FakeRedis = field(
+        default_factory=lambda: fakeredis.FakeRedis(decode_responses=True)
+    )
+    deadlines: Deadlines | None = None
+
+    def __post_init__(self) -> None:
+        self.store = JobStore(self.redis, result_ttl_s=3600)
+        self.cache = PhraseCache(self.redis, ttl_s=3600)
+        self.engine.load()
+        self.scheduler: Scheduler = make_scheduler(
+            self.engine, latency_target_s=0.5, deadlines=self.deadlines
+        )
+        self.processor = ChunkProcessor(
+            self.settings, self.store, self.cache, lambda: self.scheduler, lambda: FINGERPRINT
+        )
+
+    def cached(
+        self,
+        texts: Sequence[str],
+        *,
+        source: str = "en",
+        target: str = "es",
+        glossary: Glossary | None = None,
+    ) -> dict[str, str]:
+        """What the phrase cache holds for ``texts`` (normalised text -> translation)."""
+        return self.cache.get_many(
+            FINGERPRINT,
+            source,
+            target,
+            [normalize(t) for t in texts],
+            glossary=glossary.version if glossary else None,
+        )
+
+    def glossary(self, g: Glossary) -> Glossary:
+        return GlossaryStore(self.redis).create(g, owner="", max_per_owner=100)
+
+    def submit(
+        self,
+        texts: list[str],
+        *,
+        source: str = "en",
+        target: str = "es",
+        glossary: Glossary | None = None,
+        lane: Lane = Lane.bulk,
+        enqueued_at: float | None = None,
+    ) -> tuple[JobRecord, list[ChunkMessage]]:
+        """A job of ``texts`` stored as the API stores it, and its chunk messages."""
+        job_id = new_job_id()
+        norms = [normalize(t) for t in texts]
+        chunks = plan_chunks(texts, norms, set(), self.settings.chunk_size)
+        now = time.time()
+        messages = [
+            ChunkMessage(
+                job_id=job_id,
+                chunk=n,
+                lane=lane,
+                source=source,
+                target=target,
+                segments=segs,
+                enqueued_at=now if enqueued_at is None else enqueued_at,
+                glossary_id=glossary.id if glossary else None,
+                glossary_version=glossary.version if glossary else None,
+            )
+            for n, segs in enumerate(chunks)
+        ]
+        job = JobRecord(
+            id=job_id,
+            status=JobStatus.queued,
+            source_lang=source,
+            target_lang=target,
+            lane=lane,
+            progress=Progress(done=0, failed=0, total=len(texts)),
+            cached=0,
+            created_at=now,
+            chunks=len(messages),
+        )
+        self.store.create(job, cached={}, ledger={m.chunk: m.model_dump_json() for m in messages})
+        return job, messages
+
+    def run(self, texts: list[str], **kwargs: object) -> list[SegmentOutcome]:
+        """Every text's outcome after its chunks were processed once each."""
+        job, messages = self.submit(texts, **kwargs)  # type: ignore[arg-type]
+        for msg in messages:
+            self.processor.process(msg)
+        outcomes = self.store.results(job.id, job.progress.total)
+        assert all(o is not None for o in outcomes), outcomes
+        return outcomes  # type: ignore[return-value]
+
+    def close(self) -> None:
+        self.scheduler.close()
+
+
+def run_chunk(
+    texts: list[str], engine: Engine | None = None, **kwargs: object
+) -> list[SegmentOutcome]:
+    """Outcomes of ``texts`` translated through the worker's chunk path (see the module)."""
+    bench = ChunkRun(engine or ScriptedEngine())
+    try:
+        return bench.run(texts, **kwargs)
+    finally:
+        bench.close()

@@ -1,0 +1,122 @@
+"""How our modules import each other: no cycles, one namespace, the layering the design asks for.
+
+Every ``import`` statement counts, wherever it is (module level, inside a function, under
+``TYPE_CHECKING``): a cycle hidden in a function is still two modules that need each other.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+PACKAGES = ("core", "api", "workers", "producer")
+
+
+def modules() -> dict[str, Path]:
+    """Every module of ours by its installed name (``mtfleet.core.store``...)."""
+    found = {"mtfleet": ROOT / "mtfleet" / "__init__.py"}
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            parts = ["mtfleet", *path.relative_to(ROOT).with_suffix("").parts]
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join(parts)] = path
+    return found
+
+
+def imports_of(path: Path, known: dict[str, Path]) -> set[str]:
+    """The modules of ours that ``path`` imports (``from a import b`` is module ``a.b`` when
+    that is a module, else ``a``)."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name in known}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                if sub in known:
+                    out.add(sub)
+                elif node.module in known:
+                    out.add(node.module)
+    return out
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {name: imports_of(path, known) - {name} for name, path in known.items()}
+
+
+def cycles(g: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in g.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(g):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_graph_is_read_from_the_sources() -> None:
+    g = graph()
+    assert "mtfleet.workers.runtime" in g["mtfleet.workers.celery_app"]
+    assert "mtfleet.core.store" in g["mtfleet.api.service"]
+    assert len(g) > 60
+
+
+def test_no_import_cycles_in_our_packages() -> None:
+    assert cycles(graph()) == []
+
+
+def test_a_cycle_would_be_found() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_every_import_of_ours_goes_through_the_mtfleet_namespace() -> None:
+    """Installed, only ``mtfleet`` exists: ``import core`` would work in the source tree only."""
+    bad = []
+    for pkg in (*PACKAGES, "tests", "bench", "scripts"):
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                names = []
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    names = [node.module]
+                bad += [f"{path}: {n}" for n in names if n.split(".")[0] in PACKAGES]
+    assert bad == []
+
+
+def test_the_api_and_core_never_import_workers_and_core_imports_only_core() -> None:
+    g = graph()
+    for name, deps in g.items():
+        if name.startswith(("mtfleet.api", "mtfleet.core")):
+            assert not {d for d in deps if d.startswith("mtfleet.workers")}, name
+        if name.startswith("mtfleet.core"):
+            assert all(d.startswith("mtfleet.core") for d in deps), (name, deps)

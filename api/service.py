@@ -19,10 +19,12 @@ import json
 import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import redis
 from celery import Celery
 from kombu.exceptions import OperationalError
+from pydantic import TypeAdapter
 
 from mtfleet.api import detection, documents, metrics
 from mtfleet.api.documents import PreparedDocument
@@ -85,26 +87,30 @@ def outer_space(text: str, norm: str) -> tuple[str, str] | None:
     return (lead, trail) if lead or trail else None
 
 
+_SEGMENTS = TypeAdapter(list[ChunkSegment])
+
+
 def plan_chunks(
     texts: list[str], norms: list[str], skip: set[int], chunk_size: int
 ) -> list[list[ChunkSegment]]:
     """The texts not in ``skip``, grouped by normalised text (each translated once, with the
     outer whitespace of every text kept to put back), cut into chunks of ``chunk_size``
     distinct texts."""
-    groups: dict[str, ChunkSegment] = {}
+    groups: dict[str, dict[str, Any]] = {}
     for i, norm in enumerate(norms):
-        if i in skip:
+        if skip and i in skip:
             continue
         seg = groups.get(norm)
         if seg is None:
-            seg = groups[norm] = ChunkSegment.model_construct(indices=[], text=norm, wraps=None)
-        seg.indices.append(i)
-        wrap = outer_space(texts[i], norm)
-        if wrap is not None:
-            if seg.wraps is None:
-                seg.wraps = {}
-            seg.wraps[i] = wrap
-    segs = list(groups.values())
+            seg = groups[norm] = {"indices": [i], "text": norm}
+        else:
+            seg["indices"].append(i)
+        text = texts[i]
+        if text != norm:
+            wrap = outer_space(text, norm)
+            if wrap is not None:
+                seg.setdefault("wraps", {})[i] = wrap
+    segs = _SEGMENTS.validate_python(list(groups.values()))  # one call for the whole job
     return [segs[i : i + chunk_size] for i in range(0, len(segs), chunk_size)]
 
 

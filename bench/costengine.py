@@ -311,6 +311,8 @@ class CostModelEngine(Engine):
         self.params = params if params is not None else CostParams.from_env()
         self.streaming = self.params.mode == "continuous"
         self._gpu: SimulatedGPU | None = None
+        p = self.params
+        self._limits = EngineLimits(p.max_num_seqs, p.max_num_batched_tokens, p.max_model_len // 2)
         self._batch_lock = threading.Lock()  # batch mode: one call at a time
         self._call: list[Future[Any]] = []  # batch mode: the call in progress
         # Fault injection for the fault tests: a request whose text contains MTBENCH_CRASH_ON
@@ -347,8 +349,7 @@ class CostModelEngine(Engine):
 
     @property
     def limits(self) -> EngineLimits:
-        p = self.params
-        return EngineLimits(p.max_num_seqs, p.max_num_batched_tokens, p.max_model_len // 2)
+        return self._limits
 
     def pairs(self) -> list[tuple[str, str]]:
         return [(s, t) for s in LANGUAGES for t in LANGUAGES if s != t]
@@ -376,12 +377,13 @@ class CostModelEngine(Engine):
         if self.stall_on and self.stall_on in request.text:
             self._gpu.stall()
         tokens = self.count_tokens(request)
-        result = Translation(f"<{request.target}> {request.text.strip()}")
+        out = self.params.out_tokens(tokens)
+        result = Translation(f"<{request.target}> {request.text.strip()}", tokens_out=out)
         if self.slow_on and self.slow_on in request.text:
             slow: Future[Translation] = Future()
             threading.Timer(self.slow_s, slow.set_result, args=(result,)).start()
             return slow
-        return self._gpu.submit(tokens, self.params.out_tokens(tokens), result, request.priority)
+        return self._gpu.submit(tokens, out, result, request.priority)
 
     def submit(self, request: TranslationRequest) -> Future[str | Translation]:
         if not self.streaming:

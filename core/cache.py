@@ -31,7 +31,9 @@ def normalize(text: str) -> str:
 
 
 def text_digest(text: str) -> str:
-    return hashlib.sha256(normalize(text).encode("utf-8")).hexdigest()[:40]
+    """The digest a phrase is kept under; ``text`` is normalised already (the API normalises
+    every text once, and chunks carry the normalised form)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:40]
 
 
 @lru_cache(maxsize=16384)

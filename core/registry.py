@@ -55,12 +55,15 @@ class Registry:
     def __init__(self, client: redis.Redis) -> None:
         self.r = client
 
-    def beat(self, info: WorkerInfo, *, ttl_s: float) -> None:
+    def beat(self, info: WorkerInfo, *, ttl_s: float, pairs: bool = True) -> None:
+        """Refresh the worker's registration; with ``pairs``, also (re)write the pairs it
+        serves (they do not expire, so a worker writes them when it starts, after its engine
+        changed, and now and then, not at every beat: an LLM engine serves ~1,400 pairs)."""
         info.beat_at = time.time()
         pipe = self.r.pipeline(transaction=True)
         pipe.set(keys.worker(info.instance), info.model_dump_json(), px=int(ttl_s * 1000))
         pipe.sadd(keys.WORKERS, info.instance)
-        for src, tgt in info.pairs:
+        for src, tgt in info.pairs if pairs else ():
             pair = PairInfo(
                 source=src,
                 target=tgt,

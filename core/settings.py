@@ -151,10 +151,13 @@ class Settings(BaseSettings):
 
     # --- jobs and API ------------------------------------------------------------------------
     chunk_size: int = Field(
-        64,
+        128,
         ge=1,
         le=1024,
-        description="Segments per broker message (each message costs a task's bookkeeping).",
+        description="Distinct texts per broker message. Each message costs the fleet about "
+        "2.5 ms of CPU (publish, receive, task events, acks, three Redis scripts: measured with "
+        "make bench), so larger chunks cost less per segment; a chunk that kills its worker "
+        "every time is dead-lettered whole, so smaller ones lose less to a poison segment.",
     )
     interactive_max_segments: int = Field(
         50, ge=1, description="Jobs up to this many segments default to the interactive lane."

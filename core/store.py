@@ -26,7 +26,7 @@ from enum import Enum
 from typing import Any, get_args
 
 import redis
-from pydantic import Field
+from pydantic import Field, TypeAdapter
 
 from mtfleet.core import keys, scripts
 from mtfleet.core.errors import JobNotFound
@@ -88,11 +88,17 @@ def new_job_id() -> str:
 
 
 def encode_outcome(outcome: SegmentOutcome) -> str:
+    """The outcome as stored (fields at their default left out)."""
     return outcome.model_dump_json(exclude_none=True, exclude_defaults=True)
 
 
 def decode_outcome(raw: str) -> SegmentOutcome:
     return SegmentOutcome.model_validate_json(raw)
+
+
+# A whole job's outcomes are parsed in one call (a JSON array): per-outcome calls cost more
+# than the parsing itself on a job of thousands of segments.
+_OUTCOMES = TypeAdapter(list[SegmentOutcome | None])
 
 
 class JobStore:
@@ -278,9 +284,9 @@ class JobStore:
 
     def results(self, job_id: str, total: int) -> list[SegmentOutcome | None]:
         raw = self.r.hgetall(keys.job_results(job_id))
-        out: list[SegmentOutcome | None] = [None] * total
+        slots = ["null"] * total
         for k, v in raw.items():
             i = int(k)
             if 0 <= i < total:
-                out[i] = decode_outcome(str(v))
-        return out
+                slots[i] = str(v)
+        return _OUTCOMES.validate_json(f"[{','.join(slots)}]")

@@ -307,7 +307,7 @@ def prepare(text: str, matcher: Matcher | None) -> Protected:
     ``%s``...), numbers with units and SKU codes as standalone tags (the same protection
     document segments get in the API, :func:`core.documents.pipeline.protect`), then the
     glossary's terms; ``restore`` puts all of them back."""
-    spanned, span_codes = protect_spans(text, next_code(text))
+    spanned, span_codes = protect_spans(text, next_code(text) if "<" in text else 1)
     prep = matcher.protect(spanned) if matcher else Protected(spanned)
     if span_codes:
         prep.codes = {**span_codes, **prep.codes}

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from mtfleet.core.cache import PhraseCache
-from mtfleet.core.errors import DeadLettered, EngineUnavailable
+from mtfleet.core.errors import Cancelled, DeadLettered, EngineUnavailable
 from mtfleet.core.glossary import GlossaryNotFound, GlossaryStore
 from mtfleet.core.models import ChunkMessage, Lane, SegmentOutcome
 from mtfleet.core.settings import Settings
@@ -33,10 +33,10 @@ from mtfleet.workers.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 
-#: A chunk that waited in the queue at least this long looks its texts up in the phrase cache
-#: again: the API looked them up when it was queued, and another job may have translated some
-#: since (bulk backlogs of catalogue text). A chunk taken at once skips the read: it would
-#: find nothing the API did not.
+#: A chunk that waited in the queue at least this long may look its texts up in the phrase cache
+#: again (:class:`Recheck`): the API looked them up when it was queued, and another job may
+#: have translated some since (bulk backlogs of catalogue text). A chunk taken at once skips
+#: the read: it would find nothing the API did not.
 RECHECK_AFTER_S = 1.0
 #: Share of the broker's visibility timeout a chunk may take from its start: past it the
 #: chunk records what it has and goes back to the queue, so no chunk outlives its lease.
@@ -46,6 +46,42 @@ BUDGET_SHARE = 0.5
 class Requeue(Exception):
     """The chunk could not finish in its budget: what is done is recorded; the rest is
     requeued (nothing is lost, and the delivery counter bounds the retries)."""
+
+
+class Recheck:
+    """Whether a chunk that waited in the queue looks its texts up in the phrase cache again:
+    only while that pays, as measured. A lookup costs the worker CPU and a round trip per
+    segment (measured here); a hit saves the engine's time for a segment (the scheduler's
+    measured busy seconds per segment). So on a GPU, where a segment costs milliseconds, a hit
+    ratio of a few per mille pays and every waiting chunk looks; on an engine that costs next
+    to nothing, or a backlog that never repeats itself, only every ``SAMPLE_EVERY``-th one
+    does, to notice when that changes."""
+
+    SAMPLE_EVERY = 16
+
+    def __init__(self) -> None:
+        self.hit_ratio = 0.05  # prior: look until the hits are measured
+        self.cost_s = 5e-6  # per segment looked up
+        self._lock = threading.Lock()
+        self._passed = 0
+
+    def wanted(self, engine_s_per_segment: float | None) -> bool:
+        with self._lock:
+            if engine_s_per_segment is None or self.hit_ratio * engine_s_per_segment > self.cost_s:
+                return True
+            self._passed += 1
+            if self._passed >= self.SAMPLE_EVERY:
+                self._passed = 0
+                return True
+            return False
+
+    def observe(self, segments: int, hits: int, seconds: float) -> None:
+        if segments <= 0:
+            return
+        weight = min(1.0, segments / 500)  # a few chunks' worth of memory
+        with self._lock:
+            self.hit_ratio += (hits / segments - self.hit_ratio) * weight
+            self.cost_s += (seconds / segments - self.cost_s) * weight
 
 
 class Gate:
@@ -129,6 +165,7 @@ class ChunkProcessor:
         self.scheduler = scheduler
         self.fingerprint = fingerprint
         self.gate = Gate()
+        self.recheck = Recheck()
         self.budget_s = settings.visibility_timeout_s * BUDGET_SHARE
         self.chunk_segments = float(settings.chunk_size)  # running mean segments per chunk
 
@@ -145,6 +182,10 @@ class ChunkProcessor:
             if reason is not None:
                 raise EngineUnavailable(f"the engine is down: {reason}")
             return self._process(msg)
+
+    def _engine_s_per_segment(self) -> float | None:
+        rate = self.scheduler().meter.rate()
+        return None if not rate else 1.0 / rate
 
     def _process(self, msg: ChunkMessage) -> dict[str, Any]:
         started = time.monotonic()
@@ -190,10 +231,14 @@ class ChunkProcessor:
         fp = self.fingerprint()
         todo = list(range(len(segments)))
         cache_hits = 0
-        if time.time() - msg.enqueued_at >= RECHECK_AFTER_S:
+        if time.time() - msg.enqueued_at >= RECHECK_AFTER_S and self.recheck.wanted(
+            self._engine_s_per_segment()
+        ):
+            looked = time.perf_counter()
             hits = self.cache.get_many(
                 fp, msg.source, msg.target, (s.text for s in segments), glossary=gv
             )
+            self.recheck.observe(len(segments), len(hits), time.perf_counter() - looked)
             if hits:
                 todo = []
                 for n, seg in enumerate(segments):
@@ -233,6 +278,9 @@ class ChunkProcessor:
                 to_cache[segments[n].text] = outcome.translation
             deliver(n, outcome)
         self.cache.put_many(fp, msg.source, msg.target, to_cache, glossary=gv)
+        # segments aborted because their job was cancelled get no result, like the ones that
+        # never started (the job is final already; its ledger is gone)
+        outcomes = [(i, o) for i, o in outcomes if (o.error or {}).get("type") != Cancelled.code]
         final = self.store.record(msg.job_id, outcomes, chunk=msg.chunk)
         failed = sum(1 for _, o in outcomes if not o.ok)
         self.chunk_segments += (len(all_indices) - self.chunk_segments) * 0.1

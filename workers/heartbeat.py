@@ -12,6 +12,10 @@ from mtfleet.workers.hooks import Periodic
 log = logging.getLogger(__name__)
 
 
+#: The registry's pairs are rewritten every this many beats (and whenever the engine changes).
+PAIRS_EVERY = 12
+
+
 class Heartbeat(Periodic):
     name = "heartbeat"
 
@@ -22,12 +26,18 @@ class Heartbeat(Periodic):
         self.info = info
         self.interval_s = interval_s
         self.ttl_s = interval_s * 3  # three missed beats and the worker counts as gone
+        self._beats = 0
+        self._fingerprint = ""
 
     def boot(self) -> None:
         self.tick()  # registered (and listed as a possible holder) before it consumes
 
     def tick(self) -> None:
-        self.registry.beat(self.info(), ttl_s=self.ttl_s)
+        info = self.info()
+        pairs = self._beats % PAIRS_EVERY == 0 or info.fingerprint != self._fingerprint
+        self.registry.beat(info, ttl_s=self.ttl_s, pairs=pairs)
+        self._beats += 1
+        self._fingerprint = info.fingerprint
 
     def beat_now(self) -> None:
         """Out of turn (health changed): failures are logged, the loop tries again."""

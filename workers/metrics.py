@@ -15,6 +15,8 @@ CHUNKS = Counter("mt_worker_chunks_total", "Chunks processed by this worker", ["
 TOKENS = Counter(
     "mt_worker_tokens_total", "Tokens through the engine (in: source, out: generated)", ["dir"]
 )
+TOKENS_IN = TOKENS.labels("in")  # bound once: a label lookup costs more than the increment
+TOKENS_OUT = TOKENS.labels("out")
 CACHE_LOOKUPS = Counter(
     "mt_worker_cache_lookups_total",
     "Phrase-cache lookups by workers: segments of chunks that waited in the queue (the API "
@@ -93,12 +95,27 @@ def observe_batch(segments: int, tokens: int, seconds: float | None) -> None:
         ENGINE_SECONDS.observe(seconds)
 
 
+class _LaneSeries:
+    """A lane's chunk series, bound once (a label lookup costs more than the update)."""
+
+    def __init__(self, lane: str) -> None:
+        self.chunks = CHUNKS.labels(lane)
+        self.translated = SEGMENTS.labels(lane, "translated")
+        self.cached = SEGMENTS.labels(lane, "cached")
+        self.failed = SEGMENTS.labels(lane, "failed")
+        self.latency = LATENCY.labels(lane)
+
+
+_LANES = {lane: _LaneSeries(lane) for lane in ("interactive", "bulk")}
+
+
 def observe_chunk(*, lane: str, segments: int, cached: int, failed: int, latency_s: float) -> None:
-    CHUNKS.labels(lane).inc()
-    SEGMENTS.labels(lane, "translated").inc(max(segments - cached - failed, 0))
-    SEGMENTS.labels(lane, "cached").inc(cached)
-    SEGMENTS.labels(lane, "failed").inc(failed)
-    LATENCY.labels(lane).observe(max(latency_s, 0.0))
+    series = _LANES[lane]
+    series.chunks.inc()
+    series.translated.inc(max(segments - cached - failed, 0))
+    series.cached.inc(cached)
+    series.failed.inc(failed)
+    series.latency.observe(max(latency_s, 0.0))
 
 
 def serve(port: int) -> None:

@@ -76,6 +76,7 @@ class WorkerRuntime:
         self.engine_factory = engine_factory
         self.engine = engine_factory(settings)
         self._scheduler: Scheduler | None = None
+        self._pairs_of: tuple[Engine | None, list[tuple[str, str]]] = (None, [])
         self._engine_lock = threading.Lock()
         self._jobs: Counter[str] = Counter()  # jobs with a chunk in progress here
         self._jobs_lock = threading.Lock()
@@ -178,7 +179,7 @@ class WorkerRuntime:
             engine=e.name,
             model=e.model,
             fingerprint=e.fingerprint,
-            pairs=e.pairs(),
+            pairs=self._pairs(e),
             lanes=list(self.settings.lanes),
             gpus=self.gpus,
             cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
@@ -187,6 +188,12 @@ class WorkerRuntime:
             pid=os.getpid(),
             started_at=self.started_at,
         )
+
+    def _pairs(self, engine: Engine) -> list[tuple[str, str]]:
+        """The engine's pairs, asked once per engine (an LLM engine lists ~1,400)."""
+        if self._pairs_of[0] is not engine:
+            self._pairs_of = (engine, engine.pairs())
+        return self._pairs_of[1]
 
     # -- one chunk ---------------------------------------------------------------------------
     def process(self, msg: ChunkMessage, *, redelivered: bool = False) -> dict[str, Any]:

@@ -54,13 +54,14 @@ def markup(text: str) -> set[str]:
     items: set[str] = set()
     if "<" not in text:
         return items
-    for m in _TAG.finditer(text):
-        closing, name, attrs = m.group(1), m.group(2).lower(), m.group(3)
+    for closing, name, attrs in _TAG.findall(text):
+        name = name.lower()
         if not (name in HTML_ELEMENTS or closing or attrs.strip(" /")):
             continue
         items.add(f"<{name}>")
-        items.update(f"{h.lower()}=" for h in _HANDLER.findall(attrs))
-        items.update(f"{s.lower()}script:" for s in _SCRIPT_URL.findall(attrs))
+        if attrs:
+            items.update(f"{h.lower()}=" for h in _HANDLER.findall(attrs))
+            items.update(f"{s.lower()}script:" for s in _SCRIPT_URL.findall(attrs))
     return items
 
 

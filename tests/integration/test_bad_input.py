@@ -40,7 +40,7 @@ import redis
 from fastapi.testclient import TestClient
 
 from mtfleet.api.app import create_app
-from mtfleet.core.cache import PhraseCache
+from mtfleet.core.cache import PhraseCache, normalize
 from mtfleet.core.registry import Registry
 from mtfleet.core.settings import Settings
 from mtfleet.producer.localfleet import LocalFleet
@@ -184,7 +184,7 @@ class Markup(HTMLParser):
 def cache_has(r: redis.Redis, text: str) -> bool:
     pair = Registry(r).pair("en", "es")
     assert pair is not None
-    return bool(r.exists(PhraseCache.key(pair.fingerprint, "en", "es", text)))
+    return bool(r.exists(PhraseCache.key(pair.fingerprint, "en", "es", normalize(text))))
 
 
 # --- body size ---------------------------------------------------------------------------------

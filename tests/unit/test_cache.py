@@ -34,10 +34,12 @@ def test_normalize_strips_outer_whitespace_only() -> None:
 
 
 def test_same_normalized_text_same_key() -> None:
-    assert PhraseCache.key(FP, "en", "es", "Café") == PhraseCache.key(
-        FP, "en", "es", " Cafe\u0301\n"
+    """Keys are made from normalised texts (the API normalises each text once; chunks carry
+    the normalised form to the worker)."""
+    assert PhraseCache.key(FP, "en", "es", normalize("Café")) == PhraseCache.key(
+        FP, "en", "es", normalize(" Cafe\u0301\n")
     )
-    assert text_digest("x ") == text_digest(" x")
+    assert text_digest(normalize("x ")) == text_digest(normalize(" x"))
 
 
 @pytest.mark.parametrize(
@@ -71,9 +73,13 @@ def test_round_trip_with_ttl(cache: PhraseCache, r: fakeredis.FakeRedis) -> None
     assert 0 < r.ttl(key) <= 3600
 
 
-def test_lookup_by_unnormalized_text_returns_caller_text(cache: PhraseCache) -> None:
+def test_lookups_take_normalised_texts(cache: PhraseCache) -> None:
+    """The cache keys normalised texts (the API normalises once); the caller puts the outer
+    whitespace back (core.cache.rewrap)."""
     cache.put_many(FP, "en", "es", {"Red shoes": "Zapatos rojos"})
-    assert cache.get_many(FP, "en", "es", ["  Red shoes\n"]) == {"  Red shoes\n": "Zapatos rojos"}
+    text = "  Red shoes\n"
+    assert cache.get_many(FP, "en", "es", [normalize(text)]) == {"Red shoes": "Zapatos rojos"}
+    assert rewrap(text, "Zapatos rojos") == "  Zapatos rojos\n"
 
 
 def test_other_model_or_pair_misses(cache: PhraseCache) -> None:

@@ -144,8 +144,8 @@ def test_engine_output_limits_and_pairs() -> None:
     try:
         assert engine.streaming
         out = engine.translate([req("  hallo welt "), req("bonjour", target="es")])
-        assert out == [Translation("<de> hallo welt"), Translation("<es> bonjour")]
-        assert engine.submit(req("x", target="fr")).result(timeout=5) == Translation("<fr> x")
+        assert out == [Translation("<de> hallo welt", tokens_out=3), Translation("<es> bonjour", tokens_out=2)]
+        assert engine.submit(req("x", target="fr")).result(timeout=5) == Translation("<fr> x", tokens_out=2)
         assert engine.limits.max_input_tokens == 10
         assert engine.check(req("a b c")) is None
         reason = engine.check(req(" ".join(["word"] * 30)))
@@ -174,8 +174,8 @@ def test_batch_mode_is_a_batch_engine() -> None:
     try:
         assert not engine.streaming
         assert engine.translate([req("a"), req("b")]) == [
-            Translation("<de> a"),
-            Translation("<de> b"),
+            Translation("<de> a", tokens_out=2),
+            Translation("<de> b", tokens_out=2),
         ]
         with pytest.raises(NotImplementedError):
             engine.submit(req())
@@ -205,6 +205,6 @@ def test_loads_as_an_engine_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
     engine.load()
     try:
         assert engine.streaming and engine.model == "costmodel:zero"
-        assert engine.translate([req("ok")]) == [Translation("<de> ok")]
+        assert engine.translate([req("ok")]) == [Translation("<de> ok", tokens_out=2)]
     finally:
         engine.close()

@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mtfleet.core.documents import for_filename
+from mtfleet.core.documents import for_filename, pipeline
 from mtfleet.core.documents.base import TAG, Code, Unit, UnitBuilder, restore, tag_counts
 from mtfleet.core.documents.pipeline import assemble, plan, protect, sentences, spans
 from mtfleet.workers.checks import prepare
@@ -219,3 +219,39 @@ def test_the_pipeline_is_transparent_on_every_corpus_file(path: Path) -> None:
     texts = assemble(p, through_worker)
     assert texts == [u.text for u in units]
     assert fmt.render(content, texts) == fmt.render(content, [u.text for u in units])
+
+
+# --- spans: the window the expression runs over never hides a span -------------------------------
+_PIECES = [
+    "20 kg", "20\nkg", "20\tkg", "5.5 GHz", "$50", "$ 5.50", "SKU-1234-X", "AB12-CD34", "v1.2.3",
+    "1.2.3", "{name}", "%s", "www.x.com", "https://a.b/c?d=1", "a@b.com", "100%", "12", "x1",
+    "3cm", "o123:", "word", "the", "Item", "<x1/>", "<g1>", "</g1>", "-", ".", ",", "9", "kg",
+    "ABC-9", "2024-01-02", "€ 3", "3 €", "12px", "mAh", "1,5 l", "\n", "  ", "\t", "A1-B2",
+    "GB", "°C", "50°C",
+]  # fmt: skip
+
+
+def _every_span(text: str) -> list[tuple[int, int]]:
+    """The definition spans() must match: the expression over the whole text, outside tags."""
+    found: list[tuple[int, int]] = []
+    pos = 0
+    for part in pipeline._split_keep_tags(text):
+        if not TAG.fullmatch(part):
+            found += [(pos + m.start(), pos + m.end()) for m in pipeline._PROTECT.finditer(part)]
+        pos += len(part)
+    return [(a, b) for a, b in found if text[a:b].strip()]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(_PIECES), st.sampled_from(["", " ", "  ", ". ", ", ", "\n"])),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_spans_finds_every_span_the_whole_text_expression_finds(
+    parts: list[tuple[str, str]],
+) -> None:
+    text = "".join(a + b for a, b in parts)
+    assert pipeline.spans(text) == _every_span(text)

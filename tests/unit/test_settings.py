@@ -32,7 +32,7 @@ def test_defaults() -> None:
     assert s.prompt_style == "auto"
     assert s.tensor_parallel_size == 1
     assert s.lanes == ["interactive", "bulk"]
-    assert s.chunk_size == 64
+    assert s.chunk_size == 128
     # Hunyuan-MT's recommended sampling.
     assert (s.top_k, s.top_p, s.temperature, s.repetition_penalty) == (20, 0.6, 0.7, 1.05)
 
@@ -53,7 +53,7 @@ def test_reads_mt_prefixed_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_unprefixed_names_are_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHUNK_SIZE", "7")
-    assert Settings().chunk_size == 64
+    assert Settings().chunk_size == 128
 
 
 @pytest.mark.parametrize(

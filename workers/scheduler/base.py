@@ -121,22 +121,28 @@ class Ticket:
 class Item:
     """One request on its way through the scheduler."""
 
-    __slots__ = ("deadline", "future", "index", "request", "sent_at", "ticket", "tokens")
+    __slots__ = (
+        "deadline",
+        "future",
+        "index",
+        "interactive",
+        "request",
+        "sent_at",
+        "ticket",
+        "tokens",
+    )
 
     def __init__(
         self, request: TranslationRequest, tokens: int, ticket: Ticket, index: int
     ) -> None:
         self.request = request
+        self.interactive = request.priority <= 0
         self.tokens = tokens
         self.ticket = ticket
         self.index = index
         self.sent_at = 0.0  # when the engine got it
         self.deadline = 0.0  # when it must be done by (monotonic), once sent
         self.future: object = None  # streaming engines: the engine's future
-
-    @property
-    def interactive(self) -> bool:
-        return self.request.priority <= 0
 
 
 def seconds(s: float) -> str:
@@ -193,7 +199,7 @@ class Scheduler(ABC):
                 continue
             items.append(Item(req, engine.count_tokens(req), ticket, i))
         if items:
-            metrics.TOKENS.labels("in").inc(sum(it.tokens for it in items))
+            metrics.TOKENS_IN.inc(sum(it.tokens for it in items))
             with self._cond:
                 if self._closed or self._down is not None:
                     raise EngineUnavailable(self._down or "the worker is shutting down")
@@ -289,14 +295,32 @@ class Scheduler(ABC):
     def _overdue(self, now: float) -> None:
         """The watchdog's look at deadlines (no lock held)."""
 
+    def _finished_work(self) -> list[tuple[Item, object]]:
+        """Engine completions waiting to be settled by the dispatcher (lock held); a streaming
+        engine's callbacks only queue them, so its own thread stays free."""
+        return []
+
+    def _settle(self, done: list[tuple[Item, object]]) -> None:  # noqa: B027 - streaming only
+        """Settle engine completions (no lock held)."""
+
     def _loop(self) -> None:
         while True:
             with self._cond:
-                while not self._closed and (self._down is not None or not self._runnable()):
+                while not self._closed and not (
+                    self._finished_work() or (self._down is None and self._runnable())
+                ):
                     self._cond.wait()
                 if self._closed:
                     return
-                items = self._take()
+                done = self._finished_work()
+                if done:
+                    done = list(done)
+                    self._finished_work().clear()
+                items = self._take() if self._down is None and self._runnable() else []
+            if done:
+                self._settle(done)
+            if not items:
+                continue
             try:
                 self._dispatch(items)
             except Exception as exc:  # never let the dispatcher die
@@ -322,10 +346,19 @@ class Scheduler(ABC):
         elif isinstance(res, SegmentOutcome):
             it.ticket.set(it.index, res)
         else:
-            text = res.text if isinstance(res, Translation) else res
-            counted = res.tokens_out if isinstance(res, Translation) else None
-            metrics.TOKENS.labels("out").inc(counted or estimate_tokens(text))
             it.ticket.set(it.index, outcome_of(res, source=it.request.text))
+
+    @staticmethod
+    def _count_out(results: Sequence[Result]) -> None:
+        """Generated tokens of a batch of engine outputs, into the metric at once."""
+        n = 0
+        for res in results:
+            if isinstance(res, Translation):
+                n += res.tokens_out or estimate_tokens(res.text)
+            elif isinstance(res, str):
+                n += estimate_tokens(res)
+        if n:
+            metrics.TOKENS_OUT.inc(n)
 
     def _engine_down(self, reason: str) -> None:
         """Nothing can succeed on the engine: every waiter fails with EngineUnavailable and

@@ -79,6 +79,7 @@ class BatchScheduler(Scheduler):
                 self._current = []
         self.cost.observe(tokens, elapsed)
         metrics.observe_batch(len(items), tokens, elapsed)
+        self._count_out(results)
         for it, res in zip(items, results, strict=True):
             self._resolve(it, res)
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from functools import partial
 
 from mtfleet.core.errors import EngineTimeout
@@ -37,6 +37,7 @@ class StreamingScheduler(Scheduler):
         """``slowdown``: how much slower per token interactive requests may run under bulk load
         (see :class:`~mtfleet.workers.costmodel.BulkGovernor`)."""
         self._inflight: dict[int, Item] = {}  # id(item) -> item, inside the engine
+        self._done: list[tuple[Item, object]] = []  # completions the dispatcher settles next
         self._inflight_bulk = 0
         self._bulk_seen_at = -1.0  # last time the engine held bulk requests
         self._last_finished = 0.0  # when the engine last finished a request
@@ -87,9 +88,11 @@ class StreamingScheduler(Scheduler):
         now = time.monotonic()
         if taken and not self._inflight:
             self._busy_since = now
-        for it in taken:
+        d = self.deadlines
+        per_token = d.factor * self._s_per_token
+        for it in taken:  # Deadlines.of, inline: this runs once per segment
             it.sent_at = now
-            it.deadline = now + self.deadlines.of(self._s_per_token * it.tokens)
+            it.deadline = now + min(d.ceiling_s, max(d.floor_s, per_token * it.tokens))
             self._inflight[id(it)] = it
         self._inflight_bulk += n_bulk
         if self._inflight_bulk:
@@ -98,50 +101,68 @@ class StreamingScheduler(Scheduler):
 
     def _dispatch(self, items: list[Item]) -> None:
         metrics.observe_batch(len(self._inflight), sum(it.tokens for it in items), None)
+        with self._cond:  # not aborted (cancelled, failed) between take and dispatch
+            items = [it for it in items if id(it) in self._inflight]
         for it in items:
-            if not self._holds(it):
-                continue  # aborted (cancelled, failed) between take and dispatch
             try:
-                fut = self.engine.submit(it.request)
+                it.future = self.engine.submit(it.request)
             except Exception as exc:  # noqa: BLE001 - one request's failure is its own
-                self._finished(it, exc)
+                self._on_done(it, exc)
+        with self._cond:  # aborted while they were being submitted: no future to abort then
+            gone = {id(it) for it in items if id(it) not in self._inflight}
+        for it in items:
+            if it.future is None:
                 continue
-            it.future = fut
-            if not self._holds(it):
-                self.engine.abort(fut)  # aborted while it was being submitted
-                continue
-            fut.add_done_callback(partial(self._finished, it))
+            if id(it) in gone:
+                self.engine.abort(it.future)  # type: ignore[arg-type]
+            else:
+                it.future.add_done_callback(partial(self._on_done, it))  # type: ignore[attr-defined]
 
-    def _holds(self, it: Item) -> bool:
+    def _on_done(self, it: Item, result: Future[str | Translation] | BaseException) -> None:
+        """A request finished (the engine's thread, or an exception from submit): queued for
+        the dispatcher, which settles completions in batches."""
         with self._cond:
-            return id(it) in self._inflight
+            self._done.append((it, result))
+            self._cond.notify()
 
-    def _finished(self, it: Item, result: Future[str | Translation] | BaseException) -> None:
+    def _finished_work(self) -> list[tuple[Item, object]]:
+        return self._done
+
+    def _settle(self, done: list[tuple[Item, object]]) -> None:
         now = time.monotonic()
+        live: list[tuple[Item, object]] = []
         with self._cond:
-            if self._inflight.pop(id(it), None) is None:
-                return  # aborted or failed already (its outcome is set)
-            if not it.interactive:
-                self._inflight_bulk -= 1
-                self._bulk_seen_at = now
-            self._done_total += 1
-            self._last_finished = now
+            for it, result in done:
+                if self._inflight.pop(id(it), None) is None:
+                    continue  # aborted or failed already (its outcome is set)
+                if not it.interactive:
+                    self._inflight_bulk -= 1
+                    self._bulk_seen_at = now
+                live.append((it, result))
+            if live:
+                self._done_total += len(live)
+                self._last_finished = now
             if not self._inflight and self._busy_since is not None:
                 self._busy_total += now - self._busy_since
                 self._busy_since = None
-            self._cond.notify()
-        if isinstance(result, BaseException):
-            self._resolve(it, result)
-            return
-        if result.cancelled():
-            return
-        exc = result.exception()
-        if exc is not None:
-            self._resolve(it, exc)
-            return
-        out = result.result()
-        self._learn(it, out, now)
-        self._resolve(it, out)
+        outs: list[tuple[Item, str | Translation]] = []
+        for it, result in live:
+            if isinstance(result, BaseException):
+                self._resolve(it, result)
+                continue
+            fut: Future[str | Translation] = result  # type: ignore[assignment]
+            try:
+                out = fut.result(timeout=0)  # done: one look at the future, not three
+            except CancelledError:
+                continue
+            except Exception as exc:  # noqa: BLE001 - the request's failure is its own
+                self._resolve(it, exc)
+                continue
+            self._learn(it, out, now)
+            outs.append((it, out))
+        self._count_out([out for _, out in outs])
+        for it, out in outs:
+            self._resolve(it, out)
 
     def _learn(self, it: Item, out: str | Translation, now: float) -> None:
         """Fold a finished request into the seconds-per-token estimate (deadlines) and, for

@@ -272,11 +272,11 @@ class JobService:
             raise InvalidInput(
                 f"{len(texts)} texts in one job; the limit is {s.max_segments_per_job}"
             )
-        for i, t in enumerate(texts):
-            if len(t) > s.max_segment_chars:
-                raise InvalidInput(
-                    f"texts[{i}] has {len(t)} characters; the limit is {s.max_segment_chars}"
-                )
+        if texts and max(map(len, texts)) > s.max_segment_chars:
+            i = next(i for i, t in enumerate(texts) if len(t) > s.max_segment_chars)
+            raise InvalidInput(
+                f"texts[{i}] has {len(texts[i])} characters; the limit is {s.max_segment_chars}"
+            )
 
     def _route(self, source: str, target: str) -> PairInfo:
         """The registry's entry for the pair; 422 listing the served pairs when none serves it."""
@@ -431,8 +431,10 @@ class JobService:
         return pair
 
     def _enqueue(self, job_id: str, messages: list[ChunkMessage], idem_key: str) -> None:
+        """Send every chunk of the job in one round trip (kombu's publish batch: one Redis
+        pipeline, flushed when the block ends; a failed flush fails the job with 503)."""
         try:
-            with self.celery.producer_or_acquire() as producer:
+            with self.celery.producer_or_acquire() as producer, producer.batch():
                 for msg in messages:
                     send_chunk(self.celery, msg, producer=producer)
         except (OperationalError, redis.RedisError, OSError) as exc:

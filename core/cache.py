@@ -12,7 +12,6 @@ import hashlib
 import logging
 import unicodedata
 from collections.abc import Iterable, Mapping
-from functools import lru_cache
 
 import redis
 
@@ -36,9 +35,7 @@ def text_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:40]
 
 
-@lru_cache(maxsize=16384)
 def _key(fingerprint: str, glossary: str, source: str, target: str, text: str) -> str:
-    # a worker computes each key twice (lookup, then store): remember the recent ones
     return keys.phrase(f"{fingerprint}:{glossary}", source, target, text_digest(text))
 
 

@@ -65,6 +65,7 @@ app = make_celery(settings)
 app.conf.update(
     worker_pool="threads",
     worker_concurrency=settings.worker_concurrency,
+    worker_consumer="mtfleet.workers.consumers:TaskConsumer",
     # Remote control (the pidbox: ping, inspect, Flower's worker pages and buttons) answers
     # anyone who can publish on the broker; MT_WORKER_REMOTE_CONTROL=false turns it off.
     worker_enable_remote_control=settings.worker_remote_control,

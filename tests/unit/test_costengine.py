@@ -144,8 +144,13 @@ def test_engine_output_limits_and_pairs() -> None:
     try:
         assert engine.streaming
         out = engine.translate([req("  hallo welt "), req("bonjour", target="es")])
-        assert out == [Translation("<de> hallo welt", tokens_out=3), Translation("<es> bonjour", tokens_out=2)]
-        assert engine.submit(req("x", target="fr")).result(timeout=5) == Translation("<fr> x", tokens_out=2)
+        assert out == [
+            Translation("<de> hallo welt", tokens_out=3),
+            Translation("<es> bonjour", tokens_out=2),
+        ]
+        assert engine.submit(req("x", target="fr")).result(timeout=5) == Translation(
+            "<fr> x", tokens_out=2
+        )
         assert engine.limits.max_input_tokens == 10
         assert engine.check(req("a b c")) is None
         reason = engine.check(req(" ".join(["word"] * 30)))

@@ -28,18 +28,19 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class TranslationRequest:
+class TranslationRequest(NamedTuple):
+    """One segment for the engine (immutable; a tuple because one is made per segment)."""
+
     text: str
     source: str
     target: str
     priority: int = 0  # lower runs first (interactive 0, bulk 1); engines may ignore it
 
 
-@dataclass(frozen=True)
-class Translation:
+class Translation(NamedTuple):
     """An engine's output with what it knows about it (engines may also return plain str)."""
 
     text: str

@@ -112,6 +112,19 @@ class Ticket:
             raise self._error
         return self._outcomes  # type: ignore[return-value]  # all set once done
 
+    def set_many(self, outcomes: list[tuple[int, SegmentOutcome]]) -> None:
+        """:meth:`set` for several outcomes at once (one lock)."""
+        with self._lock:
+            if self._error is not None:
+                return
+            slots = self._outcomes
+            for index, outcome in outcomes:
+                if slots[index] is None:
+                    slots[index] = outcome
+                    self._remaining -= 1
+            if self._remaining == 0:
+                self._done.set()
+
     def partial(self) -> list[SegmentOutcome | None]:
         """The outcomes so far (None where not finished)."""
         with self._lock:

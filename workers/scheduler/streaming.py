@@ -26,10 +26,12 @@ from concurrent.futures import CancelledError, Future
 from functools import partial
 
 from mtfleet.core.errors import EngineTimeout
+from mtfleet.core.models import SegmentOutcome
 from mtfleet.workers import metrics
 from mtfleet.workers.costmodel import BulkGovernor
 from mtfleet.workers.engines.base import Translation, estimate_tokens
 from mtfleet.workers.scheduler.base import Item, Scheduler, seconds
+from mtfleet.workers.translation import outcome_of
 
 
 class StreamingScheduler(Scheduler):
@@ -161,8 +163,16 @@ class StreamingScheduler(Scheduler):
             self._learn(it, out, now)
             outs.append((it, out))
         self._count_out([out for _, out in outs])
-        for it, out in outs:
-            self._resolve(it, out)
+        by_ticket: dict[int, list[tuple[int, SegmentOutcome]]] = {}
+        tickets = {}
+        for it, out in outs:  # outcomes set per ticket, one lock each
+            key = id(it.ticket)
+            tickets[key] = it.ticket
+            by_ticket.setdefault(key, []).append(
+                (it.index, outcome_of(out, source=it.request.text))
+            )
+        for key, settled in by_ticket.items():
+            tickets[key].set_many(settled)
 
     def _learn(self, it: Item, out: str | Translation, now: float) -> None:
         """Fold a finished request into the seconds-per-token estimate (deadlines) and, for

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import redis
 from fastapi import FastAPI, Request
@@ -21,6 +22,7 @@ from mtfleet.core.errors import (
     Unauthorized,
     Unavailable,
 )
+from mtfleet.core.schemas import ErrorPublic
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +35,11 @@ STATUS: list[tuple[type[MTError], int]] = [
     (Unauthorized, 401),
     (RateLimited, 429),
 ]
+
+
+def documented(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """The ``responses`` of a route's OpenAPI entry: these error statuses, each the error body."""
+    return {code: {"model": ErrorPublic} for code in codes}
 
 
 def status_for(exc: MTError) -> int:

@@ -44,10 +44,10 @@ def make_celery(settings: Settings, name: str = "mtfleet") -> Celery:
         # A chunk whose task raised is not acknowledged either: the broker redelivers it after
         # the visibility timeout (the delivery counter stops poison chunks from looping).
         task_acks_on_failure_or_timeout=False,
-        # kombu's Redis transport restores unacked messages after this many seconds; it must
-        # exceed the longest chunk (see README: reliability).
-        # A dead worker's unacked chunks are restored by a sweep every restore_interval_s
-        # (kombu's own default scans only every tenth sweep: ~100 s).
+        # kombu's Redis transport restores unacked messages after this many seconds; a chunk's
+        # deadlines keep it well inside (docs/reliability.md). Each worker sweeps its own
+        # expired chunks every restore_interval_s (kombu's own default scans only every tenth
+        # sweep: ~100 s); a dead worker's come back through the reconciler's rescue.
         broker_transport_options={
             "visibility_timeout": settings.visibility_timeout_s,
             "unacked_restore_interval": settings.restore_interval_s,

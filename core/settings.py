@@ -1,7 +1,8 @@
 """One validated settings object for every mtfleet process (env prefix ``MT_``).
 
 Read once per process with :func:`get_settings`; a bad value raises before any model loads or
-any socket opens. Every field here is listed in the README's configuration table.
+any socket opens. docs/configuration.md lists every field; ``make docs`` writes it from this
+class and a test fails when it is out of date.
 """
 
 from __future__ import annotations
@@ -88,8 +89,8 @@ class Settings(BaseSettings):
     engine_deadline_floor_s: float = Field(
         30.0,
         gt=0,
-        description="Shortest engine deadline, whatever the estimate (never more than half the "
-        "visibility timeout).",
+        description="Shortest engine deadline, whatever the estimate (never more than a quarter "
+        "of the visibility timeout: a chunk's own budget is half of it).",
     )
 
     # --- worker ------------------------------------------------------------------------------
@@ -136,8 +137,9 @@ class Settings(BaseSettings):
     restore_interval_s: int = Field(
         10,
         ge=1,
-        description="Seconds between workers' sweeps for chunks whose visibility timeout "
-        "passed (a dead worker's chunks come back within timeout + this).",
+        description="Seconds between a worker's sweeps of its own chunks whose visibility "
+        "timeout passed (a live worker that held a chunk too long). A dead worker's chunks do "
+        "not wait for the timeout: they are back once its heartbeat expires.",
     )
     reconcile_interval_s: int = Field(
         30,

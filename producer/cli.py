@@ -6,7 +6,7 @@ Clients:     ``mtfleet translate`` · ``mtfleet submit`` · ``mtfleet status`` �
              ``mtfleet glossary create|list|show|delete``
 Operator:    ``mtfleet keys create|list|revoke`` (API keys, straight in Redis)
 
-Settings come from ``MT_*`` environment variables (see the README); command-line options
+Settings come from ``MT_*`` environment variables (docs/configuration.md); command-line options
 override them for the process they start.
 """
 

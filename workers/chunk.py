@@ -41,6 +41,10 @@ RECHECK_AFTER_S = 1.0
 #: Share of the broker's visibility timeout a chunk may take from its start: past it the
 #: chunk records what it has and goes back to the queue, so no chunk outlives its lease.
 BUDGET_SHARE = 0.5
+#: The longest engine deadline, as a share of the visibility timeout: half the chunk's budget,
+#: so a segment that outlives its deadline fails alone (and a hard check's retry still fits)
+#: before the chunk's budget sends the whole chunk back.
+ENGINE_SHARE = BUDGET_SHARE / 2
 
 
 class Requeue(Exception):

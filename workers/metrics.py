@@ -1,7 +1,7 @@
 """Worker-side Prometheus metrics (served on ``MT_WORKER_METRICS_PORT`` when set).
 
-Rates come from counters (``rate(mt_worker_segments_total[1m])`` is segments/s); the README's
-metrics section lists the PromQL for each figure an operator watches.
+Rates come from counters (``rate(mt_worker_segments_total[1m])`` is segments/s);
+docs/operations.md lists the PromQL for each figure an operator watches.
 """
 
 from __future__ import annotations

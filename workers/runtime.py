@@ -38,7 +38,7 @@ from mtfleet.core.registry import Registry, WorkerInfo
 from mtfleet.core.settings import Settings
 from mtfleet.core.store import JobStore
 from mtfleet.workers.cancellation import Cancellations
-from mtfleet.workers.chunk import ChunkProcessor
+from mtfleet.workers.chunk import ENGINE_SHARE, ChunkProcessor
 from mtfleet.workers.engines import Engine, create_engine
 from mtfleet.workers.health import EngineHealth
 from mtfleet.workers.heartbeat import Heartbeat
@@ -141,7 +141,7 @@ class WorkerRuntime:
             deadlines=Deadlines(
                 factor=s.engine_deadline_factor,
                 floor_s=s.engine_deadline_floor_s,
-                ceiling_s=s.visibility_timeout_s * 0.5,
+                ceiling_s=s.visibility_timeout_s * ENGINE_SHARE,
             ),
             on_engine_down=self.health.engine_down,
         )

@@ -6,12 +6,11 @@ answers exactly as a missing one (404). A job names one with ``glossary_id``.
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Response
 
 from mtfleet.api.auth import CallerDep
 from mtfleet.api.deps import ServicesDep
+from mtfleet.api.errors import documented
 from mtfleet.core.glossary import (
     Glossary,
     GlossaryInfo,
@@ -22,7 +21,6 @@ from mtfleet.core.glossary import (
     visible,
 )
 from mtfleet.core.schemas import (
-    ErrorPublic,
     GlossaryCreate,
     GlossaryDetail,
     GlossaryList,
@@ -31,13 +29,7 @@ from mtfleet.core.schemas import (
 
 router = APIRouter(prefix="/v1/glossaries", tags=["glossaries"])
 
-ERRORS: dict[int | str, dict[str, Any]] = {
-    401: {"model": ErrorPublic},
-    404: {"model": ErrorPublic},
-    422: {"model": ErrorPublic},
-    429: {"model": ErrorPublic},
-    503: {"model": ErrorPublic},
-}
+ERRORS = documented(401, 404, 422, 429, 503)
 
 
 def public(g: GlossaryInfo) -> GlossaryPublic:

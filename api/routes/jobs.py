@@ -7,7 +7,7 @@ another key's job answers exactly as a missing one (404).
 from __future__ import annotations
 
 import base64
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, File, Form, Header, Query, Response, UploadFile
 from fastapi.concurrency import run_in_threadpool
@@ -15,12 +15,12 @@ from pydantic import ValidationError
 
 from mtfleet.api.auth import Caller, CallerDep
 from mtfleet.api.deps import Services, ServicesDep
+from mtfleet.api.errors import documented
 from mtfleet.core import documents as core_documents
 from mtfleet.core.errors import InvalidInput, JobNotFinished, JobNotFound
 from mtfleet.core.models import JobStatus, Lane
 from mtfleet.core.schemas import (
     DocumentIn,
-    ErrorPublic,
     JobCreate,
     JobPublic,
     JobResultPublic,
@@ -29,14 +29,7 @@ from mtfleet.core.store import JobRecord
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
-ERRORS: dict[int | str, dict[str, Any]] = {
-    401: {"model": ErrorPublic},
-    404: {"model": ErrorPublic},
-    409: {"model": ErrorPublic},
-    422: {"model": ErrorPublic},
-    429: {"model": ErrorPublic},
-    503: {"model": ErrorPublic},
-}
+ERRORS = documented(401, 404, 409, 422, 429, 503)
 
 
 def public(job: JobRecord) -> JobPublic:

@@ -9,7 +9,7 @@ containing ``INJECT`` comes back with a ``<script>`` appended (``injecting_engin
 output check can be watched end to end. Prompt injection and real HTML go through a second,
 Apertium fleet (real Spanish).
 
-Policy tested here (README, "Input limits and bad input"):
+Policy tested here (docs/api.md, "Input limits and bad input"):
 
 * bodies over ``MT_MAX_REQUEST_BYTES``: 413, with or without Content-Length, read no further;
 * a body that is not UTF-8: 400 when the bytes are not valid UTF-8, 415 when they are UTF-16/32;

@@ -134,9 +134,9 @@ def test_a_stalled_engine_makes_the_worker_unhealthy_until_it_is_restarted(
 
 def test_no_chunk_is_held_longer_than_the_visibility_timeout(redis_server: str) -> None:
     """F4: one segment would take 14 s, longer than the 10 s visibility timeout. Its deadline is
-    capped at half the timeout, so the worker gives up on it at 5 s: it fails alone with
-    ``engine_timeout``, the chunk is acknowledged in time and delivered once, never to a
-    second worker (one is alive beside it)."""
+    capped at a quarter of the timeout (the chunk's budget is half), so the worker gives up on
+    it at 2.5 s: it fails alone with ``engine_timeout``, the chunk is acknowledged in time and
+    delivered once, never to a second worker (one is alive beside it)."""
     url = redis_server.rsplit("/", 1)[0] + "/7"
     rd = redis.Redis.from_url(url, decode_responses=True)
     rd.flushdb()

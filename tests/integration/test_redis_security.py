@@ -31,7 +31,7 @@ from mtfleet.core.settings import Settings
 from mtfleet.producer.localfleet import LocalFleet, free_port, redis_reachable, redis_server_command
 from tests.integration.costfleet import COST_ENGINE, cost_fleet, held
 
-# ACL users (as README "Security: Redis and Flower" advises): the fleet's (every key and channel,
+# ACL users (as docs/security.md advises): the fleet's (every key and channel,
 # no @dangerous command), and a cache-only one that may touch only the phrase cache's keys, so
 # the cache URL provably carries its own credentials. The default user is off.
 FLEET_USER = ["--user", "default", "off", "--user", "mt", "on", ">s3cret-mt"]

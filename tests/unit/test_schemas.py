@@ -1,4 +1,4 @@
-"""api/schemas.py: TextsIn / JobCreate refuse what cannot be translated and name the text."""
+"""core/schemas.py: TextsIn / JobCreate refuse what cannot be translated and name the text."""
 
 from __future__ import annotations
 

@@ -19,15 +19,15 @@ import json
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import redis
 from celery import Celery
 from kombu.exceptions import OperationalError
-from pydantic import TypeAdapter
 
 from mtfleet.api import detection, documents, metrics
+from mtfleet.api.chunking import plan_chunks
 from mtfleet.api.documents import PreparedDocument
+from mtfleet.api.routing import Routing
 from mtfleet.core import keys, languages
 from mtfleet.core.apikeys import ApiKey, Charge, KeyStore
 from mtfleet.core.broker import send_chunk
@@ -35,10 +35,8 @@ from mtfleet.core.cache import PhraseCache, normalize, rewrap
 from mtfleet.core.errors import (
     IdempotencyConflict,
     InvalidInput,
-    Overloaded,
     QuotaExceeded,
     Unavailable,
-    UnsupportedLanguage,
 )
 from mtfleet.core.glossary import GlossaryInfo, GlossaryStore
 from mtfleet.core.models import (
@@ -78,42 +76,6 @@ class Texts:
     segment_langs: list[str | None] | None = None
 
 
-def outer_space(text: str, norm: str) -> tuple[str, str] | None:
-    """The whitespace around ``text``'s normalised form ``norm``, or None when there is none."""
-    if text == norm or not norm:
-        return None
-    lead = text[: len(text) - len(text.lstrip())]
-    trail = text[len(text.rstrip()) :]
-    return (lead, trail) if lead or trail else None
-
-
-_SEGMENTS = TypeAdapter(list[ChunkSegment])
-
-
-def plan_chunks(
-    texts: list[str], norms: list[str], skip: set[int], chunk_size: int
-) -> list[list[ChunkSegment]]:
-    """The texts not in ``skip``, grouped by normalised text (each translated once, with the
-    outer whitespace of every text kept to put back), cut into chunks of ``chunk_size``
-    distinct texts."""
-    groups: dict[str, dict[str, Any]] = {}
-    for i, norm in enumerate(norms):
-        if skip and i in skip:
-            continue
-        seg = groups.get(norm)
-        if seg is None:
-            seg = groups[norm] = {"indices": [i], "text": norm}
-        else:
-            seg["indices"].append(i)
-        text = texts[i]
-        if text != norm:
-            wrap = outer_space(text, norm)
-            if wrap is not None:
-                seg.setdefault("wraps", {})[i] = wrap
-    segs = _SEGMENTS.validate_python(list(groups.values()))  # one call for the whole job
-    return [segs[i : i + chunk_size] for i in range(0, len(segs), chunk_size)]
-
-
 class JobService:
     def __init__(
         self,
@@ -130,8 +92,7 @@ class JobService:
         self.registry = registry
         self.celery = celery
         self.apikeys = apikeys
-        self._pairs: dict[tuple[str, str], tuple[float, PairInfo]] = {}
-        self._depths: dict[Lane, tuple[float, int]] = {}
+        self.routing = Routing(settings, store.r, registry)
 
     # -- the whole path ----------------------------------------------------------------------
     def submit(
@@ -196,12 +157,12 @@ class JobService:
         lane = req.lane or (
             Lane.interactive if len(texts) <= s.interactive_max_segments else Lane.bulk
         )
-        pair = self._route(source, target)
+        pair = self.routing.route(source, target)
         glossary = self._glossary(req.glossary_id, owner, source, target) if texts else None
         norms = [normalize(t) for t in texts]
         cached, plan = self._plan(texts, norms, source, target, pair, glossary, inputs)
         if plan:
-            self._admit(lane)
+            self.routing.admit(lane)
         job_id = new_job_id()
         now = time.time()
         messages = [
@@ -278,21 +239,6 @@ class JobService:
                 f"texts[{i}] has {len(texts[i])} characters; the limit is {s.max_segment_chars}"
             )
 
-    def _route(self, source: str, target: str) -> PairInfo:
-        """The registry's entry for the pair; 422 listing the served pairs when none serves it."""
-        try:
-            pair = self._pair(source, target)
-            if pair is not None:
-                return pair
-            served = sorted(f"{a}->{b}" for a, b in self.registry.pairs())
-        except redis.RedisError as exc:
-            raise Unavailable(f"job store unavailable: {exc}") from exc
-        raise UnsupportedLanguage(
-            f"no engine serves {source}->{target}; served pairs: "
-            + (", ".join(served) if served else "none yet (no worker has registered)"),
-            served=served,
-        )
-
     def _glossary(
         self, glossary_id: str | None, owner: str, source: str, target: str
     ) -> GlossaryInfo | None:
@@ -333,7 +279,7 @@ class JobService:
                         ],
                     )
                 continue
-            src_pair = pair if src == source else self._pair(src, target)
+            src_pair = pair if src == source else self.routing.pair(src, target)
             assert src_pair is not None  # _source_groups keeps served pairs only
             gv = glossary.version if glossary and src == source else None
             hits = self.cache.get_many(
@@ -359,7 +305,7 @@ class JobService:
         groups: dict[str, list[int]] = {}
         for i in range(n):
             lang = langs[i]
-            if lang and lang != target and self._pair(lang, target) is None:
+            if lang and lang != target and self.routing.pair(lang, target) is None:
                 lang = None  # nobody serves it: translate from the job's language
             groups.setdefault(lang or source, []).append(i)
         return groups
@@ -389,46 +335,6 @@ class JobService:
             return bool(self.store.r.exists(key))
         except redis.RedisError as exc:
             raise Unavailable(f"job store unavailable: {exc}") from exc
-
-    def _admit(self, lane: Lane) -> None:
-        """Backpressure: refuse new work for a lane whose queue is past its limit (429). The
-        depth is read at most every 0.2 s per process, so the queue may overshoot the limit by
-        what the API processes accept in that time."""
-        limit = (
-            self.settings.max_queue_interactive
-            if lane is Lane.interactive
-            else self.settings.max_queue_bulk
-        )
-        now = time.monotonic()
-        seen = self._depths.get(lane)
-        if seen is None or seen[0] < now:
-            try:
-                depth = int(self.store.r.llen(keys.queue(lane.value)))
-            except redis.RedisError as exc:
-                raise Unavailable(f"job store unavailable: {exc}") from exc
-            seen = self._depths[lane] = (now + 0.2, depth)
-        depth = seen[1]
-        if depth >= limit:
-            metrics.REJECTED.labels(lane.value).inc()
-            raise Overloaded(
-                f"the {lane.value} lane has {depth} chunks waiting (limit "
-                f"MT_MAX_QUEUE_{lane.value.upper()}={limit}); retry later",
-                retry_after=1 if lane is Lane.interactive else 10,
-                lane=lane.value,
-            )
-
-    def _pair(self, source: str, target: str) -> PairInfo | None:
-        """The registry's entry for a pair, remembered for a second when it exists (it is asked
-        on every request; a pair nobody serves is asked again each time, so a worker that just
-        registered is seen at once)."""
-        now = time.monotonic()
-        hit = self._pairs.get((source, target))
-        if hit is not None and hit[0] > now:
-            return hit[1]
-        pair = self.registry.pair(source, target)
-        if pair is not None:
-            self._pairs[(source, target)] = (now + 1.0, pair)
-        return pair
 
     def _enqueue(self, job_id: str, messages: list[ChunkMessage], idem_key: str) -> None:
         """Send every chunk of the job in one round trip (kombu's publish batch: one Redis

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import fakeredis
 
-from mtfleet.api.service import plan_chunks
+from mtfleet.api.chunking import plan_chunks
 from mtfleet.core.cache import PhraseCache, normalize
 from mtfleet.core.glossary import Glossary, GlossaryStore
 from mtfleet.core.models import ChunkMessage, JobStatus, Lane, Progress, SegmentOutcome

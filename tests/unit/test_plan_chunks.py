@@ -9,7 +9,7 @@ import unicodedata
 
 import pytest
 
-from mtfleet.api.service import plan_chunks
+from mtfleet.api.chunking import plan_chunks
 from mtfleet.core.cache import normalize
 from mtfleet.core.models import ChunkMessage, ChunkSegment, Lane
 

@@ -301,3 +301,33 @@ def test_multipart_upload_of_a_docx(fleet: LocalFleet) -> None:
             "/v1/documents", files={"file": ("scan.pdf", b"%PDF-1.7")}, data={"target_lang": "es"}
         )
         assert unknown.status_code == 422 and ".docx" in unknown.json()["error"]["message"]
+
+
+def test_a_final_document_is_rendered_once_and_its_spans_were_protected_once(
+    fleet: LocalFleet,
+) -> None:
+    """A document's sentences reach the worker with their URLs and prices as text (the worker
+    protects spans, once: the phrase cache holds the sentence as written), and the file of a
+    final job is rendered once and kept: with the original gone, it still downloads, the same
+    bytes (nothing is extracted or rendered again)."""
+    from mtfleet.core import keys
+    from mtfleet.core.cache import PhraseCache
+    from mtfleet.core.registry import Registry
+    from mtfleet.producer.client import MTClient
+
+    assert fleet.redis_url
+    r = redis.Redis.from_url(fleet.redis_url, decode_responses=True)
+    page = "<p>Order at https://shop.example.com/r7 today.</p><p>The red shoes cost $50.</p>"
+    with MTClient(fleet.api_url) as mt:
+        job = mt.submit_document(page, format="html", source="en", target="es")
+        assert mt.wait(job.id, timeout=60).status == "succeeded"
+        first = mt.document(job.id)
+        assert b"https://shop.example.com/r7" in first and b"$50" in first
+        pair = Registry(r).pair("en", "es")
+        assert pair is not None
+        sentence = "Order at https://shop.example.com/r7 today."
+        assert r.exists(PhraseCache.key(pair.fingerprint, "en", "es", sentence))
+        assert r.hget(keys.job_rendered(job.id), "settled") == "2"
+        r.delete(keys.job_document(job.id))  # the original: a new render would need it
+        assert mt.document(job.id) == first
+        assert mt.result(job.id).document is not None

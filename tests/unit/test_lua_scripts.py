@@ -133,3 +133,17 @@ def test_record_results_with_10000_outcomes(store: JobStore) -> None:
     # a repeat changes nothing (HSETNX)
     assert store.record(j.id, outcomes, chunk=0) is JobStatus.succeeded
     assert store.get(j.id).progress == Progress(done=N, failed=0, total=N)
+
+
+def test_a_job_is_finalised_in_one_place() -> None:
+    """Setting a final status, dropping the ledger, leaving the active sets and announcing the
+    job: lib.lua's finalize, which every script that ends a job calls."""
+    lib = (scripts.LUA_DIR / "lib.lua").read_text()
+    assert "local function finalize(" in lib and "'PUBLISH'" in lib
+    callers = []
+    for name in scripts.names():
+        body = (scripts.LUA_DIR / f"{name}.lua").read_text()
+        assert "'PUBLISH'" not in body and "finished_at" not in body, name
+        if "finalize(" in body:
+            callers.append(name)
+    assert sorted(callers) == ["cancel_job", "fail_job", "record_results"]

@@ -87,3 +87,18 @@ def test_lane() -> None:
 def test_texts_must_be_strings() -> None:
     with pytest.raises(ValidationError):
         JobCreate(**body(texts=["ok", 3]))
+
+
+def test_the_sdk_reads_answers_with_the_apis_own_models() -> None:
+    """One definition of each public model: the SDK's names are the API's classes, and the
+    stored job is the public one plus what only the fleet keeps."""
+    from mtfleet.core import schemas
+    from mtfleet.core.store import JobRecord
+    from mtfleet.producer import client
+
+    assert client.Job is schemas.JobPublic
+    assert client.JobResult is schemas.JobResultPublic
+    assert client.DocumentResult is schemas.DocumentOut
+    assert client.Glossary is schemas.GlossaryDetail
+    assert issubclass(JobRecord, schemas.JobPublic)
+    assert set(schemas.JobPublic.model_fields) < set(JobRecord.model_fields)

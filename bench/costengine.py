@@ -54,19 +54,22 @@ import math
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 from mtfleet.core.errors import ConfigError, EngineError, EngineUnavailable
 from mtfleet.core.languages import LANGUAGES
 from mtfleet.core.settings import Settings
 from mtfleet.workers.engines.base import (
+    Done,
     Engine,
     EngineLimits,
     Translation,
     TranslationRequest,
+    collect,
     estimate_tokens,
 )
 
@@ -146,10 +149,22 @@ PRESETS: dict[str, CostParams] = {
 class _Seq:
     in_tokens: int
     out_tokens: int
-    future: Future[Any]
+    done: Callable[[Any], None]  # called once with the result, or an exception
     result: Any
     prefilled: int = 0
     emitted: int = 0
+
+
+def _ignore(_: Any) -> None:
+    pass
+
+
+def _settle(fut: Future[Any], out: Any) -> None:
+    with contextlib.suppress(InvalidStateError):
+        if isinstance(out, BaseException):
+            fut.set_exception(out)
+        else:
+            fut.set_result(out)
 
 
 class SimulatedGPU:
@@ -171,11 +186,18 @@ class SimulatedGPU:
             self._thread = threading.Thread(target=self._loop, name="simulated-gpu", daemon=True)
             self._thread.start()
 
-    def submit(self, in_tokens: int, out_tokens: int, result: T, priority: int = 0) -> Future[T]:
-        """Queue one sequence (thread-safe); the future holds ``result`` once it finishes."""
+    def submit(
+        self,
+        in_tokens: int,
+        out_tokens: int,
+        result: T,
+        priority: int = 0,
+        done: Callable[[Any], None] | None = None,
+    ) -> _Seq | None:
+        """Queue one sequence (thread-safe); ``done(result)`` once it finishes (at once when the
+        cost is zero). Returns its handle for :meth:`abort` (None when it finished already)."""
         if in_tokens < 1 or out_tokens < 1:
             raise ValueError("a sequence needs at least one input and one output token")
-        future: Future[T] = Future()
         with self._cond:
             if self._closed:
                 raise EngineUnavailable("simulated GPU is closed")
@@ -184,22 +206,28 @@ class SimulatedGPU:
                 self.tokens_out += out_tokens
                 self.completed += 1
             else:
-                seq = _Seq(in_tokens, out_tokens, future, result)
+                seq = _Seq(in_tokens, out_tokens, done or _ignore, result)
                 heapq.heappush(self._waiting, (priority, next(self._order), seq))
                 self._cond.notify()
-                return future
-        future.set_result(result)
-        return future
+                return seq
+        if done is not None:
+            done(result)
+        return None
 
-    def abort(self, future: Future[Any]) -> None:
+    def future(self, in_tokens: int, out_tokens: int, result: T, priority: int = 0) -> Future[T]:
+        """:meth:`submit` with a future to wait on (benchmarks' direct runs, tests)."""
+        fut: Future[T] = Future()
+        self.submit(in_tokens, out_tokens, result, priority, partial(_settle, fut))
+        return fut
+
+    def abort(self, seq: _Seq | None) -> None:
         """Drop a sequence (waiting or running), as vLLM's abort frees it at the next step."""
+        if seq is None:
+            return
         with self._cond:
-            self._waiting = [w for w in self._waiting if w[2].future is not future]
+            self._waiting = [w for w in self._waiting if w[2] is not seq]
             heapq.heapify(self._waiting)
-            self._running = [s for s in self._running if s.future is not future]
-        if not future.cancel():  # a running sequence: it fails instead
-            with contextlib.suppress(InvalidStateError):
-                future.set_exception(EngineError("aborted"))
+            self._running = [s for s in self._running if s is not seq]
 
     def stall(self) -> None:
         with self._cond:
@@ -221,8 +249,7 @@ class SimulatedGPU:
         pending = [s for _, _, s in self._waiting] + self._running
         self._waiting, self._running = [], []
         for seq in pending:
-            with contextlib.suppress(InvalidStateError):  # cancelled by its owner
-                seq.future.set_exception(EngineUnavailable("simulated GPU closed"))
+            seq.done(EngineUnavailable("simulated GPU closed"))
 
     def _plan(self) -> tuple[list[tuple[_Seq, int]], int, float]:
         """Admit and schedule one step (lock held): prefill chunks, decoders, step time."""
@@ -237,8 +264,6 @@ class SimulatedGPU:
                 budget -= take
         while self._waiting and budget > 0 and len(self._running) < p.max_num_seqs:
             seq = heapq.heappop(self._waiting)[2]
-            if not seq.future.set_running_or_notify_cancel():
-                continue  # cancelled while waiting
             self._running.append(seq)
             take = min(seq.in_tokens, budget)
             chunks.append((seq, take))
@@ -283,7 +308,7 @@ class SimulatedGPU:
                 self.tokens_out += len(emitting)
                 self.completed += len(done)
             for seq in done:  # outside the lock: callbacks may submit again
-                seq.future.set_result(seq.result)
+                seq.done(seq.result)
 
 
 def direct_throughput(params: CostParams, requests: Sequence[tuple[int, int]]) -> dict[str, float]:
@@ -291,7 +316,7 @@ def direct_throughput(params: CostParams, requests: Sequence[tuple[int, int]]) -
     gpu = SimulatedGPU(params)
     try:
         start = time.monotonic()
-        futures = [gpu.submit(i, o, None) for i, o in requests]
+        futures = [gpu.future(i, o, None) for i, o in requests]
         for f in futures:
             f.result()
         wall_s = time.monotonic() - start
@@ -314,7 +339,7 @@ class CostModelEngine(Engine):
         p = self.params
         self._limits = EngineLimits(p.max_num_seqs, p.max_num_batched_tokens, p.max_model_len // 2)
         self._batch_lock = threading.Lock()  # batch mode: one call at a time
-        self._call: list[Future[Any]] = []  # batch mode: the call in progress
+        self._call: list[tuple[Future[Any], Any]] = []  # batch mode: the call in progress
         # Fault injection for the fault tests: a request whose text contains MTBENCH_CRASH_ON
         # kills the process outright (as a segfault or a CUDA fault would); one containing
         # MTBENCH_FAIL_ON raises for that request alone.
@@ -363,56 +388,63 @@ class CostModelEngine(Engine):
             return f"segment has {tokens} tokens; the cost-model engine takes at most {limit}"
         return None
 
-    def _start(self, request: TranslationRequest) -> Future[Translation]:
+    def _start(self, request: TranslationRequest, done: Done) -> Any:
+        """Start one request; ``done`` gets its output. Returns its handle for :meth:`abort`."""
         if self._gpu is None:
             raise EngineUnavailable("cost-model engine used before load() or after close()")
         if self.crash_on and self.crash_on in request.text:
             os._exit(70)
         if self.fail_on and self.fail_on in request.text:
-            failed: Future[Translation] = Future()
-            failed.set_exception(RuntimeError(f"injected fault on {self.fail_on!r}"))
-            return failed
+            done(RuntimeError(f"injected fault on {self.fail_on!r}"))
+            return None
         if self.hang_on and self.hang_on in request.text:
-            return Future()  # never resolved: only abort() ends it
+            return object()  # never finishes: only abort() ends it
         if self.stall_on and self.stall_on in request.text:
             self._gpu.stall()
         tokens = self.count_tokens(request)
         out = self.params.out_tokens(tokens)
         result = Translation(f"<{request.target}> {request.text.strip()}", tokens_out=out)
         if self.slow_on and self.slow_on in request.text:
-            slow: Future[Translation] = Future()
-            threading.Timer(self.slow_s, slow.set_result, args=(result,)).start()
-            return slow
-        return self._gpu.submit(tokens, out, result, request.priority)
+            timer = threading.Timer(self.slow_s, done, args=(result,))
+            timer.start()
+            return timer
+        return self._gpu.submit(tokens, out, result, request.priority, done)
 
-    def submit(self, request: TranslationRequest) -> Future[str | Translation]:
+    def submit(self, request: TranslationRequest, done: Done) -> Any:
         if not self.streaming:
-            return super().submit(request)
-        future: Future[Any] = self._start(request)
-        return future
+            return super().submit(request, done)
+        return self._start(request, done)
 
     def translate(self, requests: Sequence[TranslationRequest]) -> list[Translation]:
         if self.streaming:
-            return [f.result() for f in [self._start(r) for r in requests]]
-        with self._batch_lock:
-            futures = [self._start(r) for r in requests]
-            self._call = futures
+            return [
+                t if isinstance(t, Translation) else Translation(t) for t in collect(self, requests)
+            ]
+        with self._batch_lock:  # batch mode: one call at a time, interruptible
+            futures: list[Future[Any]] = []
+            handles = []
+            for r in requests:
+                fut: Future[Any] = Future()
+                futures.append(fut)
+                handles.append(self._start(r, partial(_settle, fut)))
+            self._call = list(zip(futures, handles, strict=True))
             try:
                 return [f.result() for f in futures]
             finally:
                 self._call = []
 
-    def abort(self, future: Future[str | Translation]) -> None:
-        if self._gpu is not None:
-            self._gpu.abort(future)
-        else:
-            future.cancel()
+    def abort(self, handle: Any) -> None:
+        if isinstance(handle, threading.Timer):
+            handle.cancel()
+        elif self._gpu is not None and isinstance(handle, _Seq):
+            self._gpu.abort(handle)
 
     def interrupt(self) -> None:
         """Batch mode: the call in progress raises (its unfinished requests are dropped)."""
-        for f in list(self._call):
-            if not f.done():
-                self.abort(f)
+        for fut, handle in list(self._call):
+            if not fut.done():
+                self.abort(handle)
+                _settle(fut, EngineError("interrupted"))
 
     def alive(self) -> bool:
         return self._gpu is not None and not self._gpu.stalled

@@ -14,7 +14,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import fakeredis
@@ -26,7 +25,13 @@ from mtfleet.core.models import ChunkMessage, JobStatus, Lane, Progress, Segment
 from mtfleet.core.settings import Settings
 from mtfleet.core.store import JobRecord, JobStore, new_job_id
 from mtfleet.workers.chunk import ChunkProcessor
-from mtfleet.workers.engines.base import Engine, EngineLimits, Translation, TranslationRequest
+from mtfleet.workers.engines.base import (
+    Done,
+    Engine,
+    EngineLimits,
+    Translation,
+    TranslationRequest,
+)
 from mtfleet.workers.scheduler import Deadlines, Scheduler, make_scheduler
 
 Reply = str | Translation | BaseException
@@ -63,7 +68,7 @@ class ScriptedEngine(Engine):
         )
         self.delay_s = delay_s
         self.batches: list[list[str]] = []
-        self.aborted: list[Future[str | Translation]] = []
+        self.aborted: list[threading.Event] = []
         self.interrupts = 0
         self.loaded = False
         self.closed = False
@@ -108,30 +113,28 @@ class ScriptedEngine(Engine):
             out.append(reply)
         return out
 
-    def submit(self, request: TranslationRequest) -> Future[str | Translation]:
+    def submit(self, request: TranslationRequest, done: Done) -> threading.Event:
+        """Streaming: the reply comes from a thread of its own; the handle is an Event that
+        abort() sets (an aborted request's reply is never delivered)."""
         if not self.streaming:
-            return super().submit(request)
+            return super().submit(request, done)  # type: ignore[no-any-return]
         with self._lock:
             self.batches.append([request.text])
-        fut: Future[str | Translation] = Future()
+        aborted = threading.Event()
 
         def run() -> None:
             if self.delay_s:
                 time.sleep(self.delay_s)
             reply = self.script(request)
-            if fut.cancelled():
-                return
-            if isinstance(reply, BaseException):
-                fut.set_exception(reply)
-            else:
-                fut.set_result(reply)
+            if not aborted.is_set():
+                done(reply)
 
         threading.Thread(target=run, daemon=True).start()
-        return fut
+        return aborted
 
-    def abort(self, future: Future[str | Translation]) -> None:
-        self.aborted.append(future)
-        future.cancel()
+    def abort(self, handle: threading.Event) -> None:
+        self.aborted.append(handle)
+        handle.set()
 
     def interrupt(self) -> None:
         self.interrupts += 1

@@ -11,7 +11,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, File, Form, Header, Query, Response, UploadFile
 from fastapi.concurrency import run_in_threadpool
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from mtfleet.api.auth import Caller, CallerDep
 from mtfleet.api.deps import Services, ServicesDep
@@ -34,6 +34,12 @@ ERRORS = documented(401, 404, 409, 422, 429, 503)
 
 def public(job: JobRecord) -> JobPublic:
     return JobPublic(**job.model_dump(include=set(JobPublic.model_fields)))
+
+
+def serialized(model: BaseModel) -> Response:
+    """A response model as JSON straight from pydantic: a job's result carries thousands of
+    texts, and FastAPI would validate the model again and encode it twice."""
+    return Response(model.model_dump_json(), media_type="application/json")
 
 
 def visible_job(services: Services, caller: Caller, job_id: str) -> JobRecord:
@@ -109,7 +115,7 @@ def get_result(
     services: ServicesDep,
     caller: CallerDep,
     partial: Annotated[bool, Query(description="Return what is done so far")] = False,
-) -> JobResultPublic:
+) -> Response:
     """Translations aligned with the submitted texts (409 until the job is final, unless
     ``?partial=true``)."""
     job = visible_job(services, caller, job_id)
@@ -119,7 +125,7 @@ def get_result(
             f"{job.progress.total} done); ask again later or pass ?partial=true",
             status=job.status.value,
         )
-    return services.results.result(job)
+    return serialized(services.results.result(job))
 
 
 @router.get(

@@ -8,11 +8,11 @@ appended, as a model talked into it by its input would answer. Workers load it a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import Future
+from typing import Any
 
 from bench.costengine import CostModelEngine
 from mtfleet.core.documents.base import TAG
-from mtfleet.workers.engines.base import Translation, TranslationRequest
+from mtfleet.workers.engines.base import Done, Translation, TranslationRequest
 
 MARKER = "INJECT"
 #: A source containing this comes back with every inline tag dropped (a hard check failure:
@@ -31,19 +31,11 @@ def _hijack(request: TranslationRequest, out: str | Translation) -> Translation:
 class ScriptInjectingEngine(CostModelEngine):
     name = "injecting"
 
-    def submit(self, request: TranslationRequest) -> Future[str | Translation]:
-        inner = super().submit(request)
-        outer: Future[str | Translation] = Future()
+    def submit(self, request: TranslationRequest, done: Done) -> Any:
+        def hijacked(out: str | Translation | BaseException) -> None:
+            done(out if isinstance(out, BaseException) else _hijack(request, out))
 
-        def done(f: Future[str | Translation]) -> None:
-            exc = f.exception()
-            if exc is not None:
-                outer.set_exception(exc)
-            else:
-                outer.set_result(_hijack(request, f.result()))
-
-        inner.add_done_callback(done)
-        return outer
+        return super().submit(request, hijacked)
 
     def translate(self, requests: Sequence[TranslationRequest]) -> list[Translation]:
         outs = super().translate(requests)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future
@@ -60,7 +61,7 @@ def test_h200_preset_ceiling_is_in_the_documented_range() -> None:
 def test_step_counts_and_tokens_follow_the_model(gpu_factory: type[SimulatedGPU]) -> None:
     # Prompt of 40 tokens, 16-token budget: read in 3 chunks, the third step emits token 1.
     gpu = gpu_factory(params(max_num_seqs=2, max_num_batched_tokens=16))
-    gpu.submit(40, 5, None).result(timeout=5)
+    gpu.future(40, 5, None).result(timeout=5)
     stats = gpu.stats()
     assert stats["steps"] == 3 + 4
     assert stats["tokens_in"] == 40 and stats["tokens_out"] == 5
@@ -79,7 +80,7 @@ def test_wall_time_matches_the_analytic_ceiling(gpu_factory: type[SimulatedGPU])
     assert n / p.ceiling(i, o) <= predicted
     gpu = gpu_factory(p)
     start = time.monotonic()
-    futures = [gpu.submit(i, o, k) for k in range(n)]
+    futures = [gpu.future(i, o, k) for k in range(n)]
     assert [f.result(timeout=5) for f in futures] == list(range(n))
     wall = time.monotonic() - start
     assert gpu.stats()["busy_s"] == pytest.approx(predicted, rel=1e-6)
@@ -97,7 +98,7 @@ def test_continuous_batching_overlaps_requests() -> None:
 
 def test_max_num_seqs_is_respected(gpu_factory: type[SimulatedGPU]) -> None:
     gpu = gpu_factory(params(max_num_seqs=3))
-    for f in [gpu.submit(2, 3, None) for _ in range(20)]:
+    for f in [gpu.future(2, 3, None) for _ in range(20)]:
         f.result(timeout=5)
     assert gpu.stats()["peak_running"] == 3
 
@@ -107,7 +108,7 @@ def test_priority_zero_overtakes_waiting_bulk(gpu_factory: type[SimulatedGPU]) -
     finished: list[str] = []
     futures: list[Future[str]] = []
     for name, priority in [*((f"bulk{k}", 1) for k in range(50)), ("urgent", 0)]:
-        futures.append(gpu.submit(1, 5, name, priority=priority))
+        futures.append(gpu.future(1, 5, name, priority=priority))
         futures[-1].add_done_callback(lambda f: finished.append(f.result()))
     for f in futures:
         f.result(timeout=10)
@@ -118,7 +119,7 @@ def test_priority_zero_overtakes_waiting_bulk(gpu_factory: type[SimulatedGPU]) -
 def test_zero_preset_completes_at_once() -> None:
     gpu = SimulatedGPU(PRESETS["zero"])
     start = time.monotonic()
-    futures = [gpu.submit(100, 100, k) for k in range(1000)]
+    futures = [gpu.future(100, 100, k) for k in range(1000)]
     assert all(f.done() for f in futures)
     assert time.monotonic() - start < 0.5
     assert gpu.stats()["completed"] == 1000
@@ -127,7 +128,7 @@ def test_zero_preset_completes_at_once() -> None:
 
 def test_close_fails_pending_futures() -> None:
     gpu = SimulatedGPU(params(step_fixed_s=0.05, max_num_seqs=2))
-    futures = [gpu.submit(1, 50, None) for _ in range(10)]
+    futures = [gpu.future(1, 50, None) for _ in range(10)]
     start = time.monotonic()
     gpu.close()
     assert time.monotonic() - start < 1
@@ -135,7 +136,7 @@ def test_close_fails_pending_futures() -> None:
         with pytest.raises(EngineUnavailable):
             f.result(timeout=1)
     with pytest.raises(EngineUnavailable):
-        gpu.submit(1, 1, None)
+        gpu.future(1, 1, None)
 
 
 def test_engine_output_limits_and_pairs() -> None:
@@ -148,9 +149,10 @@ def test_engine_output_limits_and_pairs() -> None:
             Translation("<de> hallo welt", tokens_out=3),
             Translation("<es> bonjour", tokens_out=2),
         ]
-        assert engine.submit(req("x", target="fr")).result(timeout=5) == Translation(
-            "<fr> x", tokens_out=2
-        )
+        got: list[object] = []
+        finished = threading.Event()
+        engine.submit(req("x", target="fr"), lambda out: (got.append(out), finished.set()))
+        assert finished.wait(5) and got == [Translation("<fr> x", tokens_out=2)]
         assert engine.limits.max_input_tokens == 10
         assert engine.check(req("a b c")) is None
         reason = engine.check(req(" ".join(["word"] * 30)))
@@ -183,7 +185,7 @@ def test_batch_mode_is_a_batch_engine() -> None:
             Translation("<de> b", tokens_out=2),
         ]
         with pytest.raises(NotImplementedError):
-            engine.submit(req())
+            engine.submit(req(), print)
     finally:
         engine.close()
 

@@ -11,13 +11,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future
 
 import pytest
 
 from mtfleet.core.errors import EngineUnavailable
 from mtfleet.core.models import SegmentOutcome
-from mtfleet.workers.engines.base import Engine, EngineLimits, Translation, TranslationRequest
+from mtfleet.workers.engines.base import Done, Engine, EngineLimits, Translation, TranslationRequest
 from mtfleet.workers.scheduler import (
     BatchScheduler,
     Deadlines,
@@ -451,40 +450,46 @@ class StreamEngine(RecordingEngine):
 
     def __init__(self, limits: EngineLimits | None = None) -> None:
         super().__init__(limits or EngineLimits(2, 10_000, 1_000))
-        self.open: list[tuple[TranslationRequest, Future[str | Translation]]] = []
+        self.open: list[tuple[TranslationRequest, Done]] = []
         self.aborted: list[TranslationRequest] = []
         self.lock = threading.Lock()
         self.peak = 0
         self.is_alive = True
 
-    def submit(self, request: TranslationRequest) -> Future[str | Translation]:
-        fut: Future[str | Translation] = Future()
+    def submit(self, request: TranslationRequest, done: Done) -> object:
+        handle = (request, done)
         with self.lock:
-            self.open.append((request, fut))
+            self.open.append(handle)
             self.peak = max(self.peak, len(self.open))
-        return fut
+        return handle
 
     def finish(self, n: int) -> list[TranslationRequest]:
         with self.lock:
             done, self.open = self.open[:n], self.open[n:]
-        for r, f in done:
-            f.set_result(Translation(r.text.upper(), tokens_out=1))
+        for r, d in done:
+            d(Translation(r.text.upper(), tokens_out=1))
         return [r for r, _ in done]
 
     def finish_where(self, which: Callable[[str], bool]) -> list[str]:
         with self.lock:
-            done = [(r, f) for r, f in self.open if which(r.text)]
-            self.open = [(r, f) for r, f in self.open if not which(r.text)]
-        for r, f in done:
-            f.set_result(Translation(r.text.upper(), tokens_out=1))
+            done = [h for h in self.open if which(h[0].text)]
+            self.open = [h for h in self.open if not which(h[0].text)]  # the handles themselves
+        for r, d in done:
+            d(Translation(r.text.upper(), tokens_out=1))
         return [r.text for r, _ in done]
 
-    def abort(self, future: Future[str | Translation]) -> None:
+    def fail_where(self, which: Callable[[str], bool], exc: BaseException) -> None:
         with self.lock:
-            found = [(r, f) for r, f in self.open if f is future]
-            self.open = [(r, f) for r, f in self.open if f is not future]
+            done = [h for h in self.open if which(h[0].text)]
+            self.open = [h for h in self.open if not which(h[0].text)]
+        for _, d in done:
+            d(exc)
+
+    def abort(self, handle: object) -> None:
+        with self.lock:
+            found = [h for h in self.open if h is handle]
+            self.open = [h for h in self.open if h is not handle]
         self.aborted += [r for r, _ in found]
-        future.cancel()
 
     def alive(self) -> bool:
         return self.is_alive
@@ -539,8 +544,8 @@ def test_streaming_request_failure_is_its_own() -> None:
         with eng.lock:
             (_, f1), (_, f2) = eng.open
             eng.open.clear()
-        f1.set_exception(RuntimeError("one bad request"))
-        f2.set_result(Translation(""))
+        f1(RuntimeError("one bad request"))
+        f2(Translation(""))
         out = results(futs)
         assert out[0].error is not None and "one bad request" in out[0].error["message"]
         assert error_type(out[1]) == "empty_output"
@@ -562,7 +567,7 @@ def test_streaming_truncated_output_is_delivered_with_a_warning() -> None:
         with eng.lock:
             (_, fut), = eng.open  # fmt: skip
             eng.open.clear()
-        fut.set_result(Translation(" LONG ", truncated=True, tokens_out=3))
+        fut(Translation(" LONG ", truncated=True, tokens_out=3))
         (out,) = results(ticket)
         assert out.translation == "LONG" and [w["type"] for w in out.warnings] == ["truncated"]
     finally:

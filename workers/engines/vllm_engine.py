@@ -21,7 +21,6 @@ import logging
 import math
 import threading
 from collections.abc import Sequence
-from concurrent.futures import Future
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,14 @@ from typing import Any
 from mtfleet.core.errors import EngineUnavailable
 from mtfleet.core.settings import Settings
 from mtfleet.workers import prompts
-from mtfleet.workers.engines.base import Engine, EngineLimits, Translation, TranslationRequest
+from mtfleet.workers.engines.base import (
+    Done,
+    Engine,
+    EngineLimits,
+    Translation,
+    TranslationRequest,
+    collect,
+)
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +52,21 @@ def model_revision(model: str) -> str:
             if f.suffix == ".json" and f.stat().st_size < 1_000_000:
                 digest.update(f.read_bytes())
     return f"{path.name}@{digest.hexdigest()[:12]}"
+
+
+class _Request:
+    """A request on the engine's loop (its task, once started there)."""
+
+    __slots__ = ("aborted", "task")
+
+    def __init__(self) -> None:
+        self.aborted = False
+        self.task: asyncio.Future[Translation] | None = None
+
+    def abort(self) -> None:  # on the loop
+        self.aborted = True
+        if self.task is not None:
+            self.task.cancel()
 
 
 class VllmEngine(Engine):
@@ -217,16 +238,39 @@ class VllmEngine(Engine):
             output_kind=RequestOutputKind.FINAL_ONLY,
         )
 
-    def submit(self, request: TranslationRequest) -> Future[str | Translation]:
-        """Start one request on the engine's event loop. Cancelling the returned future
-        (``Engine.abort``) cancels the task, and vLLM's ``generate`` aborts the request."""
+    def submit(self, request: TranslationRequest, done: Done) -> _Request:
+        """Start one request on the engine's event loop; ``done`` is called there. Its handle's
+        :meth:`abort` cancels the task, and vLLM's ``generate`` aborts the request."""
         loop = self._loop
         if self.llm is None or loop is None:
             raise EngineUnavailable("vLLM engine used before load() or after close()")
         ids, src_tokens = self._prompt_ids(request)
         params = self._sampling(len(ids), src_tokens)
-        coro = self._generate(ids, params, request.priority)
-        return asyncio.run_coroutine_threadsafe(coro, loop)
+        handle = _Request()
+        loop.call_soon_threadsafe(self._start, handle, ids, params, request.priority, done)
+        return handle
+
+    def _start(
+        self, handle: _Request, ids: list[int], params: Any, priority: int, done: Done
+    ) -> None:
+        """On the loop: the request's task, unless it was aborted before it started."""
+        if handle.aborted:
+            return
+        task = asyncio.ensure_future(self._generate(ids, params, priority))
+        handle.task = task
+
+        def finished(t: asyncio.Future[Translation]) -> None:
+            if t.cancelled():
+                return
+            exc = t.exception()
+            done(exc if exc is not None else t.result())
+
+        task.add_done_callback(finished)
+
+    def abort(self, handle: _Request) -> None:
+        loop = self._loop
+        if loop is not None:
+            loop.call_soon_threadsafe(handle.abort)
 
     async def _generate(self, ids: list[int], params: Any, priority: int) -> Translation:
         from vllm.inputs import TokensPrompt
@@ -256,9 +300,6 @@ class VllmEngine(Engine):
 
     def translate(self, requests: Sequence[TranslationRequest]) -> list[Translation]:
         """A whole batch at once (every request in flight together); same order out."""
-        futures = [self.submit(r) for r in requests]
-        out: list[Translation] = []
-        for f in futures:
-            res = f.result()
-            out.append(res if isinstance(res, Translation) else Translation(res))
-        return out
+        return [
+            r if isinstance(r, Translation) else Translation(r) for r in collect(self, requests)
+        ]

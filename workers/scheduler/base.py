@@ -136,7 +136,7 @@ class Item:
 
     __slots__ = (
         "deadline",
-        "future",
+        "handle",
         "index",
         "interactive",
         "request",
@@ -155,7 +155,7 @@ class Item:
         self.index = index
         self.sent_at = 0.0  # when the engine got it
         self.deadline = 0.0  # when it must be done by (monotonic), once sent
-        self.future: object = None  # streaming engines: the engine's future
+        self.handle: object = None  # streaming engines: what submit() returned, for abort()
 
 
 def seconds(s: float) -> str:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from concurrent.futures import CancelledError, Future
 from functools import partial
 
 from mtfleet.core.errors import EngineTimeout
@@ -105,22 +104,18 @@ class StreamingScheduler(Scheduler):
         metrics.observe_batch(len(self._inflight), sum(it.tokens for it in items), None)
         with self._cond:  # not aborted (cancelled, failed) between take and dispatch
             items = [it for it in items if id(it) in self._inflight]
+        submit = self.engine.submit
         for it in items:
             try:
-                it.future = self.engine.submit(it.request)
+                it.handle = submit(it.request, partial(self._on_done, it))
             except Exception as exc:  # noqa: BLE001 - one request's failure is its own
                 self._on_done(it, exc)
-        with self._cond:  # aborted while they were being submitted: no future to abort then
-            gone = {id(it) for it in items if id(it) not in self._inflight}
-        for it in items:
-            if it.future is None:
-                continue
-            if id(it) in gone:
-                self.engine.abort(it.future)  # type: ignore[arg-type]
-            else:
-                it.future.add_done_callback(partial(self._on_done, it))  # type: ignore[attr-defined]
+        with self._cond:  # aborted while they were being submitted: no handle to abort then
+            gone = [it for it in items if it.handle is not None and id(it) not in self._inflight]
+        for it in gone:
+            self.engine.abort(it.handle)
 
-    def _on_done(self, it: Item, result: Future[str | Translation] | BaseException) -> None:
+    def _on_done(self, it: Item, result: str | Translation | BaseException) -> None:
         """A request finished (the engine's thread, or an exception from submit): queued for
         the dispatcher, which settles completions in batches."""
         with self._cond:
@@ -152,14 +147,7 @@ class StreamingScheduler(Scheduler):
             if isinstance(result, BaseException):
                 self._resolve(it, result)
                 continue
-            fut: Future[str | Translation] = result  # type: ignore[assignment]
-            try:
-                out = fut.result(timeout=0)  # done: one look at the future, not three
-            except CancelledError:
-                continue
-            except Exception as exc:  # noqa: BLE001 - the request's failure is its own
-                self._resolve(it, exc)
-                continue
+            out: str | Translation = result  # type: ignore[assignment]
             self._learn(it, out, now)
             outs.append((it, out))
         self._count_out([out for _, out in outs])
@@ -201,8 +189,8 @@ class StreamingScheduler(Scheduler):
             if chosen:
                 self._cond.notify()
         for it in chosen:
-            if it.future is not None:
-                self.engine.abort(it.future)  # type: ignore[arg-type]
+            if it.handle is not None:
+                self.engine.abort(it.handle)
         return chosen
 
     def _overdue(self, now: float) -> None:

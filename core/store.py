@@ -216,20 +216,23 @@ class JobStore:
         lane: str | None = None,
         enqueued_at: float = 0.0,
     ) -> tuple[JobStatus | None, int, set[int]]:
-        """Count a delivery of ``chunk`` and mark the job running, in one round trip:
-        (status, deliveries so far, those of ``indices`` that still need a result). A first
-        delivery also moves the lane's started mark to ``enqueued_at``."""
-        status, n, done = self._start(
+        """Count a delivery of ``chunk`` and mark the job running: (status, deliveries so far,
+        those of ``indices`` that still need a result). A first delivery also moves the lane's
+        started mark to ``enqueued_at``. One round trip; a redelivery (only this chunk writes
+        its indices, so a first delivery cannot find results) takes one more, an HMGET."""
+        status, n = self._start(
             keys=[
                 keys.job(job_id),
                 keys.chunk_deliveries(job_id),
-                keys.job_results(job_id),
                 keys.lane_started(lane) if lane else "",
             ],
-            args=[chunk, time.time(), self.ttl, enqueued_at, *indices],
+            args=[chunk, time.time(), self.ttl, enqueued_at],
         )
-        finished = {int(i) for i in done}
-        return (JobStatus(status) if status else None), int(n), set(indices) - finished
+        pending = set(indices)
+        if int(n) > 1 and indices:
+            present = self.r.hmget(keys.job_results(job_id), list(indices))
+            pending -= {i for i, v in zip(indices, present, strict=True) if v is not None}
+        return (JobStatus(status) if status else None), int(n), pending
 
     def record(
         self,
@@ -241,15 +244,20 @@ class JobStore:
         """Write outcomes idempotently; returns the job status after the write (None: gone).
         With ``chunk``, these are all of that chunk's outstanding outcomes: it leaves the
         ledger in the same step."""
+        pairs: list[Any] = []
+        oks: list[str] = []
+        for index, outcome in outcomes:
+            pairs += (index, encode_outcome(outcome))
+            oks.append("1" if outcome.ok else "0")
         args: list[Any] = [
             job_id,
             time.time(),
             self.ttl,
             keys.JOB_DONE_CHANNEL,
             "" if chunk is None else chunk,
+            "".join(oks),
+            *pairs,
         ]
-        for index, outcome in outcomes:
-            args += [index, encode_outcome(outcome), "1" if outcome.ok else "0"]
         _done, _failed, status = self._record(
             keys=[
                 keys.job(job_id),

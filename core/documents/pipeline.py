@@ -33,21 +33,28 @@ from sentencex import segment as sentencex_segment
 from mtfleet.core.documents.base import TAG, Code, Unit, x
 
 # One alternation, most specific first; matches are taken left to right without overlap.
-_PROTECT = re.compile(
-    r"""
-      (?P<url>\b(?:https?|ftp)://[^\s<>"'\u00a0]+[^\s<>"'\u00a0.,;:!?)\]}]
-        | \bwww\.[^\s<>"'\u00a0]+[^\s<>"'\u00a0.,;:!?)\]}])
-    | (?P<email>\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b)
-    | (?P<placeholder>\{\{\s*[\w.-]+\s*\}\}|\{[\w.-]*\}|\$\{[\w.-]+\}|%%
-        |%(?:\d+\$)?[-+\#0]*\d*(?:\.\d+)?[sdifxXeEgGcou](?![A-Za-z])|%\([\w.-]+\)[sdifr])
-    | (?P<sku>\b(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9]{2,}(?:-[A-Z0-9]+)+\b)
-    | (?P<version>\bv?\d+(?:\.\d+){2,}\b)
-    | (?P<measure>(?:[$€£¥]\s?\d[\d,.]*\b
-        |\b\d+(?:[.,]\d+)?\s?(?:kg|mg|g|lbs?|oz|mm|cm|km|m|in|ft|ml|l|L|GB|MB|KB|TB|GHz|MHz
-          |Hz|kW|W|V|mAh|Wh|°C|°F|px|pt|%)(?![\w])))
-    """,
-    re.VERBOSE,
-)
+_SPANS = {
+    "url": r"""\b(?:https?|ftp)://[^\s<>"'\u00a0]+[^\s<>"'\u00a0.,;:!?)\]}]
+        | \bwww\.[^\s<>"'\u00a0]+[^\s<>"'\u00a0.,;:!?)\]}]""",
+    "email": r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b",
+    "placeholder": r"""\{\{\s*[\w.-]+\s*\}\}|\{[\w.-]*\}|\$\{[\w.-]+\}|%%
+        |%(?:\d+\$)?[-+\#0]*\d*(?:\.\d+)?[sdifxXeEgGcou](?![A-Za-z])|%\([\w.-]+\)[sdifr]""",
+    "sku": r"\b(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9]{2,}(?:-[A-Z0-9]+)+\b",
+    "version": r"\bv?\d+(?:\.\d+){2,}\b",
+    "money": r"[$€£¥]\s?\d[\d,.]*\b",
+    "measure": r"""\b\d+(?:[.,]\d+)?\s?(?:kg|mg|g|lbs?|oz|mm|cm|km|m|in|ft|ml|l|L|GB|MB|KB|TB|GHz
+        |MHz|Hz|kW|W|V|mAh|Wh|°C|°F|px|pt|%)(?![\w])""",
+}
+
+
+def _alternation(names: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?P<{n}>{_SPANS[n]})" for n in names), re.VERBOSE)
+
+
+_PROTECT = _alternation(tuple(_SPANS))
+# Where no wide trigger occurs (below), only the spans a digit announces can match: the same
+# alternatives in the same order, without the ones that cannot (a third of the work).
+_DIGIT_SPANS = _alternation(("sku", "version", "measure"))
 
 _WORDLIKE = re.compile(r"[^\W\d_]", re.UNICODE)
 
@@ -73,15 +80,27 @@ class Plan:
 # text (most segments carry a number or two, or none). A wide trigger (a URL, an address, a
 # placeholder, a currency sign) makes it run over the whole text. Plain ``in`` tests: a regex
 # search for the same characters costs several times more on every segment.
-_WIDE_CHARS = "{%@$€£¥"
 _DIGIT = re.compile(r"\d")
 _LAST_DIGIT = re.compile(r"\d(?=\D*\Z)")
 
 
-def _window(text: str) -> tuple[int, int]:
-    """A stretch of ``text`` that holds every protected span (it may hold more)."""
-    if "://" in text or "www." in text or any(c in text for c in _WIDE_CHARS):
-        return 0, len(text)
+def _wide(text: str) -> bool:
+    return (
+        "{" in text
+        or "%" in text
+        or "@" in text
+        or "$" in text
+        or "€" in text
+        or "£" in text
+        or "¥" in text
+        or "://" in text
+        or "www." in text
+    )
+
+
+def _digit_window(text: str) -> tuple[int, int]:
+    """A stretch of ``text`` (without wide triggers) that holds every protected span (it may
+    hold more)."""
     first = _DIGIT.search(text)
     if first is None:
         return 0, 0
@@ -99,12 +118,14 @@ def _window(text: str) -> tuple[int, int]:
 
 def spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of every protected span in ``text`` outside its inline tags."""
-    start, end = _window(text)
+    wide = _wide(text)
+    start, end = (0, len(text)) if wide else _digit_window(text)
     if start == end:
         return []
+    pattern = _PROTECT if wide else _DIGIT_SPANS
     if "<" not in text:
         return [
-            (m.start(), m.end()) for m in _PROTECT.finditer(text, start, end) if m.group(0).strip()
+            (m.start(), m.end()) for m in pattern.finditer(text, start, end) if m.group(0).strip()
         ]
     found: list[tuple[int, int]] = []
     pos = 0
@@ -113,7 +134,7 @@ def spans(text: str) -> list[tuple[int, int]]:
         if lo < hi and not TAG.fullmatch(part):
             found += [
                 (pos + m.start(), pos + m.end())
-                for m in _PROTECT.finditer(part, lo, hi)
+                for m in pattern.finditer(part, lo, hi)
                 if m.group(0).strip()
             ]
         pos += len(part)

@@ -1,12 +1,13 @@
 -- Write segment outcomes once each (first writer wins, as HSETNX would), count the new ones,
 -- finalise the job when every segment has one.
 -- KEYS: job, results, chunk ledger, every lane's active set...
--- ARGV: job_id, now, ttl, channel, chunk ('' = none), then (index, outcome json, ok '1'/'0')...
+-- ARGV: job_id, now, ttl, channel, chunk ('' = none), oks (one '1' or '0' per outcome: whether
+--       it is a translation), then (index, outcome json)...
 -- -> {done, failed, status} ({-1, -1, ''} when the job is gone)
 if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, -1, ''} end
 -- which indices have a result already: one HMGET per batch, not a call per index
 local fields = {}
-for i = 6, #ARGV, 3 do fields[#fields + 1] = ARGV[i] end
+for i = 7, #ARGV, 2 do fields[#fields + 1] = ARGV[i] end
 local present = {}
 for b = 1, #fields, UNPACK_MAX do
   local got = redis.call('HMGET', KEYS[2], unpack(fields, b, math.min(b + UNPACK_MAX - 1, #fields)))
@@ -14,11 +15,12 @@ for b = 1, #fields, UNPACK_MAX do
 end
 local nd, nf = 0, 0
 local new = {}
+local oks = ARGV[6]
 for k = 1, #fields do
-  local i = 6 + (k - 1) * 3
+  local i = 7 + (k - 1) * 2
   if not present[k] and not new[ARGV[i]] then
     new[ARGV[i]] = ARGV[i + 1]
-    if ARGV[i + 2] == '1' then nd = nd + 1 else nf = nf + 1 end
+    if string.byte(oks, k) == 49 then nd = nd + 1 else nf = nf + 1 end  -- 49: '1'
   end
 end
 local pairs_ = {}

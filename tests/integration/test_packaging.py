@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -18,6 +19,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
+    left = not (ROOT / "build").exists()  # setuptools builds in the tree: tidy up after it
     subprocess.run(
         [
             sys.executable,
@@ -35,6 +37,8 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         capture_output=True,
         timeout=300,
     )
+    if left:
+        shutil.rmtree(ROOT / "build", ignore_errors=True)
     (found,) = out.glob("mtfleet-*.whl")
     return found
 

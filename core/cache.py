@@ -35,8 +35,13 @@ def text_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:40]
 
 
-def _key(fingerprint: str, glossary: str, source: str, target: str, text: str) -> str:
-    return keys.phrase(f"{fingerprint}:{glossary}", source, target, text_digest(text))
+def _keys(
+    fingerprint: str, glossary: str, source: str, target: str, texts: Iterable[str]
+) -> list[str]:
+    """The keys of ``texts`` (normalised), all of one model, pair and glossary version: the key
+    format is :func:`mtfleet.core.keys.phrase`, its part before the digest computed once."""
+    prefix = keys.phrase(f"{fingerprint}:{glossary}", source, target, "")
+    return [prefix + text_digest(t) for t in texts]
 
 
 class PhraseCache:
@@ -47,7 +52,7 @@ class PhraseCache:
 
     @staticmethod
     def key(fingerprint: str, source: str, target: str, text: str, glossary: str = "-") -> str:
-        return _key(fingerprint, glossary, source, target, text)
+        return _keys(fingerprint, glossary, source, target, [text])[0]
 
     def get_many(
         self,
@@ -65,7 +70,7 @@ class PhraseCache:
             return {}
         g = glossary or "-"
         try:
-            values = self.r.mget([self.key(fingerprint, source, target, t, g) for t in unique])
+            values = self.r.mget(_keys(fingerprint, g, source, target, unique))
         except redis.RedisError as exc:
             log.warning("phrase cache unavailable, treating as miss: %s", exc)
             return {}
@@ -85,7 +90,7 @@ class PhraseCache:
         g = glossary or "-"
         try:
             self._put(
-                keys=[self.key(fingerprint, source, target, text, g) for text in pairs],
+                keys=_keys(fingerprint, g, source, target, pairs),
                 args=[self.ttl, *pairs.values()],
             )
         except redis.RedisError as exc:

@@ -46,7 +46,7 @@ from typing import Any
 from prometheus_client import Counter
 
 from mtfleet.core import languages
-from mtfleet.core.documents.base import TAG, tag_counts
+from mtfleet.core.documents.base import tag_counts
 from mtfleet.core.documents.pipeline import next_code
 from mtfleet.core.documents.pipeline import protect as protect_spans
 from mtfleet.core.glossary import PLACEHOLDER, Matcher, Placed, Protected
@@ -79,6 +79,9 @@ RETRIES = Counter(
     "mt_worker_check_retries_total", "Segments translated again after failing a hard check"
 )
 _MARKUP = re.compile(r"</?[A-Za-z][^<>]*>")
+# What a length or language check leaves out, in one pass: markup (our inline tags are markup
+# too) and placeholders.
+_NOT_TEXT = re.compile(f"{_MARKUP.pattern}|{PLACEHOLDER.pattern}")
 
 CheckWarning = dict[str, Any]
 
@@ -100,7 +103,7 @@ def tag_mismatch(
     tagged_source: str, raw_output: str, placed: Sequence[Placed] = ()
 ) -> CheckWarning | None:
     """Inline tags of the engine's output (before restoration) against the source's."""
-    if "<" not in tagged_source and "<" not in raw_output:
+    if not (_may_hold_tags(tagged_source) or _may_hold_tags(raw_output)):
         return None
     want, got = tag_counts(tagged_source), tag_counts(raw_output)
     if want == got:
@@ -188,10 +191,15 @@ def term_warnings(output: str, placed: Sequence[Placed]) -> list[CheckWarning]:
     return out
 
 
+def _may_hold_tags(text: str) -> bool:
+    """Whether ``text`` may hold one of our inline tags (``<xN/>``, ``<gN>``, ``</gN>``)."""
+    return "<x" in text or "<g" in text or "</g" in text
+
+
 def _plain(text: str) -> str:
     if "<" not in text and not _may_hold_placeholders(text):
         return text
-    return PLACEHOLDER.sub(" ", _MARKUP.sub(" ", TAG.sub(" ", text)))
+    return _NOT_TEXT.sub(" ", text)
 
 
 def length_ratio(

@@ -21,6 +21,7 @@ from mtfleet.core.apikeys import KeyStore
 from mtfleet.core.broker import make_celery
 from mtfleet.core.cache import PhraseCache
 from mtfleet.core.events import CompletionWaiter
+from mtfleet.core.heap import freeze_startup_heap
 from mtfleet.core.redis_conn import connect
 from mtfleet.core.registry import Registry
 from mtfleet.core.settings import Settings, get_settings
@@ -160,6 +161,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         services.waiter.start()
         app.state.services = services
         metrics.FLEET.r = services.store.r
+        freeze_startup_heap()
         yield
         services.waiter.stop()
 

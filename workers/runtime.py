@@ -6,7 +6,8 @@ driven by the Celery app's signals (:mod:`mtfleet.workers.celery_app`):
 
 * ``boot(hostname)`` — ``worker_init``: load the engine, then every hook's ``boot`` (the first
   heartbeat) — before any message is taken;
-* ``ready(consumer)`` — ``worker_ready``: every hook's ``ready`` (their loops start);
+* ``ready(consumer)`` — ``worker_ready``: every hook's ``ready`` (their loops start), then the
+  start-up heap is frozen (:mod:`mtfleet.core.heap`);
 * ``process(msg)`` — the task: one chunk (:class:`~mtfleet.workers.chunk.ChunkProcessor`);
 * ``shutdown()`` — ``worker_shutdown``: hooks in reverse order, then the scheduler and the
   engine.
@@ -32,6 +33,7 @@ from typing import Any
 
 from mtfleet.core.cache import PhraseCache
 from mtfleet.core.errors import EngineUnavailable
+from mtfleet.core.heap import freeze_startup_heap
 from mtfleet.core.models import ChunkMessage
 from mtfleet.core.redis_conn import connect
 from mtfleet.core.registry import Registry, WorkerInfo
@@ -110,6 +112,7 @@ class WorkerRuntime:
     def ready(self, consumer: Any) -> None:
         for hook in self.hooks:
             hook.ready(consumer)
+        freeze_startup_heap()
 
     def shutdown(self) -> None:
         for hook in reversed(self.hooks):
@@ -168,6 +171,7 @@ class WorkerRuntime:
             engine = self.engine_factory(self.settings)
             self._scheduler = self._load(engine)
             self.engine = engine
+        freeze_startup_heap()
 
     def info(self) -> WorkerInfo:
         e = self.engine

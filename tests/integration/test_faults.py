@@ -291,7 +291,9 @@ def test_a_redelivered_chunk_of_ten_thousand_repeated_lines_completes(redis_serv
     url = redis_server.rsplit("/", 1)[0] + "/6"
     rd = redis.Redis.from_url(url, decode_responses=True)
     rd.flushdb()
-    env = {**FAULT_ENV, "MTBENCH_SLOW_ON": "SLOWLY:3", "MT_HEARTBEAT_S": "1"}
+    # the slow request (1.5 s, for the kill to land inside it) fits the engine deadline: a
+    # quarter of FAULT_ENV's 10 s visibility timeout
+    env = {**FAULT_ENV, "MTBENCH_SLOW_ON": "SLOWLY:1.5", "MT_HEARTBEAT_S": "1"}
     with cost_fleet(url, env) as (fleet, api):
         lines = ["Red shoes", "Blue hat, SLOWLY made", "Green bag"]
         texts = [lines[i % 3] for i in range(10_000)]

@@ -338,7 +338,11 @@ class JobService:
 
     def _enqueue(self, job_id: str, messages: list[ChunkMessage], idem_key: str) -> None:
         """Send every chunk of the job in one round trip (kombu's publish batch: one Redis
-        pipeline, flushed when the block ends; a failed flush fails the job with 503)."""
+        pipeline, flushed when the block ends; a failed flush fails the job with 503). A job
+        answered entirely at submission (phrase-cache hits) sends nothing and takes no producer
+        from the pool."""
+        if not messages:
+            return
         try:
             with self.celery.producer_or_acquire() as producer, producer.batch():
                 for msg in messages:

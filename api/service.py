@@ -199,6 +199,7 @@ class JobService:
             detected_source_lang=inputs.detected,
             segment_langs=inputs.segment_langs,
         )
+        ledger = {m.chunk: m.model_dump_json() for m in messages}  # also what is sent
         idem = self._idempotency(req, job_id, owner, idempotency_key)
         try:
             if doc is not None:
@@ -207,7 +208,7 @@ class JobService:
                 job,
                 cached=cached,
                 idempotency=idem,
-                ledger={m.chunk: m.model_dump_json() for m in messages},
+                ledger=ledger,
             )
         except redis.RedisError as exc:
             raise Unavailable(f"job store unavailable: {exc}") from exc
@@ -219,7 +220,7 @@ class JobService:
                     "this Idempotency-Key was used with a different request body"
                 )
             return Submitted(self.store.get(old_id), created=False)
-        self._enqueue(job_id, messages, idem[0] if idem else "")
+        self._enqueue(job_id, messages, ledger, idem[0] if idem else "")
         metrics.JOBS.labels(lane.value).inc()
         metrics.SEGMENTS.labels(lane.value).inc(len(texts))
         metrics.CACHE_LOOKUPS.labels("hit").inc(job.cached)
@@ -336,7 +337,9 @@ class JobService:
         except redis.RedisError as exc:
             raise Unavailable(f"job store unavailable: {exc}") from exc
 
-    def _enqueue(self, job_id: str, messages: list[ChunkMessage], idem_key: str) -> None:
+    def _enqueue(
+        self, job_id: str, messages: list[ChunkMessage], payloads: dict[int, str], idem_key: str
+    ) -> None:
         """Send every chunk of the job in one round trip (kombu's publish batch: one Redis
         pipeline, flushed when the block ends; a failed flush fails the job with 503). A job
         answered entirely at submission (phrase-cache hits) sends nothing and takes no producer
@@ -346,7 +349,7 @@ class JobService:
         try:
             with self.celery.producer_or_acquire() as producer, producer.batch():
                 for msg in messages:
-                    send_chunk(self.celery, msg, producer=producer)
+                    send_chunk(self.celery, msg, payload=payloads[msg.chunk], producer=producer)
         except (OperationalError, redis.RedisError, OSError) as exc:
             log.error("could not enqueue job %s: %s", job_id, exc)
             err = Unavailable(f"broker unavailable, job not accepted: {exc}")

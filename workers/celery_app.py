@@ -23,6 +23,7 @@ text never appears in it. Nothing accepted is dropped:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -111,8 +112,13 @@ def _reset_backoff() -> None:
 
 @app.task(name=keys.TRANSLATE_TASK, bind=True, acks_late=True, reject_on_worker_lost=True)
 def translate_chunk(self: Task, chunk: Any) -> dict[str, Any]:
+    """One chunk: its message as JSON text (:func:`mtfleet.core.broker.send_chunk`), or as an
+    object (the earlier format: chunks still queued across an upgrade)."""
     try:
-        msg = ChunkMessage.model_validate(chunk)
+        if isinstance(chunk, str | bytes):
+            msg = ChunkMessage.model_validate_json(chunk)
+        else:
+            msg = ChunkMessage.model_validate(chunk)
     except ValidationError as exc:
         return _dead_letter_malformed(self.request.id, chunk, exc)
     redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
@@ -139,6 +145,9 @@ def _dead_letter_malformed(task_id: str, chunk: Any, exc: ValidationError) -> di
     reason = f"malformed chunk message ({exc.error_count()} error(s)): {exc.errors()[0]['msg']}"
     log.error("dead-lettering task %s: %s", task_id, reason)
     rt = runtime()
+    if isinstance(chunk, str | bytes):
+        with contextlib.suppress(ValueError):
+            chunk = json.loads(chunk)
     job_id = chunk.get("job_id") if isinstance(chunk, dict) else None
     rt.redis.lpush(
         keys.DEAD_LETTER,

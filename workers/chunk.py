@@ -208,7 +208,11 @@ class ChunkProcessor:
             )
             final = dead_letter(self.store, msg, all_indices, reason=reason)
             return {"dead_lettered": True, "job_status": final.value if final else None}
-        segments = [s for s in msg.segments if any(i in pending for i in s.indices)]
+        segments = (
+            msg.segments  # a first delivery: nothing of it is written yet
+            if len(pending) == len(all_indices)
+            else [s for s in msg.segments if any(i in pending for i in s.indices)]
+        )
         outcomes: list[tuple[int, SegmentOutcome]] = []
 
         def deliver(seg_index: int, outcome: SegmentOutcome) -> None:
@@ -284,7 +288,9 @@ class ChunkProcessor:
         self.cache.put_many(fp, msg.source, msg.target, to_cache, glossary=gv)
         # segments aborted because their job was cancelled get no result, like the ones that
         # never started (the job is final already; its ledger is gone)
-        outcomes = [(i, o) for i, o in outcomes if (o.error or {}).get("type") != Cancelled.code]
+        outcomes = [
+            (i, o) for i, o in outcomes if o.error is None or o.error.get("type") != Cancelled.code
+        ]
         final = self.store.record(msg.job_id, outcomes, chunk=msg.chunk)
         failed = sum(1 for _, o in outcomes if not o.ok)
         self.chunk_segments += (len(all_indices) - self.chunk_segments) * 0.1

@@ -247,6 +247,6 @@ class Reconciler(Periodic):
             chunk,
             sends,
         )
-        send_chunk(self.app, msg)
+        send_chunk(self.app, msg, payload=str(raw))
         metrics.RESENT.inc()
         return True

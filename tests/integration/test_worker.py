@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from mtfleet.api.app import create_app
 from mtfleet.core import keys
-from mtfleet.core.broker import make_celery
+from mtfleet.core.broker import make_celery, send_chunk
 from mtfleet.core.models import ChunkMessage, ChunkSegment, Lane
 from mtfleet.core.settings import Settings
 from mtfleet.core.store import JobStore
@@ -126,9 +126,7 @@ def test_redelivered_chunk_changes_nothing(
         segments=[ChunkSegment(indices=[i], text=t) for i, t in enumerate(texts)],
         enqueued_at=time.time(),
     )
-    make_celery(settings).send_task(
-        keys.TRANSLATE_TASK, args=[msg.model_dump(mode="json")], queue=keys.queue("interactive")
-    )
+    send_chunk(make_celery(settings), msg)
     deadline = time.monotonic() + 20
     while rd.hget(keys.chunk_deliveries(job_id), "0") != "2":
         assert time.monotonic() < deadline
@@ -154,9 +152,7 @@ def test_chunk_over_its_delivery_budget_is_dead_lettered(
             segments=[ChunkSegment(indices=[n], text=text)],
             enqueued_at=time.time(),
         )
-        celery.send_task(
-            keys.TRANSLATE_TASK, args=[msg.model_dump(mode="json")], queue=keys.queue("bulk")
-        )
+        send_chunk(celery, msg)
     job = wait_final(api, job_id)
     assert job["status"] == "partial"
     result = api.get(f"/v1/jobs/{job_id}/result").json()
@@ -212,17 +208,39 @@ def test_languages_and_readiness_come_from_the_registry(api: TestClient) -> None
     assert 'method="GET",route="/v1/languages",status="200"' in metrics
 
 
+def test_a_chunk_queued_in_the_earlier_format_still_runs(
+    api: TestClient, settings: Settings, rd: redis.Redis
+) -> None:
+    """Chunks used to travel as an object, not JSON text: one still queued across an upgrade
+    is translated like any other."""
+    job_id = make_job(JobStore(rd, result_ttl_s=600), 1)
+    msg = ChunkMessage(
+        job_id=job_id,
+        chunk=0,
+        lane=Lane.interactive,
+        source="en",
+        target="es",
+        segments=[ChunkSegment(indices=[0], text="The small dog.")],
+        enqueued_at=time.time(),
+    )
+    make_celery(settings).send_task(
+        keys.TRANSLATE_TASK, args=[msg.model_dump(mode="json")], queue=keys.queue("interactive")
+    )
+    job = wait_final(api, job_id)
+    assert job["status"] == "succeeded", job
+    assert "perro" in api.get(f"/v1/jobs/{job_id}/result").json()["translations"][0]
+
+
 def test_malformed_message_is_dead_lettered_and_the_worker_goes_on(
     api: TestClient, settings: Settings, rd: redis.Redis
 ) -> None:
     celery = make_celery(settings)
-    result = celery.send_task(
-        keys.TRANSLATE_TASK,
-        args=[{"job_id": "x", "segments": "nope"}],
-        queue=keys.queue("interactive"),
-    )
+    sent = [
+        celery.send_task(keys.TRANSLATE_TASK, args=[bad], queue=keys.queue("interactive"))
+        for bad in ({"job_id": "x", "segments": "nope"}, '{"job_id": "x", "segments": [')
+    ]
     deadline = time.monotonic() + 20
-    while not any(result.id in e for e in rd.lrange(keys.DEAD_LETTER, 0, -1)):
+    while not all(any(r.id in e for e in rd.lrange(keys.DEAD_LETTER, 0, -1)) for r in sent):
         assert time.monotonic() < deadline
         time.sleep(0.1)
     resp = api.post(

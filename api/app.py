@@ -14,6 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mtfleet.api import errors, metrics
 from mtfleet.api.deps import Services
+from mtfleet.api.parsing import DocumentPool
 from mtfleet.api.results import Results
 from mtfleet.api.routes import glossaries, jobs, meta, translate
 from mtfleet.api.service import JobService
@@ -146,8 +147,11 @@ def build_services(settings: Settings) -> Services:
     apikeys = KeyStore(r, cache_s=settings.auth_cache_s)
     cache = PhraseCache(connect(settings.effective_cache_url), ttl_s=settings.cache_ttl_s)
     celery = make_celery(settings, name="mtfleet-api")
-    jobs = JobService(settings, store, cache, registry, celery, apikeys)
-    return Services(settings, store, registry, apikeys, jobs, Results(store), CompletionWaiter(r))
+    pool = DocumentPool(settings)
+    jobs = JobService(settings, store, cache, registry, celery, apikeys, pool)
+    return Services(
+        settings, store, registry, apikeys, jobs, Results(store, pool), CompletionWaiter(r)
+    )
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -164,6 +168,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         freeze_startup_heap()
         yield
         services.waiter.stop()
+        services.jobs.documents.close()
 
     app = FastAPI(
         title="mtfleet",

@@ -1,14 +1,15 @@
 """Document jobs: a file goes in, the same file comes back translated.
 
 Submission (:func:`prepare`): the format (:mod:`mtfleet.core.documents`) cuts the file into
-units and the pipeline splits units into sentences, which become an ordinary job's texts, so
+units and the pipeline splits units into sentences (both in a document worker process, under a
+deadline and a memory limit: :mod:`mtfleet.api.parsing`), which become an ordinary job's texts, so
 documents share the lanes, the phrase cache, the workers and every guarantee of text jobs. The
 original file is kept beside the job (:func:`mtfleet.core.keys.job_document`).
 
 Result (:func:`render`): the file is cut again (extraction and planning are deterministic),
 each sentence is replaced by its translation, or kept in the source language where it failed,
-and the format renders the file. :mod:`mtfleet.api.results` renders a final job once and keeps
-the file, so reading a result again costs no parsing.
+and the format renders the file, in a document worker too. :mod:`mtfleet.api.results` renders
+a job once per state and keeps the file, so reading a result again costs no parsing.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ import binascii
 from dataclasses import dataclass
 
 from mtfleet.api import detection
+from mtfleet.api.parsing import DocumentPool
 from mtfleet.core import documents
-from mtfleet.core.documents.base import DocumentError, DocumentFormat
-from mtfleet.core.documents.pipeline import assemble, plan
+from mtfleet.core.documents.base import DocumentFormat
 from mtfleet.core.errors import InvalidInput
 from mtfleet.core.models import Finding, SegmentOutcome
 from mtfleet.core.schemas import DocumentIn, DocumentOut, check_text
@@ -52,51 +53,42 @@ def decode(doc: DocumentIn, fmt: DocumentFormat) -> bytes:
     return doc.content.encode("utf-8")
 
 
-def prepare(doc: DocumentIn, source_lang: str) -> PreparedDocument:
-    """Decode, extract and cut a document (422 ``invalid_document`` when it does not parse).
-    With ``source_lang: auto`` the sentences are first cut by the English rules to detect the
-    language, then by the detected language's rules (detected again only if those cut the
-    text differently)."""
+def prepare(doc: DocumentIn, source_lang: str, pool: DocumentPool) -> PreparedDocument:
+    """Decode, extract and cut a document (422 ``invalid_document`` when it does not parse,
+    ``document_too_complex`` past the document limits). With ``source_lang: auto`` the
+    sentences are first cut by the English rules to detect the language, then by the detected
+    language's rules (detected again only if those cut the text differently)."""
     fmt = documents.for_name(doc.format)
     content = decode(doc, fmt)
-    try:
-        units = fmt.extract(content)
-    except DocumentError:
-        raise
-    except Exception as exc:
-        raise DocumentError(f"cannot read the {fmt.name} document: {exc}") from exc
     detected: str | None = None
     langs: list[str | None] | None = None
     if detection.is_auto(source_lang):
-        english = plan(units, "en")
-        detected, clear = detection.detect_each(english.segments)
-        p = plan(units, detected) if detected != "en" else english
-        if p.segments != english.segments:
-            clear = detection.detect_each(p.segments)[1]
+        units, english = pool.cut(fmt.name, content, "en")
+        detected, clear = detection.detect_each(english)
+        segments = pool.replan(units, detected) if detected != "en" else english
+        if segments != english:
+            clear = detection.detect_each(segments)[1]
         langs = [lang if lang != detected else None for lang in clear]
         source = detected
     else:
-        p = plan(units, source_lang)
+        segments = pool.cut(fmt.name, content, source_lang)[1]
         source = source_lang
-    for i, text in enumerate(p.segments):
+    for i, text in enumerate(segments):
         try:
             check_text(text, i)
         except ValueError as exc:
             raise InvalidInput(f"document segment refused: {exc}") from exc
-    return PreparedDocument(fmt, content, doc.filename, p.segments, source, detected, langs)
+    return PreparedDocument(fmt, content, doc.filename, segments, source, detected, langs)
 
 
-def render(job: JobRecord, content: bytes, outcomes: list[SegmentOutcome | None]) -> DocumentOut:
+def render(
+    job: JobRecord, content: bytes, outcomes: list[SegmentOutcome | None], pool: DocumentPool
+) -> DocumentOut:
     """The translated file (sentences without a translation keep their source text)."""
     assert job.document_format is not None
     fmt = documents.for_name(job.document_format)
-    p = plan(fmt.extract(content), job.source_lang)
     translations = [o.translation if o is not None and o.ok else None for o in outcomes]
-    if len(translations) != len(p.segments):  # cannot happen unless the format changed
-        raise DocumentError(
-            f"the document now has {len(p.segments)} segments, the job {len(translations)}"
-        )
-    rendered = fmt.render(content, assemble(p, translations), target_lang=job.target_lang)
+    rendered = pool.render(fmt.name, content, job.source_lang, translations, job.target_lang)
     return DocumentOut(
         format=fmt.name,
         filename=job.document_name,

@@ -35,6 +35,15 @@ REQUESTS = Histogram(
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
     registry=REGISTRY,
 )
+DOCUMENT_WORK = Histogram(
+    "mt_api_document_seconds",
+    "Time documents spent in the API's document workers, per operation (read: cut at "
+    "submission; render: the translated file) and outcome (ok, refused: invalid or over a "
+    "limit, too_complex: past the deadline or the memory limit)",
+    ["op", "outcome"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+    registry=REGISTRY,
+)
 JOB_LATENCY = Histogram(
     "mt_api_job_seconds",
     "Submission-to-final time of jobs waited on by /v1/translate",

@@ -9,6 +9,7 @@ reading a final job's result or download again costs one Redis read and no parsi
 from __future__ import annotations
 
 from mtfleet.api import documents
+from mtfleet.api.parsing import DocumentPool
 from mtfleet.core.errors import JobNotFound
 from mtfleet.core.models import SegmentOutcome
 from mtfleet.core.schemas import DocumentOut, JobResultPublic, SegmentError, SegmentWarning
@@ -49,8 +50,9 @@ def assemble(job: JobRecord, outcomes: list[SegmentOutcome | None]) -> JobResult
 
 
 class Results:
-    def __init__(self, store: JobStore) -> None:
+    def __init__(self, store: JobStore, pool: DocumentPool) -> None:
         self.store = store
+        self.pool = pool
 
     def outcomes(
         self, job: JobRecord, known: dict[int, SegmentOutcome] | None = None
@@ -85,6 +87,6 @@ class Results:
             raise JobNotFound(f"job {job.id}'s document is gone (it may have expired)")
         if outcomes is None:
             outcomes = self.outcomes(job)
-        out = documents.render(job, content, outcomes)
+        out = documents.render(job, content, outcomes, self.pool)
         self.store.put_rendered(job.id, settled, out.model_dump_json())
         return out

@@ -27,6 +27,7 @@ from kombu.exceptions import OperationalError
 from mtfleet.api import detection, documents, metrics
 from mtfleet.api.chunking import plan_chunks
 from mtfleet.api.documents import PreparedDocument
+from mtfleet.api.parsing import DocumentPool
 from mtfleet.api.routing import Routing
 from mtfleet.core import keys, languages
 from mtfleet.core.apikeys import ApiKey, Charge, KeyStore
@@ -85,8 +86,10 @@ class JobService:
         registry: Registry,
         celery: Celery,
         apikeys: KeyStore,
+        documents: DocumentPool,
     ) -> None:
         self.settings = settings
+        self.documents = documents
         self.store = store
         self.cache = cache
         self.registry = registry
@@ -122,7 +125,7 @@ class JobService:
     def texts_of(self, req: JobCreate) -> Texts:
         """The request as texts: a document cut into sentences, ``auto`` detected."""
         if req.document is not None:
-            doc = documents.prepare(req.document, req.source_lang)
+            doc = documents.prepare(req.document, req.source_lang, self.documents)
             return Texts(doc.texts, doc.source, doc, doc.detected, doc.segment_langs)
         texts = req.texts or []
         if not detection.is_auto(req.source_lang):

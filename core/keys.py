@@ -6,7 +6,20 @@ can be inspected (``redis-cli --scan --pattern 'mt:*'``) and cleaned safely.
 
 from __future__ import annotations
 
+import re
+
 PREFIX = "mt:"
+
+#: What a job id and a glossary id look like (32 lowercase hex digits). An id from a client is
+#: checked against it before it becomes part of a key, so ``<id>:out`` can never name another
+#: key (:meth:`mtfleet.core.store.JobStore.get`, :meth:`mtfleet.core.glossary.GlossaryStore.get`).
+_ID = re.compile(r"[0-9a-f]{32}")
+
+
+def is_id(value: str) -> bool:
+    """Whether ``value`` has the syntax of a job or glossary id."""
+    return _ID.fullmatch(value) is not None
+
 
 #: Celery task the API sends by name; the workers register it under this name.
 TRANSLATE_TASK = "mtfleet.translate_chunk"

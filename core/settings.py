@@ -181,6 +181,22 @@ class Settings(BaseSettings):
     max_request_bytes: int = Field(
         8 * 1024 * 1024, ge=1024, description="Largest request body the API reads."
     )
+    document_deadline_s: float = Field(
+        20.0,
+        gt=0,
+        le=600,
+        description="Seconds reading or rendering one document may take (in a worker process of "
+        "the API, stopped at the deadline: 422 document_too_complex).",
+    )
+    document_memory_mb: int = Field(
+        1024,
+        ge=128,
+        description="Memory one document's reading or rendering may use, in MiB (422 "
+        "document_too_complex past it).",
+    )
+    document_workers: int = Field(
+        2, ge=1, le=64, description="Processes per API process that read and render documents."
+    )
     result_ttl_s: int = Field(
         7 * 24 * 3600, ge=60, description="Seconds job state and results are kept."
     )

@@ -281,13 +281,14 @@ class JobStore:
 
     # -- reads ---------------------------------------------------------------------------------
     def get(self, job_id: str) -> JobRecord:
-        raw = self.r.hgetall(keys.job(job_id))
+        """The job (JobNotFound for an unknown id, and for anything that is not an id)."""
+        raw = self.r.hgetall(keys.job(job_id)) if keys.is_id(job_id) else None
         if not raw:
             raise JobNotFound(f"job {job_id} not found (it may have expired)")
         return job_from_hash({str(k): str(v) for k, v in raw.items()})
 
     def status(self, job_id: str) -> JobStatus | None:
-        raw = self.r.hget(keys.job(job_id), "status")
+        raw = self.r.hget(keys.job(job_id), "status") if keys.is_id(job_id) else None
         return JobStatus(str(raw)) if raw else None
 
     def results(self, job_id: str, total: int) -> list[SegmentOutcome | None]:

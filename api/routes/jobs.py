@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 from typing import Annotated
+from urllib.parse import quote
 
 from fastapi import APIRouter, File, Form, Header, Query, Response, UploadFile
 from fastapi.concurrency import run_in_threadpool
@@ -30,6 +31,16 @@ from mtfleet.core.store import JobRecord
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
 ERRORS = documented(401, 404, 409, 422, 429, 503)
+
+
+def content_disposition(name: str) -> str:
+    """An attachment header for any file name (RFC 6266): an ASCII ``filename`` for old
+    clients and, when the name is not plain ASCII, ``filename*`` with its UTF-8 (RFC 8187)."""
+    ascii_name = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in name)
+    header = f'attachment; filename="{ascii_name}"'
+    if ascii_name != name:
+        header += f"; filename*=UTF-8''{quote(name, safe='')}"
+    return header
 
 
 def public(job: JobRecord) -> JobPublic:
@@ -153,11 +164,10 @@ def get_document(
     fmt = core_documents.for_name(out.format)
     body = out.data()
     name = out.filename or f"{job_id}{fmt.extensions[0]}"
-    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
     return Response(
         body,
         media_type=fmt.media_type,
-        headers={"Content-Disposition": f'attachment; filename="{safe}"'},
+        headers={"Content-Disposition": content_disposition(name)},
     )
 
 

@@ -34,6 +34,11 @@ from mtfleet.core.errors import InvalidInput
 #: group 4 "/" for a standalone tag.
 TAG = re.compile(r"<(/?)([xg])([1-9][0-9]{0,4})(/?)>")
 
+#: Inline codes one unit may carry (tags are numbered up to 99,999; a real paragraph has tens).
+MAX_CODES_PER_UNIT = 2_000
+#: Paired codes one unit may nest (bold inside a link inside a span... real text nests a few).
+MAX_NESTING = 64
+
 
 def x(n: int) -> str:
     """Standalone tag for code ``n``."""
@@ -131,7 +136,8 @@ def restore(
     out: list[str] = []
     warnings: list[str] = []
     used: set[int] = set()
-    opened: list[int] = []
+    opened: list[int] = []  # the paired codes open now, innermost last
+    is_open: set[int] = set()  # the same, for lookups in constant time (linear in the tags)
     pos = 0
     for m in TAG.finditer(translation):
         out.append(esc(translation[pos : m.start()]))
@@ -156,14 +162,16 @@ def restore(
                 continue
             used.add(num)
             opened.append(num)
+            is_open.add(num)
             out.append(code.start)
         else:
-            if num not in opened:
+            if num not in is_open:
                 warnings.append(f"closing tag {m.group(0)} without its opening tag dropped")
                 continue
             # close anything opened inside it first, so markup stays well nested
             while opened:
                 inner = opened.pop()
+                is_open.discard(inner)
                 out.append(codes[inner].end or "")
                 if inner == num:
                     break
@@ -202,7 +210,15 @@ class UnitBuilder:
         self._open: list[int] = []
 
     def _next(self) -> int:
+        if len(self._codes) >= MAX_CODES_PER_UNIT:
+            raise DocumentError(
+                f"{self._where()} carries more than {MAX_CODES_PER_UNIT} pieces of inline markup; "
+                "that is the limit"
+            )
         return len(self._codes) + 1
+
+    def _where(self) -> str:
+        return f"the text at {self.path}" if self.path else "a text of the document"
 
     def text(self, s: str) -> None:
         pos = 0
@@ -219,6 +235,11 @@ class UnitBuilder:
         return n
 
     def open(self, start: str, end: str) -> int:
+        if len(self._open) >= MAX_NESTING:
+            raise DocumentError(
+                f"{self._where()} nests inline markup more than {MAX_NESTING} levels deep; "
+                "that is the limit"
+            )
         n = self._next()
         self._codes[n] = Code(start, end)
         self._open.append(n)

@@ -44,6 +44,7 @@ from __future__ import annotations
 import copy
 import io
 import re
+import shutil
 import zipfile
 import zlib
 from collections.abc import Sequence
@@ -71,6 +72,16 @@ MAX_UNCOMPRESSED_BYTES = 256 * 1024 * 1024
 MAX_PART_BYTES = 64 * 1024 * 1024
 #: Refuse archives with more members than this.
 MAX_MEMBERS = 10_000
+#: Refuse a member (over 1 MiB) that decompresses to more than this many times its compressed
+#: size: XML compresses 5-20 times, images not at all; a ZIP bomb by a thousand.
+MAX_RATIO = 100
+_RATIO_FROM_BYTES = 1024 * 1024
+#: Refuse an XML part with more markup than this (counted as its ``<`` before it is parsed: an
+#: upper bound on its elements). A 600-page book's document.xml has about 500,000; each costs
+#: the parse tree some 150 bytes, so this bounds a part's tree to about 100 MB.
+MAX_PART_ELEMENTS = 600_000
+
+_COPY_BYTES = 1024 * 1024
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 _CT = "http://schemas.openxmlformats.org/package/2006/content-types"
@@ -419,6 +430,12 @@ def _open(content: bytes) -> zipfile.ZipFile:
         )
     if any(i.flag_bits & 0x1 for i in infos):
         raise DocumentError("DOCX archive is encrypted")
+    for i in infos:
+        if i.file_size > _RATIO_FROM_BYTES and i.file_size > MAX_RATIO * max(i.compress_size, 1):
+            raise DocumentError(
+                f"DOCX member {i.filename} decompresses {i.file_size // max(i.compress_size, 1)} "
+                f"times its size; the limit is {MAX_RATIO} (a ZIP bomb?)"
+            )
     return z
 
 
@@ -484,6 +501,12 @@ def _read_package(content: bytes) -> tuple[zipfile.ZipFile, list[_Part]]:
     parts = []
     for info in _text_parts(z):
         data = _read(z, info, MAX_PART_BYTES)
+        elements = data.count(b"<")
+        if elements > MAX_PART_ELEMENTS:
+            raise DocumentError(
+                f"the DOCX part {info.filename} has {elements} pieces of markup; "
+                f"the limit is {MAX_PART_ELEMENTS}"
+            )
         root = parse_untrusted_xml(data, f"the DOCX part {info.filename}")
         paras = [
             _ParagraphReader(p, f"{info.filename}#p{i + 1}").para
@@ -524,15 +547,23 @@ class DocxFormat(DocumentFormat):
         out = io.BytesIO()
         with zipfile.ZipFile(out, "w") as zout:
             for info in z.infolist():
-                data = rewritten.get(info.filename)
-                if data is None:
-                    data = _read(z, info)
                 member = zipfile.ZipInfo(info.filename, info.date_time)
                 member.compress_type = info.compress_type
                 member.external_attr = info.external_attr
                 member.create_system = info.create_system
                 member.comment = info.comment
-                zout.writestr(member, data)
+                data = rewritten.get(info.filename)
+                if data is not None:
+                    zout.writestr(member, data)
+                    continue
+                # an untouched member (media, styles...) is streamed through, never held whole
+                try:
+                    with z.open(info) as src, zout.open(member, "w") as dst:
+                        shutil.copyfileobj(src, dst, _COPY_BYTES)
+                except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:
+                    raise DocumentError(
+                        f"DOCX member {info.filename} cannot be read: {exc}"
+                    ) from None
         return out.getvalue()
 
 

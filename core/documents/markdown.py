@@ -38,7 +38,13 @@ from markdown_it.rules_inline.state_inline import StateInline
 from markdown_it.token import Token
 
 from mtfleet.core.documents import register
-from mtfleet.core.documents.base import DocumentFormat, Unit, UnitBuilder, restore
+from mtfleet.core.documents.base import (
+    DocumentError,
+    DocumentFormat,
+    Unit,
+    UnitBuilder,
+    restore,
+)
 from mtfleet.core.documents.text import check_count, decode_document, newline_escape, pair_tags
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
@@ -49,6 +55,13 @@ _BLOCK_START = re.compile(
     r"#{1,6}(?=[ \t]|$)|>|[-+*](?=[ \t]|$)|\d{1,9}(?=[.)](?:[ \t]|$))|```|~~~"
     r"|(?=(?:[-*_][ \t]*){3,}$)|(?==+[ \t]*$)|(?=-+[ \t]*$)",
     re.M,
+)
+#: The longest run of one emphasis, strikethrough or code delimiter (``*``, ``_``, ``~``, a
+#: backtick) or of one bracket a document may have; real ones have a few.
+MAX_DELIMITER_RUN = 256
+_LONG_RUN = re.compile(
+    rf"\*{{{MAX_DELIMITER_RUN + 1},}}|_{{{MAX_DELIMITER_RUN + 1},}}|~{{{MAX_DELIMITER_RUN + 1},}}"
+    rf"|`{{{MAX_DELIMITER_RUN + 1},}}|\[{{{MAX_DELIMITER_RUN + 1},}}|\]{{{MAX_DELIMITER_RUN + 1},}}"
 )
 _PAIRED = {"em_open", "strong_open", "s_open", "em_close", "strong_close", "s_close"}
 _HTML_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)")
@@ -191,6 +204,18 @@ def _cell_positions(
             cut = len(text) - len(content)
             return [offset + c for c in cols[cut:]], k + 1
     raise _Unmappable
+
+
+def _check_runs(text: str) -> None:
+    """Refuse a run of delimiters longer than any document needs before it reaches the parser
+    (each delimiter of a run is a token of its own, a pair of them a nesting level)."""
+    m = _LONG_RUN.search(text)
+    if m is not None:
+        line = text.count("\n", 0, m.start()) + 1
+        raise DocumentError(
+            f"line {line} has a run of {len(m.group(0))} {m.group(0)[0]!r} characters; the limit "
+            f"is {MAX_DELIMITER_RUN}"
+        )
 
 
 def _blocks(text: str) -> list[_Block]:
@@ -441,6 +466,7 @@ class MarkdownFormat(DocumentFormat):
 
     def extract(self, content: bytes) -> list[Unit]:
         _, text = decode_document(content, "Markdown")
+        _check_runs(text)
         return [b.unit for b in _blocks(text)]
 
     def render(

@@ -60,8 +60,8 @@ class GlossaryStore:
         return g
 
     def get(self, glossary_id: str) -> GlossaryInfo | None:
-        """A live glossary's metadata (None: none, or deleted)."""
-        raw = self.r.hgetall(keys.glossary(glossary_id))
+        """A live glossary's metadata (None: none, deleted, or not an id at all)."""
+        raw = self.r.hgetall(keys.glossary(glossary_id)) if keys.is_id(glossary_id) else None
         if not raw or raw.get("deleted") == "1":
             return None
         return GlossaryInfo.model_validate({k: raw[k] for k in _INFO_FIELDS if k in raw})

@@ -1,0 +1,196 @@
+"""Documents are read and rendered in child processes, each under a deadline and a memory limit.
+
+A document is untrusted input whose cost is not its size: a 400 KB Markdown file of nested
+emphasis, a 16 KB DOCX that inflates to millions of elements. Each format bounds what it can
+see (:data:`mtfleet.core.documents.base.MAX_NESTING`, the DOCX archive's limits...), and this
+module bounds the rest, whatever the format and whatever the parser: a document is cut
+(:func:`cut`) and rendered (:func:`render_file`) in a pool of worker processes, so
+
+* a call that runs past ``MT_DOCUMENT_DEADLINE_S`` is stopped by killing its process (a
+  pure-Python parser cannot be interrupted from another thread, and a C one not at all), and
+  answered 422 ``document_too_complex``;
+* a call that needs more than ``MT_DOCUMENT_MEMORY_MB`` of memory (``RLIMIT_DATA`` in the
+  child) fails there, and is answered 422 the same way; the API's own memory never holds a
+  parse tree;
+* parsing holds no lock of the API process: ``/healthz`` and cached translations answer at
+  their usual speed while a large document is read.
+
+The pool is pebble's (a process pool made for this: it kills and replaces a worker whose task
+runs past its timeout, which :class:`concurrent.futures.ProcessPoolExecutor` cannot). Workers
+are started with ``spawn`` (a fork of a threaded server with open Redis connections is not safe)
+on first use, and replaced after a number of tasks (memory a parser keeps is given back).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import resource
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from pebble import ProcessExpired, ProcessPool
+
+from mtfleet.api import metrics
+from mtfleet.core import documents
+from mtfleet.core.documents.base import DocumentError, Unit
+from mtfleet.core.documents.pipeline import assemble, plan
+from mtfleet.core.errors import Unavailable
+from mtfleet.core.settings import Settings
+
+#: Tasks a worker process runs before it is replaced.
+TASKS_PER_WORKER = 200
+
+
+class DocumentTooComplex(DocumentError):
+    """A document that needs more time or memory to read than the limits give (HTTP 422)."""
+
+    code = "document_too_complex"
+
+
+# --- what the child processes run ----------------------------------------------------------------
+
+
+def _limit_memory(megabytes: int) -> None:
+    limit = megabytes * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+
+
+def _extract(fmt_name: str, content: bytes) -> list[Unit]:
+    fmt = documents.for_name(fmt_name)
+    try:
+        return fmt.extract(content)
+    except DocumentError:
+        raise
+    except MemoryError:
+        raise
+    except Exception as exc:
+        raise DocumentError(f"cannot read the {fmt.name} document: {exc}") from exc
+
+
+def _cut(fmt_name: str, content: bytes, lang: str) -> tuple[list[Unit], list[str]]:
+    units = _extract(fmt_name, content)
+    return units, plan(units, lang).segments
+
+
+def _replan(units: list[Unit], lang: str) -> list[str]:
+    return plan(units, lang).segments
+
+
+def _render(
+    fmt_name: str,
+    content: bytes,
+    source_lang: str,
+    translations: Sequence[str | None],
+    target_lang: str,
+) -> bytes:
+    fmt = documents.for_name(fmt_name)
+    p = plan(_extract(fmt_name, content), source_lang)
+    if len(translations) != len(p.segments):  # cannot happen unless the format changed
+        raise DocumentError(
+            f"the document now has {len(p.segments)} segments, the job {len(translations)}"
+        )
+    return fmt.render(content, assemble(p, translations), target_lang=target_lang)
+
+
+# --- the pool, in the API process ----------------------------------------------------------------
+
+
+class DocumentPool:
+    """The API's document workers (started on first use)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.deadline_s = settings.document_deadline_s
+        self.memory_mb = settings.document_memory_mb
+        self.workers = settings.document_workers
+        self._pool: ProcessPool | None = None
+        self._lock = threading.Lock()
+
+    def _get(self) -> ProcessPool:
+        with self._lock:
+            if self._pool is None or not self._pool.active:
+                self._pool = ProcessPool(
+                    max_workers=self.workers,
+                    max_tasks=TASKS_PER_WORKER,
+                    initializer=_limit_memory,
+                    initargs=(self.memory_mb,),
+                    context=multiprocessing.get_context("spawn"),
+                )
+            return self._pool
+
+    def _run(self, op: str, what: str, fn: Any, *args: Any) -> Any:
+        t0 = time.perf_counter()
+        outcome = "ok"
+        try:
+            return self._call(what, fn, *args)
+        except DocumentTooComplex:
+            outcome = "too_complex"
+            raise
+        except DocumentError:
+            outcome = "refused"
+            raise
+        finally:
+            metrics.DOCUMENT_WORK.labels(op, outcome).observe(time.perf_counter() - t0)
+
+    def _call(self, what: str, fn: Any, *args: Any) -> Any:
+        future = self._get().schedule(fn, args=args, timeout=self.deadline_s)
+        # The deadline runs from when a worker starts the task; a caller waits for a free
+        # worker at most as long again.
+        done, _ = concurrent.futures.wait([future], timeout=2 * self.deadline_s + 10)
+        if not done:
+            future.cancel()
+            raise Unavailable("every document worker is busy; retry in a moment")
+        try:
+            return future.result()
+        except TimeoutError:
+            raise DocumentTooComplex(
+                f"{what} took longer than {self.deadline_s:g} s (MT_DOCUMENT_DEADLINE_S); "
+                "split it into smaller files"
+            ) from None
+        except MemoryError:
+            raise DocumentTooComplex(
+                f"{what} needs more than {self.memory_mb} MiB of memory "
+                "(MT_DOCUMENT_MEMORY_MB); split it into smaller files"
+            ) from None
+        except ProcessExpired as exc:
+            raise DocumentTooComplex(
+                f"{what} stopped the process reading it ({exc}); it may need more than "
+                f"{self.memory_mb} MiB of memory (MT_DOCUMENT_MEMORY_MB)"
+            ) from None
+
+    def cut(self, fmt_name: str, content: bytes, lang: str) -> tuple[list[Unit], list[str]]:
+        """The document's units and the segments they cut into for ``lang``."""
+        return self._run("read", f"reading this {fmt_name} document", _cut, fmt_name, content, lang)
+
+    def replan(self, units: list[Unit], lang: str) -> list[str]:
+        """The segments of ``units`` cut for another language."""
+        return self._run("read", "cutting this document into sentences", _replan, units, lang)
+
+    def render(
+        self,
+        fmt_name: str,
+        content: bytes,
+        source_lang: str,
+        translations: Sequence[str | None],
+        target_lang: str,
+    ) -> bytes:
+        """The translated file (``None``: the sentence keeps its source text)."""
+        return self._run(
+            "render",
+            f"rendering this {fmt_name} document",
+            _render,
+            fmt_name,
+            content,
+            source_lang,
+            list(translations),
+            target_lang,
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            if self._pool is not None:
+                self._pool.stop()
+                self._pool.join(timeout=5)
+                self._pool = None

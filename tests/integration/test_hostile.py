@@ -1,0 +1,302 @@
+"""Hostile and careless clients against a real ``mtfleet api`` (MT_AUTH=required), one test per
+finding of the security review (docs/security.md): what a request may cost the API, what ids
+may reach, what a download may name.
+
+The fleet: a private redis-server, the API and an Apertium worker (real Spanish). Documents are
+read in the API's document workers with a short deadline (3 s) so the deadline is met in a test.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import random
+import re
+import threading
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+import pytest
+
+from mtfleet.producer.localfleet import LocalFleet
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCX = ROOT / "tests" / "fixtures" / "documents" / "docx" / "product_sheet.docx"
+DEADLINE_S = 3
+W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+
+
+@pytest.fixture(scope="module")
+def fleet() -> Iterator[LocalFleet]:
+    env = {
+        "MT_AUTH": "required",
+        "MT_AUTH_CACHE_S": "0",
+        "MT_HEARTBEAT_S": "1",
+        "MT_DOCUMENT_DEADLINE_S": str(DEADLINE_S),
+        "MT_CHECK_LANGUAGE": "false",
+    }
+    with LocalFleet(env=env) as f:
+        f.start_redis()
+        f.start_worker("--engine", "apertium", "--lanes", "interactive,bulk", "--concurrency", "2")
+        f.start_api()
+        f.wait_ready(90)
+        yield f
+
+
+def client_for(fleet: LocalFleet, token: str) -> httpx.Client:
+    return httpx.Client(
+        base_url=fleet.api_url, timeout=120, headers={"Authorization": f"Bearer {token}"}
+    )
+
+
+@pytest.fixture(scope="module")
+def api(fleet: LocalFleet) -> Iterator[httpx.Client]:
+    with client_for(fleet, fleet.create_api_key("tenant-a")) as c:
+        yield c
+
+
+def api_process(fleet: LocalFleet) -> psutil.Process:
+    return psutil.Process(next(p for p in fleet.procs if p.name == "api").popen.pid)
+
+
+def refused(api: httpx.Client, resp: httpx.Response, status: int, type_: str) -> str:
+    """A clear JSON error with this status and type, and a server still healthy."""
+    assert resp.status_code == status, resp.text
+    error = resp.json()["error"]
+    assert error["type"] == type_, error
+    assert api.get("/healthz").status_code == 200
+    return str(error["message"])
+
+
+def document_job(fmt: str, content: str | bytes, **extra: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {"format": fmt}
+    if isinstance(content, bytes):
+        doc.update(content=base64.b64encode(content).decode(), encoding="base64")
+    else:
+        doc["content"] = content
+    return {"document": {**doc, **extra}, "source_lang": "en", "target_lang": "es"}
+
+
+def finished(api: httpx.Client, job_id: str) -> dict[str, Any]:
+    resp = api.get(f"/v1/jobs/{job_id}", params={"wait": 30})
+    assert resp.status_code == 200, resp.text
+    job: dict[str, Any] = resp.json()
+    assert job["status"] == "succeeded", job
+    return job
+
+
+def document_work(api: httpx.Client) -> dict[tuple[str, str], float]:
+    """mt_api_document_seconds_count by (op, outcome), from the API's /metrics."""
+    found: dict[tuple[str, str], float] = {}
+    pattern = r'mt_api_document_seconds_count\{op="(\w+)",outcome="(\w+)"\} ([0-9.e+]+)'
+    for m in re.finditer(pattern, api.get("/metrics").text):
+        found[(m.group(1), m.group(2))] = float(m.group(3))
+    return found
+
+
+def docx_with(members: dict[str, bytes]) -> bytes:
+    """The fixture DOCX with some members replaced or added."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(DOCX) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            if info.filename not in members:
+                dst.writestr(info, src.read(info))
+        for name, data in members.items():
+            dst.writestr(name, data)
+    return out.getvalue()
+
+
+# --- 1. a small request must not burn minutes of API CPU ---------------------------------------
+
+
+def test_nested_emphasis_is_refused_at_once_and_the_api_stays_responsive(
+    api: httpx.Client,
+) -> None:
+    text = "*" * 200_000 + "Hello world" + "*" * 200_000  # 400 KB: 112 s of API CPU before
+    message = refused(
+        api, api.post("/v1/jobs", json=document_job("markdown", text)), 422, "invalid_document"
+    )
+    assert "200000 '*' characters" in message and "limit is 256" in message
+
+
+def test_markup_nested_past_the_limit_is_refused_in_every_format(api: httpx.Client) -> None:
+    deep = "<span>" * 100 + "Hello world" + "</span>" * 100
+    message = refused(
+        api,
+        api.post("/v1/jobs", json=document_job("html", f"<p>{deep}</p>")),
+        422,
+        "invalid_document",
+    )
+    assert "64 levels" in message
+
+
+def test_a_document_past_the_deadline_is_refused_and_the_api_answers_meanwhile(
+    api: httpx.Client,
+) -> None:
+    # Unclosed link labels: markdown-it's label scan is superlinear in them (minutes for this
+    # 2 MB body); the document worker is stopped at the deadline.
+    text = "[a" * 1_000_000 + " Hello world."
+    before = document_work(api).get(("read", "too_complex"), 0)
+    with httpx.Client(base_url=str(api.base_url), headers=api.headers, timeout=120) as other:
+        answer: list[httpx.Response] = []
+        thread = threading.Thread(
+            target=lambda: answer.append(
+                other.post("/v1/jobs", json=document_job("markdown", text))
+            )
+        )
+        thread.start()
+        time.sleep(0.5)
+        healthy = 0
+        while thread.is_alive():  # the API process itself is free while the document is read
+            assert api.get("/healthz", timeout=5).status_code == 200
+            healthy += 1
+            time.sleep(0.2)
+        thread.join()
+    message = refused(api, answer[0], 422, "document_too_complex")
+    assert f"longer than {DEADLINE_S} s" in message and "MT_DOCUMENT_DEADLINE_S" in message
+    assert healthy >= 1
+    assert document_work(api)[("read", "too_complex")] == before + 1
+    # the pool replaced the stopped worker: the next document is read as usual
+    ok = api.post("/v1/jobs", json=document_job("markdown", "# Hello\n\nRed shoes.\n"))
+    assert ok.status_code in (200, 202), ok.text
+
+
+def test_a_result_is_rendered_once_however_often_it_is_read(api: httpx.Client) -> None:
+    text = "# Shipping\n\nFree *shipping* on [all orders](https://example.com).\n\nRed shoes.\n"
+    resp = api.post("/v1/jobs", json=document_job("markdown", text, filename="p.md"))
+    assert resp.status_code in (200, 202), resp.text
+    job_id = resp.json()["id"]
+    finished(api, job_id)
+    before = document_work(api)
+    for _ in range(3):
+        assert api.get(f"/v1/jobs/{job_id}/result").status_code == 200
+        download = api.get(f"/v1/jobs/{job_id}/document")
+        assert download.status_code == 200
+        assert "envío" in download.text.lower() or "zapatos" in download.text.lower()
+    after = document_work(api)
+    renders = after.get(("render", "ok"), 0) - before.get(("render", "ok"), 0)
+    reads = sum(v for (op, _), v in after.items() if op == "read") - sum(
+        v for (op, _), v in before.items() if op == "read"
+    )
+    assert (renders, reads) == (1, 0)
+
+
+# --- 2. a small DOCX must not take gigabytes -----------------------------------------------------
+
+
+def test_a_docx_of_millions_of_empty_paragraphs_is_refused_before_it_is_parsed(
+    fleet: LocalFleet, api: httpx.Client
+) -> None:
+    body = b"<w:p/>" * (10 * 1024 * 1024 // 6)  # 16 KB of ZIP: 1.6 GB of API memory before
+    xml = f'<w:document xmlns:w="{W}"><w:body>'.encode() + body + b"</w:body></w:document>"
+    content = docx_with({"word/document.xml": xml})
+    assert len(content) < 64 * 1024
+    rss0 = api_process(fleet).memory_info().rss
+    message = refused(
+        api, api.post("/v1/jobs", json=document_job("docx", content)), 422, "invalid_document"
+    )
+    assert "word/document.xml decompresses 681 times its size; the limit is 100" in message
+    assert api_process(fleet).memory_info().rss - rss0 < 100 * 1024 * 1024
+
+
+def test_a_docx_part_with_more_markup_than_the_limit_is_refused(
+    fleet: LocalFleet, api: httpx.Client
+) -> None:
+    # random words keep the ratio of a real document (8x): the element count refuses it
+    rng = random.Random(7)
+    paras = b"".join(
+        b"<w:p><w:r><w:t>%06x</w:t></w:r></w:p>" % rng.getrandbits(24) for _ in range(200_000)
+    )
+    xml = f'<w:document xmlns:w="{W}"><w:body>'.encode() + paras + b"</w:body></w:document>"
+    content = docx_with({"word/document.xml": xml})
+    rss0 = api_process(fleet).memory_info().rss
+    message = refused(
+        api, api.post("/v1/jobs", json=document_job("docx", content)), 422, "invalid_document"
+    )
+    assert "word/document.xml has 1200004 pieces of markup; the limit is 600000" in message
+    assert api_process(fleet).memory_info().rss - rss0 < 100 * 1024 * 1024
+
+
+def test_a_docx_member_that_inflates_a_thousand_times_is_refused(api: httpx.Client) -> None:
+    content = docx_with({"word/media/zeros.bin": bytes(250 * 1024 * 1024)})
+    assert len(content) < 1024 * 1024
+    message = refused(
+        api, api.post("/v1/jobs", json=document_job("docx", content)), 422, "invalid_document"
+    )
+    assert "word/media/zeros.bin" in message and "limit is 100" in message
+
+
+def test_an_untouched_docx_member_comes_back_byte_equal(api: httpx.Client) -> None:
+    media = bytes(range(256)) * 4096 + b"".join(i.to_bytes(4, "big") for i in range(200_000))
+    content = docx_with({"word/media/blob.bin": media})
+    resp = api.post("/v1/jobs", json=document_job("docx", content, filename="sheet.docx"))
+    assert resp.status_code in (200, 202), resp.text
+    job_id = resp.json()["id"]
+    finished(api, job_id)
+    out = api.get(f"/v1/jobs/{job_id}/document")
+    assert out.status_code == 200
+    with zipfile.ZipFile(io.BytesIO(out.content)) as z:
+        assert z.read("word/media/blob.bin") == media
+        assert z.testzip() is None
+
+
+# --- 6. ids in URLs reach nothing but their own job or glossary ---------------------------------
+
+
+def test_ids_that_are_not_ids_are_404_and_reach_no_other_key(api: httpx.Client) -> None:
+    text_job = api.post(
+        "/v1/jobs", json={"texts": ["Red shoes"], "source_lang": "en", "target_lang": "es"}
+    ).json()["id"]
+    doc_job = api.post("/v1/jobs", json=document_job("markdown", "Red shoes.\n")).json()["id"]
+    glossary = api.post(
+        "/v1/glossaries",
+        json={"name": "g", "source_lang": "en", "target_lang": "es", "protected": ["iPhone"]},
+    ).json()["id"]
+    for job_id in (text_job, doc_job, "0" * 32):  # existing or not, the answer is the same
+        for suffix in (":out", ":document", ":deliveries", "*", "%0Aout"):
+            bad = job_id + suffix
+            for method, path in (
+                ("GET", f"/v1/jobs/{bad}"),
+                ("GET", f"/v1/jobs/{bad}/result"),
+                ("GET", f"/v1/jobs/{bad}/document"),
+                ("DELETE", f"/v1/jobs/{bad}?purge=true"),
+            ):
+                resp = api.request(method, path)
+                assert resp.status_code == 404, (method, path, resp.text)
+                assert resp.json()["error"]["type"] == "job_not_found"
+    for bad in (glossary + ":terms", glossary + "*", "../" + glossary):
+        assert api.get(f"/v1/glossaries/{bad}").status_code == 404
+        assert api.delete(f"/v1/glossaries/{bad}").status_code == 404
+        named = api.post(
+            "/v1/jobs",
+            json={
+                "texts": ["Red shoes"],
+                "source_lang": "en",
+                "target_lang": "es",
+                "glossary_id": bad,
+            },
+        )
+        assert named.status_code == 422 and named.json()["error"]["type"] == "unknown_glossary"
+    assert api.get(f"/v1/glossaries/{glossary}").status_code == 200  # the real one is intact
+
+
+# --- 7. any file name downloads --------------------------------------------------------------
+
+
+def test_a_non_latin_file_name_downloads_with_an_rfc_6266_header(api: httpx.Client) -> None:
+    resp = api.post(
+        "/v1/jobs", json=document_job("html", "<p>Red shoes</p>", filename='文件 "1".html')
+    )
+    job_id = resp.json()["id"]
+    finished(api, job_id)
+    out = api.get(f"/v1/jobs/{job_id}/document")
+    assert out.status_code == 200, out.text
+    header = out.headers["content-disposition"]
+    assert header.isascii()
+    assert 'filename="____1_.html"' in header
+    assert "filename*=UTF-8''%E6%96%87%E4%BB%B6%20%221%22.html" in header

@@ -145,7 +145,11 @@ def build_services(settings: Settings) -> Services:
     store = JobStore(r, result_ttl_s=settings.result_ttl_s)
     registry = Registry(r)
     apikeys = KeyStore(r, cache_s=settings.auth_cache_s)
-    cache = PhraseCache(connect(settings.effective_cache_url), ttl_s=settings.cache_ttl_s)
+    cache = PhraseCache(
+        connect(settings.effective_cache_url),
+        ttl_s=settings.cache_ttl_s,
+        job_ttl_s=settings.result_ttl_s,
+    )
     celery = make_celery(settings, name="mtfleet-api")
     pool = DocumentPool(settings)
     jobs = JobService(settings, store, cache, registry, celery, apikeys, pool)

@@ -163,7 +163,8 @@ class JobService:
         pair = self.routing.route(source, target)
         glossary = self._glossary(req.glossary_id, owner, source, target) if texts else None
         norms = [normalize(t) for t in texts]
-        cached, plan = self._plan(texts, norms, source, target, pair, glossary, inputs)
+        scope = self.cache_scope(owner)
+        cached, plan = self._plan(texts, norms, source, target, pair, glossary, inputs, scope)
         if plan:
             self.routing.admit(lane)
         job_id = new_job_id()
@@ -179,6 +180,7 @@ class JobService:
                 enqueued_at=now,
                 glossary_id=glossary.id if glossary and src == source else None,
                 glossary_version=glossary.version if glossary and src == source else None,
+                cache_scope=scope,
             )
             for n, (src, segs) in enumerate(plan)
         ]
@@ -230,6 +232,21 @@ class JobService:
         metrics.CACHE_LOOKUPS.labels("miss").inc(len(texts) - job.cached)
         return Submitted(job, created=True, cached=cached)
 
+    def cache_scope(self, owner: str) -> str | None:
+        """Whose phrase-cache entries a job of ``owner`` reads and writes (None: shared)."""
+        return owner if owner and self.settings.cache_scope == "key" else None
+
+    def purge(self, job_id: str) -> None:
+        """Delete a job, everything stored for it and the phrase-cache entries its chunks
+        wrote (those first: when the cache cannot be reached the job is kept, 503, and the
+        purge can be retried)."""
+        try:
+            self.cache.forget(job_id)
+        except redis.RedisError as exc:
+            log.error("could not remove job %s's phrase-cache entries: %s", job_id, exc)
+            raise Unavailable("the phrase cache is unavailable; the job was not purged") from exc
+        self.store.purge(job_id)
+
     # -- the steps ---------------------------------------------------------------------------
     def _check_limits(self, texts: list[str]) -> None:
         s = self.settings
@@ -265,6 +282,7 @@ class JobService:
         pair: PairInfo,
         glossary: GlossaryInfo | None,
         inputs: Texts,
+        scope: str | None,
     ) -> tuple[dict[int, SegmentOutcome], list[tuple[str, list[ChunkSegment]]]]:
         """The outcomes known now (phrase-cache hits; texts detected as already in the target
         language, kept as they are) and the chunks to send, per source language."""
@@ -287,7 +305,12 @@ class JobService:
             assert src_pair is not None  # _source_groups keeps served pairs only
             gv = glossary.version if glossary and src == source else None
             hits = self.cache.get_many(
-                src_pair.fingerprint, src, target, (norms[i] for i in indices), glossary=gv
+                src_pair.fingerprint,
+                src,
+                target,
+                (norms[i] for i in indices),
+                glossary=gv,
+                scope=scope,
             )
             for i in indices:
                 hit = hits.get(norms[i])

@@ -1,9 +1,15 @@
 """Phrase cache: finished translations keyed by model, language pair and normalized text.
 
 Keys carry the model fingerprint (model, revision, prompt and sampling settings), the pair, a
-glossary version and a SHA-256 of the normalized text, so a new model or prompt never serves an
-old answer. The cache may live on its own allkeys-lru Redis (``MT_CACHE_URL``); it is an
-optimisation, so a cache outage is logged and treated as a miss, never as a failed job.
+glossary version, the *scope* and a SHA-256 of the normalized text, so a new model or prompt
+never serves an old answer. The scope is the API key that asked (``MT_CACHE_SCOPE=key``, the
+default): one tenant's translations are never served to another, and a fast answer tells
+nobody what another key translated. ``MT_CACHE_SCOPE=shared`` shares entries between keys
+(more hits; it reveals to every key whether a text was translated before). Each job's chunks
+remember the keys they wrote, so purging a job removes its own entries (:meth:`forget`).
+
+The cache may live on its own allkeys-lru Redis (``MT_CACHE_URL``); it is an optimisation, so a
+cache outage is logged and treated as a miss, never as a failed job.
 """
 
 from __future__ import annotations
@@ -36,23 +42,38 @@ def text_digest(text: str) -> str:
 
 
 def _keys(
-    fingerprint: str, glossary: str, source: str, target: str, texts: Iterable[str]
+    fingerprint: str,
+    glossary: str | None,
+    scope: str | None,
+    source: str,
+    target: str,
+    texts: Iterable[str],
 ) -> list[str]:
-    """The keys of ``texts`` (normalised), all of one model, pair and glossary version: the key
-    format is :func:`mtfleet.core.keys.phrase`, its part before the digest computed once."""
-    prefix = keys.phrase(f"{fingerprint}:{glossary}", source, target, "")
+    """The keys of ``texts`` (normalised), all of one model, pair, glossary version and scope
+    (None: shared): the key format is :func:`mtfleet.core.keys.phrase`, its part before the
+    digest computed once."""
+    space = f"{fingerprint}:{glossary or '-'}" + (f"@{scope}" if scope else "")
+    prefix = keys.phrase(space, source, target, "")
     return [prefix + text_digest(t) for t in texts]
 
 
 class PhraseCache:
-    def __init__(self, client: redis.Redis, *, ttl_s: int) -> None:
+    def __init__(self, client: redis.Redis, *, ttl_s: int, job_ttl_s: int = 7 * 24 * 3600) -> None:
         self.r = client
         self.ttl = ttl_s
+        self.job_ttl = job_ttl_s  # how long a job's list of its entries is kept (its results')
         self._put = scripts.register(client, "cache_put")
 
     @staticmethod
-    def key(fingerprint: str, source: str, target: str, text: str, glossary: str = "-") -> str:
-        return _keys(fingerprint, glossary, source, target, [text])[0]
+    def key(
+        fingerprint: str,
+        source: str,
+        target: str,
+        text: str,
+        glossary: str | None = None,
+        scope: str | None = None,
+    ) -> str:
+        return _keys(fingerprint, glossary, scope, source, target, [text])[0]
 
     def get_many(
         self,
@@ -62,15 +83,16 @@ class PhraseCache:
         texts: Iterable[str],
         *,
         glossary: str | None = None,
+        scope: str | None = None,
     ) -> dict[str, str]:
         """Cached translations for the texts that have one (text -> translation); ``glossary``:
-        the version of the glossary applied (core.glossary), None without one."""
+        the version of the glossary applied (core.glossary), None without one; ``scope``: the
+        API key whose entries these are, None for the shared ones."""
         unique = list(dict.fromkeys(texts))
         if not unique:
             return {}
-        g = glossary or "-"
         try:
-            values = self.r.mget(_keys(fingerprint, g, source, target, unique))
+            values = self.r.mget(_keys(fingerprint, glossary, scope, source, target, unique))
         except redis.RedisError as exc:
             log.warning("phrase cache unavailable, treating as miss: %s", exc)
             return {}
@@ -83,18 +105,32 @@ class PhraseCache:
         target: str,
         pairs: Mapping[str, str],
         *,
+        job_id: str,
         glossary: str | None = None,
+        scope: str | None = None,
     ) -> None:
+        """Keep ``pairs`` (normalised text -> translation), as entries of ``job_id``."""
         if not pairs:
             return
-        g = glossary or "-"
         try:
             self._put(
-                keys=_keys(fingerprint, g, source, target, pairs),
-                args=[self.ttl, *pairs.values()],
+                keys=[
+                    *_keys(fingerprint, glossary, scope, source, target, pairs),
+                    keys.job_phrases(job_id),
+                ],
+                args=[self.ttl, self.job_ttl, *pairs.values()],
             )
         except redis.RedisError as exc:
             log.warning("phrase cache unavailable, result not cached: %s", exc)
+
+    def forget(self, job_id: str) -> None:
+        """Delete the entries ``job_id``'s chunks wrote (a purge). Raises redis errors: a purge
+        that could not remove them must say so."""
+        written = keys.job_phrases(job_id)
+        members = list(self.r.smembers(written))
+        for i in range(0, len(members), 1000):
+            self.r.unlink(*members[i : i + 1000])
+        self.r.unlink(written)
 
 
 def rewrap(original: str, translation: str) -> str:

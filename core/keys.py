@@ -87,6 +87,11 @@ def phrase(fingerprint: str, source: str, target: str, text_digest: str) -> str:
     return f"{PREFIX}cache:{fingerprint}:{source}:{target}:{text_digest}"
 
 
+def job_phrases(job_id: str) -> str:
+    """Set, on the cache's Redis: the phrase keys a job's chunks wrote (what a purge deletes)."""
+    return f"{PREFIX}job:{job_id}:phrases"
+
+
 #: Hash: "src:tgt" -> JSON {engine, model, fingerprint, updated}. Survives worker shutdown so a
 #: fleet that scaled to zero still accepts jobs (they wait in the queue).
 PAIRS = f"{PREFIX}pairs"

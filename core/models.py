@@ -65,6 +65,8 @@ class ChunkMessage(BaseModel):
     # Optional fields: messages without them are still version 1.
     glossary_id: str | None = None
     glossary_version: str | None = None
+    # whose phrase-cache entries the chunk reads and writes (the API key; None: shared)
+    cache_scope: str | None = None
 
     def summary(self) -> str:
         """Short description shown in Flower instead of customer text."""

@@ -201,6 +201,12 @@ class Settings(BaseSettings):
         7 * 24 * 3600, ge=60, description="Seconds job state and results are kept."
     )
     cache_ttl_s: int = Field(30 * 24 * 3600, ge=60, description="Phrase-cache entry lifetime.")
+    cache_scope: Literal["key", "shared"] = Field(
+        "key",
+        description="key: each API key has its own phrase-cache entries (no tenant learns what "
+        "another translated); shared: keys share entries (more hits, and a fast answer tells a "
+        "key that somebody translated exactly that text before). MT_AUTH=off: always shared.",
+    )
     idempotency_ttl_s: int = Field(24 * 3600, ge=60, description="Idempotency-Key lifetime.")
     translate_timeout_s: float = Field(
         10.0, gt=0, le=300, description="/v1/translate waits this long before answering 202."

@@ -244,7 +244,12 @@ class ChunkProcessor:
         ):
             looked = time.perf_counter()
             hits = self.cache.get_many(
-                fp, msg.source, msg.target, (s.text for s in segments), glossary=gv
+                fp,
+                msg.source,
+                msg.target,
+                (s.text for s in segments),
+                glossary=gv,
+                scope=msg.cache_scope,
             )
             self.recheck.observe(len(segments), len(hits), time.perf_counter() - looked)
             if hits:
@@ -285,7 +290,15 @@ class ChunkProcessor:
             if outcome.ok and outcome.translation is not None and not outcome.warnings:
                 to_cache[segments[n].text] = outcome.translation
             deliver(n, outcome)
-        self.cache.put_many(fp, msg.source, msg.target, to_cache, glossary=gv)
+        self.cache.put_many(
+            fp,
+            msg.source,
+            msg.target,
+            to_cache,
+            job_id=msg.job_id,
+            glossary=gv,
+            scope=msg.cache_scope,
+        )
         # segments aborted because their job was cancelled get no result, like the ones that
         # never started (the job is final already; its ledger is gone)
         outcomes = [

@@ -73,7 +73,11 @@ class WorkerRuntime:
         self.gpus = [int(g) for g in os.environ.get("MT_WORKER_GPUS", "").split(",") if g.strip()]
         self.redis = connect(settings.redis_url)
         self.store = JobStore(self.redis, result_ttl_s=settings.result_ttl_s)
-        self.cache = PhraseCache(connect(settings.effective_cache_url), ttl_s=settings.cache_ttl_s)
+        self.cache = PhraseCache(
+            connect(settings.effective_cache_url),
+            ttl_s=settings.cache_ttl_s,
+            job_ttl_s=settings.result_ttl_s,
+        )
         self.registry = Registry(self.redis)
         self.engine_factory = engine_factory
         self.engine = engine_factory(settings)

@@ -182,12 +182,13 @@ def cancel_job(
 ) -> JobPublic:
     """Cancel: chunks not yet started are skipped; finished results are kept.
 
-    ``?purge=true`` cancels the job if it is running, then deletes everything stored for it; the
-    answer is the job as it was when purged, and afterwards the job is 404.
+    ``?purge=true`` cancels the job if it is running, then deletes everything stored for it,
+    the phrase-cache entries its translations made included; the answer is the job as it was
+    when purged, and afterwards the job is 404.
     """
     job = visible_job(services, caller, job_id)
     if purge:
-        services.store.purge(job_id)
+        services.jobs.purge(job_id)
         if not job.status.final:
             job = job.model_copy(update={"status": JobStatus.cancelled})
         return public(job)

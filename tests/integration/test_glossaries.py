@@ -192,6 +192,7 @@ def test_the_glossary_version_is_part_of_the_cache_key(
         "en",
         "es",
         {JOB["texts"][0]: "El iPhone funda cuesta 20 dólares"},
+        job_id="0" * 32,
         glossary=g["version"],
     )
     hit = api.post("/v1/jobs", json={**JOB, "glossary_id": g["id"]})

@@ -273,7 +273,9 @@ def test_worker_serves_prometheus_metrics(fleet: LocalFleet) -> None:
     assert value('mt_worker_tokens_total{dir="in"}') > 0
     assert value('mt_worker_tokens_total{dir="out"}') > 0
     assert value("mt_worker_batch_segments_count") > 0
-    assert value("mt_worker_batch_tokens_sum") >= value('mt_worker_tokens_total{dir="in"}') > 0
+    # every token sent to the engine was submitted; a submitted one may never be sent (its
+    # chunk's time budget ran out first and the chunk went back to its queue)
+    assert 0 < value("mt_worker_batch_tokens_sum") <= value('mt_worker_tokens_total{dir="in"}')
     assert value("mt_worker_engine_busy_seconds_total") > 0
     assert 1 <= value("mt_worker_pull_window_chunks") <= 2  # --concurrency 2
     assert value("mt_worker_cost_per_token_seconds") > 0

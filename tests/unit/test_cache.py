@@ -12,6 +12,7 @@ import redis
 from mtfleet.core.cache import PhraseCache, normalize, rewrap, text_digest
 
 FP = "model-a@1"
+JOB = "a" * 32
 
 
 @pytest.fixture
@@ -66,7 +67,9 @@ def test_key_names_its_components_under_prefix() -> None:
 
 
 def test_round_trip_with_ttl(cache: PhraseCache, r: fakeredis.FakeRedis) -> None:
-    cache.put_many(FP, "en", "es", {"Red shoes": "Zapatos rojos", "Blue hat": "Sombrero azul"})
+    cache.put_many(
+        FP, "en", "es", {"Red shoes": "Zapatos rojos", "Blue hat": "Sombrero azul"}, job_id=JOB
+    )
     got = cache.get_many(FP, "en", "es", ["Red shoes", "Green tie", "Blue hat"])
     assert got == {"Red shoes": "Zapatos rojos", "Blue hat": "Sombrero azul"}
     key = PhraseCache.key(FP, "en", "es", "Red shoes")
@@ -76,23 +79,23 @@ def test_round_trip_with_ttl(cache: PhraseCache, r: fakeredis.FakeRedis) -> None
 def test_lookups_take_normalised_texts(cache: PhraseCache) -> None:
     """The cache keys normalised texts (the API normalises once); the caller puts the outer
     whitespace back (core.cache.rewrap)."""
-    cache.put_many(FP, "en", "es", {"Red shoes": "Zapatos rojos"})
+    cache.put_many(FP, "en", "es", {"Red shoes": "Zapatos rojos"}, job_id=JOB)
     text = "  Red shoes\n"
     assert cache.get_many(FP, "en", "es", [normalize(text)]) == {"Red shoes": "Zapatos rojos"}
     assert rewrap(text, "Zapatos rojos") == "  Zapatos rojos\n"
 
 
 def test_other_model_or_pair_misses(cache: PhraseCache) -> None:
-    cache.put_many(FP, "en", "es", {"Red shoes": "Zapatos rojos"})
+    cache.put_many(FP, "en", "es", {"Red shoes": "Zapatos rojos"}, job_id=JOB)
     assert cache.get_many("model-b@1", "en", "es", ["Red shoes"]) == {}
     assert cache.get_many(FP, "en", "fr", ["Red shoes"]) == {}
 
 
 def test_duplicates_and_empty_inputs(cache: PhraseCache, r: fakeredis.FakeRedis) -> None:
-    cache.put_many(FP, "en", "es", {"a": "A"})
+    cache.put_many(FP, "en", "es", {"a": "A"}, job_id=JOB)
     assert cache.get_many(FP, "en", "es", ["a", "a", "a"]) == {"a": "A"}
     assert cache.get_many(FP, "en", "es", []) == {}
-    cache.put_many(FP, "en", "es", {})
+    cache.put_many(FP, "en", "es", {}, job_id=JOB)
     assert len(r.keys("mt:cache:*")) == 1
 
 
@@ -126,5 +129,33 @@ def test_unreachable_cache_is_a_miss_not_an_error() -> None:
     cache = PhraseCache(client, ttl_s=60)
     start = time.monotonic()
     assert cache.get_many(FP, "en", "es", ["Red shoes"]) == {}
-    cache.put_many(FP, "en", "es", {"Red shoes": "Zapatos rojos"})
+    cache.put_many(FP, "en", "es", {"Red shoes": "Zapatos rojos"}, job_id=JOB)
     assert time.monotonic() - start < 3.0
+
+
+def test_scopes_keep_their_own_entries_and_none_is_shared(cache: PhraseCache) -> None:
+    cache.put_many(FP, "en", "es", {"Red shoes": "Zapatos rojos"}, job_id=JOB, scope="key-a")
+    assert cache.get_many(FP, "en", "es", ["Red shoes"], scope="key-a") == {
+        "Red shoes": "Zapatos rojos"
+    }
+    assert cache.get_many(FP, "en", "es", ["Red shoes"], scope="key-d") == {}
+    assert cache.get_many(FP, "en", "es", ["Red shoes"]) == {}  # the shared scope
+    cache.put_many(FP, "en", "es", {"Blue hat": "Sombrero azul"}, job_id=JOB)
+    assert cache.get_many(FP, "en", "es", ["Blue hat"]) == {"Blue hat": "Sombrero azul"}
+    assert cache.get_many(FP, "en", "es", ["Blue hat"], scope="key-a") == {}
+
+
+def test_forget_removes_the_entries_of_one_job_only(
+    cache: PhraseCache, r: fakeredis.FakeRedis
+) -> None:
+    other = "b" * 32
+    many = {f"text {i}": f"texto {i}" for i in range(2500)}  # more than one batch
+    cache.put_many(FP, "en", "es", many, job_id=JOB, scope="k")
+    cache.put_many(FP, "en", "es", {"Red shoes": "Zapatos rojos"}, job_id=other, scope="k")
+    assert r.ttl(f"mt:job:{JOB}:phrases") > 0
+    cache.forget(JOB)
+    assert cache.get_many(FP, "en", "es", list(many), scope="k") == {}
+    assert cache.get_many(FP, "en", "es", ["Red shoes"], scope="k") == {
+        "Red shoes": "Zapatos rojos"
+    }
+    assert not r.exists(f"mt:job:{JOB}:phrases")

@@ -88,8 +88,9 @@ def phrase(fingerprint: str, source: str, target: str, text_digest: str) -> str:
 
 
 def job_phrases(job_id: str) -> str:
-    """Set, on the cache's Redis: the phrase keys a job's chunks wrote (what a purge deletes)."""
-    return f"{PREFIX}job:{job_id}:phrases"
+    """Set, on the cache's Redis: the phrase keys a job's chunks wrote (what a purge deletes).
+    Under ``mt:cache:`` like the entries, so a cache-only ACL user may write it."""
+    return f"{PREFIX}cache:job:{job_id}"
 
 
 #: Hash: "src:tgt" -> JSON {engine, model, fingerprint, updated}. Survives worker shutdown so a

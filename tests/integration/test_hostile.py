@@ -300,3 +300,30 @@ def test_a_non_latin_file_name_downloads_with_an_rfc_6266_header(api: httpx.Clie
     assert header.isascii()
     assert 'filename="____1_.html"' in header
     assert "filename*=UTF-8''%E6%96%87%E4%BB%B6%20%221%22.html" in header
+
+
+# --- 4. the phrase cache is each key's own, and a purge empties it --------------------------------
+
+
+def test_the_phrase_cache_is_per_key_and_a_purge_removes_the_jobs_entries(
+    fleet: LocalFleet, api: httpx.Client
+) -> None:
+    secret = {
+        "texts": ["The merger with Acme closes on Friday."],
+        "source_lang": "en",
+        "target_lang": "es",
+    }
+
+    def translate(client: httpx.Client) -> dict[str, Any]:
+        resp = client.post("/v1/translate", json={**secret, "timeout": 30})
+        assert resp.status_code == 200, resp.text
+        return dict(resp.json())
+
+    first = translate(api)
+    assert first["cached"] == 0
+    with client_for(fleet, fleet.create_api_key("tenant-d")) as other:
+        assert translate(other)["cached"] == 0  # nothing tells D that A translated it
+    again = translate(api)
+    assert again["cached"] == 1 and again["translations"] == first["translations"]
+    assert api.delete(f"/v1/jobs/{first['id']}", params={"purge": "true"}).status_code == 200
+    assert translate(api)["cached"] == 0  # the purged job's entry is gone

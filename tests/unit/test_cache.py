@@ -96,7 +96,7 @@ def test_duplicates_and_empty_inputs(cache: PhraseCache, r: fakeredis.FakeRedis)
     assert cache.get_many(FP, "en", "es", ["a", "a", "a"]) == {"a": "A"}
     assert cache.get_many(FP, "en", "es", []) == {}
     cache.put_many(FP, "en", "es", {}, job_id=JOB)
-    assert len(r.keys("mt:cache:*")) == 1
+    assert len(r.keys("mt:cache:model-a*")) == 1
 
 
 @pytest.mark.parametrize(
@@ -152,10 +152,10 @@ def test_forget_removes_the_entries_of_one_job_only(
     many = {f"text {i}": f"texto {i}" for i in range(2500)}  # more than one batch
     cache.put_many(FP, "en", "es", many, job_id=JOB, scope="k")
     cache.put_many(FP, "en", "es", {"Red shoes": "Zapatos rojos"}, job_id=other, scope="k")
-    assert r.ttl(f"mt:job:{JOB}:phrases") > 0
+    assert r.ttl(f"mt:cache:job:{JOB}") > 0
     cache.forget(JOB)
     assert cache.get_many(FP, "en", "es", list(many), scope="k") == {}
     assert cache.get_many(FP, "en", "es", ["Red shoes"], scope="k") == {
         "Red shoes": "Zapatos rojos"
     }
-    assert not r.exists(f"mt:job:{JOB}:phrases")
+    assert not r.exists(f"mt:cache:job:{JOB}")

@@ -32,7 +32,11 @@ except empty output, which stays an error):
   2 false alarms; on 1,393 outputs left untranslated: 93 % flagged. The high-accuracy models
   gave no false alarm but flagged only 27-64 % (their confidence spreads wider on short text)
   and cost +465 MiB per worker.
-* ``markup_mismatch`` and ``truncated`` come from :mod:`workers.translation` as before.
+* ``markup_mismatch`` (:mod:`workers.translation`: tags, handlers or script URLs the source
+  does not have, judged by :mod:`core.markup`) is hard, and a segment whose retry still has it
+  fails with that error: injected markup is never served nor cached. The output is checked
+  again after glossary targets are put in.
+* ``truncated`` comes from :mod:`workers.translation` as before.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from mtfleet.core.documents.pipeline import next_code
 from mtfleet.core.documents.pipeline import protect as protect_spans
 from mtfleet.core.glossary import PLACEHOLDER, Matcher, Placed, Protected
 from mtfleet.core.models import Finding, SegmentOutcome
+from mtfleet.workers.translation import markup_warning
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +66,9 @@ PROTECTED_TERM = Finding.protected_term.value
 GLOSSARY_TERM = Finding.glossary_term.value
 LENGTH_RATIO = Finding.length_ratio.value
 WRONG_LANGUAGE = Finding.wrong_language.value
+MARKUP = Finding.markup_mismatch.value
 
-HARD = frozenset({EMPTY, TAG_MISMATCH, PLACEHOLDER_MISMATCH, PROTECTED_TERM, GLOSSARY_TERM})
+HARD = frozenset({EMPTY, TAG_MISMATCH, PLACEHOLDER_MISMATCH, PROTECTED_TERM, GLOSSARY_TERM, MARKUP})
 
 MIN_RATIO_CHARS = 20
 MIN_LANGUAGE_LETTERS = 20
@@ -286,7 +292,11 @@ def finish(
     if found:
         warnings.append(found)
     final = prep.restore(raw)
+    injected = None
+    if prep.placed and not any(w.get("type") == MARKUP for w in warnings):
+        injected = markup_warning(original, final)  # a glossary target carried it in
     for w in (
+        injected,
         placeholder_mismatch(original, final),
         *(term_warnings(final, prep.placed) if prep.placed else ()),
         length_ratio(original, final, cfg.source, cfg.target, cfg.length_ratio),
@@ -308,6 +318,16 @@ def _better(first: SegmentOutcome, second: SegmentOutcome) -> SegmentOutcome:
             for w in pick.warnings
         ]
     return pick
+
+
+def _refused(outcome: SegmentOutcome) -> SegmentOutcome:
+    """A translation that still carries markup its source does not is not delivered."""
+    found = next((w for w in outcome.warnings if w.get("type") == MARKUP), None)
+    if found is None or not outcome.ok:
+        return outcome
+    return SegmentOutcome(
+        error={"type": MARKUP, "message": f"{found['message']}; the translation was withheld"}
+    )
 
 
 def prepare(text: str, matcher: Matcher | None) -> Protected:
@@ -342,6 +362,7 @@ def translate_checked(
         again = submit([preps[i].text for i in retry])
         for i, o in zip(retry, again, strict=True):
             outs[i] = _better(outs[i], finish(texts[i], preps[i], o, cfg))
+    outs = [_refused(o) for o in outs]
     if cfg.language:
         ok = [i for i, o in enumerate(outs) if o.ok and o.translation is not None]
         try:

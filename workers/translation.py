@@ -4,17 +4,19 @@ Pure logic over the engine contract (no Redis): a batch that raises is split in 
 failing segment is isolated (O(log n) extra calls for one bad segment); empty output for
 non-empty input is a failed segment; output the engine cut off at its token
 limit is delivered with a ``truncated`` warning, and output carrying markup its source did not
-(a tag, an ``on*`` event handler, a ``javascript:`` URL: what a model talked into injecting
-``<script>`` would produce) with a ``markup_mismatch`` warning. Neither is ever cached.
+(a tag, an ``on*`` event handler, a ``javascript:`` URL in a tag or a Markdown link:
+:mod:`mtfleet.core.markup`, what a model talked into injecting ``<script>`` would produce) with a
+``markup_mismatch`` warning, which the checks treat as a failed segment
+(:mod:`mtfleet.workers.checks`). Neither is ever cached.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Sequence
 
 from mtfleet.core.errors import EngineError, EngineOutputMismatch, EngineUnavailable, MTError
+from mtfleet.core.markup import markup
 from mtfleet.core.models import Finding, SegmentOutcome
 from mtfleet.workers.engines.base import Translation, TranslationRequest
 
@@ -26,43 +28,7 @@ TRUNCATED = {
 }
 
 
-# Markup the output check compares. A tag is ``<name ...>`` or ``</name>``; it counts when the name
-# is an HTML element (SVG and MathML roots included), when it is a closing tag, or when it carries
-# attributes, so a bare ``<word>`` (a placeholder, or the cost-model engine's ``<es>`` prefix) is
-# text. Inside counted tags, event-handler attributes and script URLs count on their own.
-_TAG = re.compile(r"<(/?)([^\W\d_][\w:.-]*)([^<>]*)>")
-_HANDLER = re.compile(r"(?:^|[\s/\"'])(on[a-z]+)\s*=", re.IGNORECASE)
-_SCRIPT_URL = re.compile(r"(java|vb)script\s*:", re.IGNORECASE)
-_ELEMENT_NAMES = """
-    a abbr address applet area article aside audio b base basefont bdi bdo blink blockquote
-    body br button canvas caption center cite code col colgroup data datalist dd del details
-    dfn dialog dir div dl dt em embed fieldset figcaption figure font footer form frame
-    frameset h1 h2 h3 h4 h5 h6 head header hgroup hr html i iframe image img input ins kbd
-    keygen label legend li link main map mark marquee math menu meta meter nav noembed noframes
-    noscript object ol optgroup option output p param picture plaintext portal pre progress q
-    rp rt ruby s samp script search section select slot small source span strike strong style
-    sub summary sup svg table tbody td template textarea tfoot th thead time title tr track tt
-    u ul var video wbr xmp
-"""
-HTML_ELEMENTS = frozenset(_ELEMENT_NAMES.split())
-
 MARKUP_MISMATCH = Finding.markup_mismatch.value
-
-
-def markup(text: str) -> set[str]:
-    """The markup items of a text: ``<tag>`` names (lower case), ``on*=`` handlers, script URLs."""
-    items: set[str] = set()
-    if "<" not in text:
-        return items
-    for closing, name, attrs in _TAG.findall(text):
-        name = name.lower()
-        if not (name in HTML_ELEMENTS or closing or attrs.strip(" /")):
-            continue
-        items.add(f"<{name}>")
-        if attrs:
-            items.update(f"{h.lower()}=" for h in _HANDLER.findall(attrs))
-            items.update(f"{s.lower()}script:" for s in _SCRIPT_URL.findall(attrs))
-    return items
 
 
 def markup_warning(source: str, output: str) -> dict[str, str] | None:

@@ -63,6 +63,8 @@ _LONG_RUN = re.compile(
     rf"\*{{{MAX_DELIMITER_RUN + 1},}}|_{{{MAX_DELIMITER_RUN + 1},}}|~{{{MAX_DELIMITER_RUN + 1},}}"
     rf"|`{{{MAX_DELIMITER_RUN + 1},}}|\[{{{MAX_DELIMITER_RUN + 1},}}|\]{{{MAX_DELIMITER_RUN + 1},}}"
 )
+# A ``[`` that opens a link, image or reference: a label on one line, then ``(``, ``[`` or ``:``.
+_LINK_OPENER = re.compile(r"\[[^\][\n]*\][ \t]*[(\[:]")
 _PAIRED = {"em_open", "strong_open", "s_open", "em_close", "strong_close", "s_close"}
 _HTML_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)")
 _VOID = {"br", "hr", "img", "input", "wbr", "source", "area", "col", "embed", "meta", "link"}
@@ -390,7 +392,11 @@ def _simple_alt(img: Token, content: str, s: int, e: int) -> bool:
 
 
 def _escape_inline(s: str) -> str:
-    """``<`` that would open an HTML tag or autolink, ``&`` that would start an entity."""
+    """``<`` that would open an HTML tag or autolink, ``&`` that would start an entity, ``[``
+    that would open a link, an image or a link reference (``[text](url)``, ``![alt](src)``,
+    ``[text][ref]``, ``[ref]: url``): markup the translation brings is text, never a link."""
+    if "<" not in s and "&" not in s and "[" not in s:
+        return s
     out: list[str] = []
     for i, ch in enumerate(s):
         if i and s[i - 1] == "\\":
@@ -399,6 +405,8 @@ def _escape_inline(s: str) -> str:
             out.append("&lt;")
         elif ch == "&" and _starts_entity(s, i):
             out.append("&amp;")
+        elif ch == "[" and _LINK_OPENER.match(s, i):
+            out.append("\\[")
         else:
             out.append(ch)
     return "".join(out)

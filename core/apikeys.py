@@ -26,7 +26,13 @@ import redis
 from pydantic import BaseModel, Field
 
 from mtfleet.core import keys, scripts
-from mtfleet.core.errors import InvalidInput, QuotaExceeded, RateLimited, Unauthorized
+from mtfleet.core.errors import (
+    InvalidInput,
+    QuotaExceeded,
+    RateLimited,
+    StorageQuotaExceeded,
+    Unauthorized,
+)
 
 TOKEN_PREFIX = "mt_"
 _KEY_ID_HEX = 16
@@ -48,6 +54,9 @@ class ApiKey(BaseModel):
     created_at: float
     chars_per_day: int | None = Field(None, description="Characters per UTC day; None: no limit.")
     rate: float | None = Field(None, description="Requests per second; None: no limit.")
+    storage_mb: int | None = Field(
+        None, description="MiB the key may keep in Redis; None: MT_KEY_STORAGE_MB."
+    )
     revoked: bool = False
     revoked_at: float | None = None
     secret_sha256: str = Field("", exclude=True, repr=False)
@@ -87,6 +96,7 @@ def _opt(raw: str | None) -> str | None:
 def _parse(raw: dict[str, str]) -> ApiKey:
     chars = _opt(raw.get("chars_per_day"))
     rate = _opt(raw.get("rate"))
+    storage = _opt(raw.get("storage_mb"))
     revoked_at = _opt(raw.get("revoked_at"))
     return ApiKey(
         id=raw["id"],
@@ -94,10 +104,53 @@ def _parse(raw: dict[str, str]) -> ApiKey:
         created_at=float(raw.get("created_at", 0)),
         chars_per_day=int(chars) if chars else None,
         rate=float(rate) if rate else None,
+        storage_mb=int(storage) if storage else None,
         revoked=raw.get("revoked") == "1",
         revoked_at=float(revoked_at) if revoked_at else None,
         secret_sha256=raw.get("secret_sha256", ""),
     )
+
+
+@dataclass
+class Storage:
+    """An API key's storage quota: what its jobs and glossaries keep in Redis, in bytes. A job
+    or glossary reserves its bytes in the same script that writes it (so a refused request
+    writes nothing); a purge or a delete gives them back; a job's bytes come back by themselves
+    when its data expires."""
+
+    r: redis.Redis
+    key_id: str
+    limit: int  # bytes
+
+    def redis_keys(self) -> tuple[str, str]:
+        return keys.api_key_storage(self.key_id)
+
+    def used(self) -> int:
+        return int(self.r.hget(self.redis_keys()[1], "total") or 0)
+
+    def exceeded(self, asked: int, used: int) -> StorageQuotaExceeded:
+        """The refusal of ``asked`` bytes with ``used`` in use, with the seconds until the
+        oldest job's data expires (its bytes come back then)."""
+        oldest = self.r.zrange(self.redis_keys()[0], 0, 0, withscores=True)
+        expires = float(oldest[0][1]) if oldest else math.inf
+        wait = max(1, math.ceil(expires - time.time())) if math.isfinite(expires) else 3600
+        # (only glossaries kept, or none: deleting one frees its bytes at once)
+        mib = 1024 * 1024
+        return StorageQuotaExceeded(
+            f"this request stores about {asked / mib:.1f} MiB and this API key keeps "
+            f"{used / mib:.1f} of its {self.limit / mib:.0f} MiB (MT_KEY_STORAGE_MB); purge "
+            "jobs (DELETE /v1/jobs/ID?purge=true) or delete glossaries to make room",
+            retry_after=wait,
+            storage_bytes=self.limit,
+            stored_bytes=used,
+        )
+
+    def release(self, member: str) -> None:
+        self._release(keys=list(self.redis_keys()), args=[member])
+
+    @property
+    def _release(self) -> Callable[..., object]:
+        return scripts.register(self.r, "storage_release")
 
 
 @dataclass
@@ -136,7 +189,12 @@ class KeyStore:
 
     # -- operator side (mtfleet keys ...) ------------------------------------------------------
     def create(
-        self, name: str, *, chars_per_day: int | None = None, rate: float | None = None
+        self,
+        name: str,
+        *,
+        chars_per_day: int | None = None,
+        rate: float | None = None,
+        storage_mb: int | None = None,
     ) -> tuple[ApiKey, str]:
         """A new key and its token (shown once: only the secret's sha256 is stored)."""
         name = name.strip()
@@ -146,6 +204,8 @@ class KeyStore:
             raise InvalidInput("chars_per_day must be at least 1 (or unset: no limit)")
         if rate is not None and not 0 < rate <= 1_000_000:
             raise InvalidInput("rate must be above 0 requests per second (or unset: no limit)")
+        if storage_mb is not None and storage_mb < 1:
+            raise InvalidInput("storage_mb must be at least 1 (or unset: MT_KEY_STORAGE_MB)")
         key_id = secrets.token_hex(_KEY_ID_HEX // 2)
         secret = secrets.token_urlsafe(32)
         key = ApiKey(
@@ -154,12 +214,14 @@ class KeyStore:
             created_at=self._wall(),
             chars_per_day=chars_per_day,
             rate=rate,
+            storage_mb=storage_mb,
             secret_sha256=_digest(secret),
         )
         fields = [
             *("id", key.id, "name", key.name, "created_at", repr(key.created_at)),
             *("chars_per_day", "" if chars_per_day is None else str(chars_per_day)),
             *("rate", "" if rate is None else repr(rate)),
+            *("storage_mb", "" if storage_mb is None else str(storage_mb)),
             *("revoked", "0", "secret_sha256", key.secret_sha256),
         ]
         pipe = self.r.pipeline(transaction=True)
@@ -204,6 +266,7 @@ class KeyStore:
         self.r.delete(
             keys.api_key(key_id),
             keys.api_key_rate(key_id),
+            *keys.api_key_storage(key_id),
             *(keys.api_key_chars(key_id, day) for day in days),
         )
         self.r.srem(keys.API_KEYS, key_id)
@@ -264,6 +327,11 @@ class KeyStore:
                 f"over this API key's rate of {key.rate:g} requests per second",
                 retry_after=max(1, math.ceil(wait_us / 1_000_000)),
             )
+
+    def storage(self, key: ApiKey, default_mb: int) -> Storage:
+        """The key's storage quota (``default_mb`` when the key sets none)."""
+        mb = key.storage_mb if key.storage_mb is not None else default_mb
+        return Storage(self.r, key.id, mb * 1024 * 1024)
 
     def charge(self, key: ApiKey, chars: int) -> Charge:
         """Take ``chars`` from the key's UTC day, atomically; raises :class:`QuotaExceeded`

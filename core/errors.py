@@ -128,6 +128,13 @@ class QuotaExceeded(RateLimited):
     code = "quota_exceeded"
 
 
+class StorageQuotaExceeded(RateLimited):
+    """What an API key keeps in Redis (jobs, documents, glossaries) would pass its storage
+    quota (HTTP 429; ``retry_after``: seconds until its oldest job expires)."""
+
+    code = "storage_quota_exceeded"
+
+
 class Overloaded(RateLimited):
     """A lane's queue is deeper than its configured limit (HTTP 429 with ``retry_after``): the
     fleet pushes back instead of accepting work it will not reach for a long time."""

@@ -178,6 +178,13 @@ def api_key_rate(key_id: str) -> str:
     return f"{PREFIX}apikey:{key_id}:rate"
 
 
+def api_key_storage(key_id: str) -> tuple[str, str]:
+    """Sorted set (member -> when its data expires; +inf for a live glossary) and hash (member
+    -> bytes, plus ``total``): what the key keeps in Redis, for its storage quota. Members are
+    job ids and ``g:<glossary id>``."""
+    return f"{PREFIX}apikey:{key_id}:stored:expiry", f"{PREFIX}apikey:{key_id}:stored"
+
+
 def api_key_chars(key_id: str, day: str) -> str:
     """String (expires two days later): characters the key submitted on a UTC day
     (``YYYY-MM-DD``)."""

@@ -226,6 +226,13 @@ class Settings(BaseSettings):
         description="required: every /v1 request needs an API key (Bearer); off: anything is "
         "allowed and jobs have no owner (local development only).",
     )
+    key_storage_mb: int = Field(
+        1024,
+        ge=1,
+        description="MiB an API key may keep in Redis (its jobs' texts, results and documents, "
+        "and its glossaries) unless the key sets its own (mtfleet keys create --storage-mb); "
+        "past it a request that stores more is 429 storage_quota_exceeded.",
+    )
     auth_cache_s: float = Field(
         5.0,
         ge=0,

@@ -29,6 +29,7 @@ import redis
 from pydantic import Field, TypeAdapter
 
 from mtfleet.core import keys, scripts
+from mtfleet.core.apikeys import Storage
 from mtfleet.core.errors import JobNotFound
 from mtfleet.core.models import JobStatus, Progress, SegmentOutcome
 from mtfleet.core.schemas import JobPublic
@@ -83,6 +84,14 @@ def job_from_hash(raw: dict[str, str]) -> JobRecord:
     return JobRecord.model_validate(data)
 
 
+def job_bytes(meta: list[str], results: list[str], ledger: list[str], document: str) -> int:
+    """What a job counts against its owner's storage quota: what it stores now, and as much
+    again for what its results (and a document's rendered file) will take."""
+    return 2 * (sum(map(len, meta)) + sum(map(len, results)) + sum(map(len, ledger))) + 2 * len(
+        document
+    )
+
+
 def new_job_id() -> str:
     return uuid.uuid4().hex
 
@@ -122,6 +131,8 @@ class JobStore:
         cached: dict[int, SegmentOutcome],
         idempotency: tuple[str, str, int] | None = None,
         ledger: dict[int, str] | None = None,
+        document: bytes | None = None,
+        storage: Storage | None = None,
     ) -> str | None:
         """Store a new job atomically. Returns None, or the idempotency key's earlier value.
 
@@ -129,12 +140,17 @@ class JobStore:
         ``idempotency`` is (redis key, value to store, ttl); when the key already exists nothing
         is written and its value comes back (``"<job id> <request digest>"``). ``ledger`` maps
         each chunk number to its message (JSON): kept until the chunk is finished, so a chunk
-        the broker lost can be sent again (:mod:`mtfleet.workers.reconciler`).
+        the broker lost can be sent again (:mod:`mtfleet.workers.reconciler`). ``document``:
+        a document job's original file, written with the job. ``storage``: the owner's storage
+        quota; the job is refused (StorageQuotaExceeded, nothing written) when what it stores
+        does not fit.
         """
         flat_meta = [x for kv in job_to_hash(job).items() for x in kv]
         flat_results = [str(x) for i, o in cached.items() for x in (i, encode_outcome(o))]
         flat_ledger = [str(x) for kv in (ledger or {}).items() for x in kv]
         idem_key, idem_value, idem_ttl = idempotency or ("", "", 0)
+        doc = base64.b64encode(document).decode() if document is not None else ""
+        stored = job_bytes(flat_meta, flat_results, flat_ledger, doc)
         existing = self._create(
             keys=[
                 keys.job(job.id),
@@ -142,6 +158,8 @@ class JobStore:
                 idem_key,
                 keys.job_chunks(job.id),
                 keys.active(job.lane.value),
+                keys.job_document(job.id) if document is not None else "",
+                *(storage.redis_keys() if storage is not None else ("", "")),
             ],
             args=[
                 self.ttl,
@@ -150,11 +168,18 @@ class JobStore:
                 len(flat_meta),
                 len(flat_results),
                 job.created_at,
+                stored,
+                storage.limit if storage is not None else -1,
+                doc,
+                job.id,
                 *flat_meta,
                 *flat_results,
                 *flat_ledger,
             ],
         )
+        if isinstance(existing, list):
+            assert storage is not None
+            raise storage.exceeded(stored, int(existing[1]))
         return str(existing) if existing else None
 
     def cancel(self, job_id: str) -> JobStatus:
@@ -177,11 +202,6 @@ class JobStore:
             args=[job_id, time.time(), keys.JOB_DONE_CHANNEL, json.dumps(error)],
         )
 
-    def put_document(self, job_id: str, content: bytes) -> None:
-        """Keep a document job's original file (written before the job, so a job never
-        exists without it; an orphan left by a refused job expires with the TTL)."""
-        self.r.set(keys.job_document(job_id), base64.b64encode(content).decode(), ex=self.ttl)
-
     def get_document(self, job_id: str) -> bytes | None:
         raw = self.r.get(keys.job_document(job_id))
         return base64.b64decode(str(raw)) if raw is not None else None
@@ -199,12 +219,15 @@ class JobStore:
         pipe.expire(keys.job_rendered(job_id), self.ttl)
         pipe.execute()
 
-    def purge(self, job_id: str) -> None:
-        """Delete a job and everything stored for it (texts, results, delivery counts). A
-        running job is cancelled first; a chunk still in a worker then writes nothing (every
-        worker write checks that the job exists). Raises JobNotFound when it does not exist."""
+    def purge(self, job_id: str, storage: Storage | None = None) -> None:
+        """Delete a job and everything stored for it (texts, results, delivery counts), and
+        give its bytes back to the owner's ``storage`` quota. A running job is cancelled first;
+        a chunk still in a worker then writes nothing (every worker write checks that the job
+        exists). Raises JobNotFound when it does not exist."""
         self.cancel(job_id)
         self.r.delete(*keys.job_all(job_id))
+        if storage is not None:
+            storage.release(job_id)
 
     # -- worker side ---------------------------------------------------------------------------
     def start_chunk(

@@ -517,11 +517,17 @@ def keys_create(
     rate: Annotated[
         float | None, typer.Option(help="Requests per second (default: no limit).")
     ] = None,
+    storage_mb: Annotated[
+        int | None,
+        typer.Option(min=1, help="MiB the key may keep in Redis (default: MT_KEY_STORAGE_MB)."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Create an API key; its token is printed once (only its hash is stored)."""
     try:
-        key, token = _key_store().create(name, chars_per_day=chars_per_day, rate=rate)
+        key, token = _key_store().create(
+            name, chars_per_day=chars_per_day, rate=rate, storage_mb=storage_mb
+        )
     except InvalidInput as exc:
         err_console.print(f"[red]{exc.message}[/red]")
         raise typer.Exit(2) from None
@@ -540,17 +546,22 @@ def keys_list(as_json: Annotated[bool, typer.Option("--json", help="Print JSON."
     store = _key_store()
     found = store.list_keys()
     used = store.used_today(k.id for k in found)
-    rows = [{**k.model_dump(mode="json"), "chars_today": used[k.id]} for k in found]
+    stored = {k.id: store.storage(k, 0).used() for k in found}
+    rows = [
+        {**k.model_dump(mode="json"), "chars_today": used[k.id], "stored_bytes": stored[k.id]}
+        for k in found
+    ]
     if as_json:
         print(json.dumps(rows))
         return
-    print("id\tname\tcreated (UTC)\tchars today/per day\trate/s\tstate")
+    print("id\tname\tcreated (UTC)\tchars today/per day\trate/s\tstored MiB\tstate")
     for k in found:
         created = time.strftime("%Y-%m-%d %H:%M", time.gmtime(k.created_at))
         per_day = k.chars_per_day if k.chars_per_day is not None else "-"
         rate = f"{k.rate:g}" if k.rate is not None else "-"
         state = "revoked" if k.revoked else "active"
-        print(f"{k.id}\t{k.name}\t{created}\t{used[k.id]}/{per_day}\t{rate}\t{state}")
+        mib = f"{stored[k.id] / 1024 / 1024:.1f}"
+        print(f"{k.id}\t{k.name}\t{created}\t{used[k.id]}/{per_day}\t{rate}\t{mib}\t{state}")
 
 
 @keys_app.command("revoke")

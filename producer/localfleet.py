@@ -149,6 +149,7 @@ class LocalFleet:
         *,
         chars_per_day: int | None = None,
         rate: float | None = None,
+        storage_mb: int | None = None,
     ) -> str:
         """A new API key (its token) in this fleet's Redis, after :meth:`start_redis`;
         :meth:`stop` deletes it again."""
@@ -157,7 +158,7 @@ class LocalFleet:
         client = redis.Redis.from_url(self.redis_url, decode_responses=True)
         try:
             key, token = KeyStore(client, cache_s=0).create(
-                name, chars_per_day=chars_per_day, rate=rate
+                name, chars_per_day=chars_per_day, rate=rate, storage_mb=storage_mb
             )
         finally:
             client.close()

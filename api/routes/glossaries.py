@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from mtfleet.api.auth import CallerDep
+from mtfleet.api.auth import Caller, CallerDep
 from mtfleet.api.deps import ServicesDep
 from mtfleet.api.errors import documented
+from mtfleet.core.apikeys import Storage
 from mtfleet.core.glossary import (
     Glossary,
     GlossaryInfo,
@@ -44,6 +45,13 @@ def _store(services: ServicesDep) -> GlossaryStore:
     return GlossaryStore(services.store.r)
 
 
+def _storage(services: ServicesDep, caller: Caller) -> Storage | None:
+    """The caller's storage quota (None without auth)."""
+    if caller.key is None:
+        return None
+    return services.apikeys.storage(caller.key, services.settings.key_storage_mb)
+
+
 @router.post("", status_code=201, response_model=GlossaryDetail, responses=ERRORS)
 def create_glossary(
     body: GlossaryCreate, services: ServicesDep, caller: CallerDep, response: Response
@@ -63,7 +71,12 @@ def create_glossary(
         max_terms=s.glossary_max_terms,
         max_term_chars=s.glossary_max_term_chars,
     )
-    g = _store(services).create(draft, owner=caller.owner, max_per_owner=s.glossary_max_per_key)
+    g = _store(services).create(
+        draft,
+        owner=caller.owner,
+        max_per_owner=s.glossary_max_per_key,
+        storage=_storage(services, caller),
+    )
     response.headers["Location"] = f"/v1/glossaries/{g.id}"
     return detail(g)
 
@@ -92,6 +105,11 @@ def delete_glossary(glossary_id: str, services: ServicesDep, caller: CallerDep) 
     """Delete a glossary: new jobs can no longer name it; jobs accepted before still finish
     with it (its terms are kept for MT_RESULT_TTL_S, then expire)."""
     g = _visible(services, caller.owner, glossary_id)
-    if not _store(services).delete(g.id, owner=g.owner, retention_s=services.settings.result_ttl_s):
+    if not _store(services).delete(
+        g.id,
+        owner=g.owner,
+        retention_s=services.settings.result_ttl_s,
+        storage=_storage(services, caller),
+    ):
         raise GlossaryNotFound(f"glossary {glossary_id} not found")
     return Response(status_code=204)

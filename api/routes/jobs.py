@@ -188,7 +188,7 @@ def cancel_job(
     """
     job = visible_job(services, caller, job_id)
     if purge:
-        services.jobs.purge(job_id)
+        services.jobs.purge(job)
         if not job.status.final:
             job = job.model_copy(update={"status": JobStatus.cancelled})
         return public(job)

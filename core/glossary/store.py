@@ -12,6 +12,7 @@ from collections import OrderedDict
 import redis
 
 from mtfleet.core import keys, scripts
+from mtfleet.core.apikeys import Storage
 from mtfleet.core.errors import InvalidInput
 from mtfleet.core.glossary.matching import Matcher
 from mtfleet.core.glossary.terms import Glossary, GlossaryInfo, GlossaryNotFound, UnknownGlossary
@@ -39,8 +40,16 @@ class GlossaryStore:
         self._create = scripts.register(r, "glossary_create")
         self._delete = scripts.register(r, "glossary_delete")
 
-    def create(self, draft: Glossary, *, owner: str, max_per_owner: int) -> Glossary:
-        """Store a :func:`validate`-d glossary under a new id for ``owner``."""
+    def create(
+        self,
+        draft: Glossary,
+        *,
+        owner: str,
+        max_per_owner: int,
+        storage: Storage | None = None,
+    ) -> Glossary:
+        """Store a :func:`validate`-d glossary under a new id for ``owner`` (its bytes count
+        against ``storage``, the owner's storage quota, until it is deleted)."""
         g = draft.model_copy(
             update={"id": secrets.token_hex(16), "owner": owner, "created_at": time.time()}
         )
@@ -48,10 +57,27 @@ class GlossaryStore:
         for name in _INFO_FIELDS:
             fields += [name, str(getattr(g, name))]
         terms = json.dumps({"entries": g.entries, "protected": g.protected}, ensure_ascii=False)
+        size = len(terms.encode()) + sum(map(len, fields))
         ok = self._create(
-            keys=[keys.glossary(g.id), keys.glossary_terms(g.id), keys.glossaries(owner)],
-            args=[max_per_owner, repr(g.created_at), g.id, terms, *fields],
+            keys=[
+                keys.glossary(g.id),
+                keys.glossary_terms(g.id),
+                keys.glossaries(owner),
+                *(storage.redis_keys() if storage is not None else ("", "")),
+            ],
+            args=[
+                max_per_owner,
+                repr(g.created_at),
+                g.id,
+                terms,
+                size,
+                storage.limit if storage is not None else -1,
+                *fields,
+            ],
         )
+        if isinstance(ok, list):
+            assert storage is not None
+            raise storage.exceeded(size, int(ok[1]))
         if not ok:
             raise InvalidInput(
                 f"this key has {max_per_owner} glossaries, the most it may keep "
@@ -92,15 +118,19 @@ class GlossaryStore:
                 out.append(GlossaryInfo.model_validate({k: raw[k] for k in _INFO_FIELDS}))
         return out
 
-    def delete(self, glossary_id: str, *, owner: str, retention_s: int) -> bool:
+    def delete(
+        self, glossary_id: str, *, owner: str, retention_s: int, storage: Storage | None = None
+    ) -> bool:
         """Hide a glossary now; its data expires after ``retention_s`` (jobs accepted before
-        may still use it). False when there was no such live glossary."""
+        may still use it) and its bytes go back to ``storage``. False when there was no such
+        live glossary."""
         return bool(
             self._delete(
                 keys=[
                     keys.glossary(glossary_id),
                     keys.glossary_terms(glossary_id),
                     keys.glossaries(owner),
+                    *(storage.redis_keys() if storage is not None else ("", "")),
                 ],
                 args=[glossary_id, retention_s],
             )

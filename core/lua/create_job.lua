@@ -1,18 +1,29 @@
--- Store a new job (its hash, the results known at once, its chunk ledger) unless its
--- Idempotency-Key already names a job.
--- KEYS: job, results, idempotency key (or ''), chunk ledger, the lane's active set
+-- Store a new job (its hash, the results known at once, its chunk ledger, a document job's
+-- file) unless its Idempotency-Key already names a job or the owner's storage quota would be
+-- passed: a refused request writes nothing.
+-- KEYS: job, results, idempotency key (or ''), chunk ledger, the lane's active set,
+--       document (or ''), the owner's storage set and storage hash (or '' and '')
 -- ARGV: ttl, idempotency ttl, idempotency value, n_meta, n_results, created_at,
---       meta field/value pairs (n_meta values), results index/json pairs (n_results values),
+--       bytes the job stores, the owner's storage limit (-1: none), document (base64, or ''),
+--       job id, meta field/value pairs (n_meta values), results index/json pairs (n_results values),
 --       ledger chunk/message pairs (the rest)
--- -> false when created, else the idempotency key's earlier value
+-- -> false when created, the idempotency key's earlier value, or {"storage", bytes in use}
 local ttl = tonumber(ARGV[1])
+local now = tonumber(ARGV[6])
 if KEYS[3] ~= '' then
   local existing = redis.call('GET', KEYS[3])
   if existing then return existing end
-  redis.call('SET', KEYS[3], ARGV[3], 'EX', tonumber(ARGV[2]))
 end
+local job_id = ARGV[10]
+if KEYS[7] ~= '' then
+  local used = storage_reserve(KEYS[7], KEYS[8], job_id, tonumber(ARGV[7]), now + ttl, now,
+    tonumber(ARGV[8]))
+  if used then return {'storage', used} end
+end
+if KEYS[3] ~= '' then redis.call('SET', KEYS[3], ARGV[3], 'EX', tonumber(ARGV[2])) end
+if KEYS[6] ~= '' then redis.call('SET', KEYS[6], ARGV[9], 'EX', ttl) end
 local n_meta, n_results = tonumber(ARGV[4]), tonumber(ARGV[5])
-local first = 7
+local first = 11
 hset_pairs(KEYS[1], first, first + n_meta - 1)
 redis.call('EXPIRE', KEYS[1], ttl)
 first = first + n_meta
@@ -24,6 +35,6 @@ first = first + n_results
 if #ARGV >= first then
   hset_pairs(KEYS[4], first, #ARGV)
   redis.call('EXPIRE', KEYS[4], ttl)
-  redis.call('ZADD', KEYS[5], tonumber(ARGV[6]), redis.call('HGET', KEYS[1], 'id'))
+  redis.call('ZADD', KEYS[5], now, job_id)
 end
 return false

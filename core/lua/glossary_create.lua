@@ -1,9 +1,16 @@
--- Create a glossary atomically, refusing an owner past its glossary limit.
--- KEYS: glossary hash, terms, the owner's index
--- ARGV: max per owner, created_at, id, terms json, then hash field/value pairs
--- -> 1 created, 0 over the limit
+-- Create a glossary atomically, refusing an owner past its glossary limit or its storage
+-- quota (nothing is written then).
+-- KEYS: glossary hash, terms, the owner's index, the owner's storage set and hash (or '', '')
+-- ARGV: max per owner, created_at, id, terms json, bytes, storage limit (-1: none),
+--       then hash field/value pairs
+-- -> 1 created, 0 over the glossary limit, {"storage", bytes in use} over the storage quota
 if redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[1]) then return 0 end
-hset_pairs(KEYS[1], 5, #ARGV)
+if KEYS[4] ~= '' then
+  local used = storage_reserve(KEYS[4], KEYS[5], 'g:' .. ARGV[3], tonumber(ARGV[5]), '+inf',
+    tonumber(ARGV[2]), tonumber(ARGV[6]))
+  if used then return {'storage', used} end
+end
+hset_pairs(KEYS[1], 7, #ARGV)
 redis.call('SET', KEYS[2], ARGV[4])
 redis.call('ZADD', KEYS[3], ARGV[2], ARGV[3])
 return 1

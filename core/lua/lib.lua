@@ -39,3 +39,33 @@ local function finalize(job_key, ledger_key, first_active, job_id, status, now, 
   for k = first_active, #KEYS do redis.call('ZREM', KEYS[k], job_id) end
   redis.call('PUBLISH', channel, job_id)
 end
+
+-- An API key's storage quota: a hash (member -> bytes, plus "total") and a sorted set (member
+-- -> when its data expires; +inf while it is kept). Reserve ``bytes`` for ``member`` unless
+-- the key's total would pass ``limit`` (-1: none), after forgetting members whose data has
+-- expired by ``now``. -> false when reserved, else the bytes in use.
+local function storage_reserve(zset, hash, member, bytes, expires_at, now, limit)
+  local gone = redis.call('ZRANGEBYSCORE', zset, '-inf', now, 'LIMIT', 0, UNPACK_MAX)
+  if #gone > 0 then
+    local sizes = redis.call('HMGET', hash, unpack(gone))
+    local freed = 0
+    for k = 1, #sizes do freed = freed + tonumber(sizes[k] or 0) end
+    redis.call('HDEL', hash, unpack(gone))
+    redis.call('ZREM', zset, unpack(gone))
+    redis.call('HINCRBY', hash, 'total', -freed)
+  end
+  local used = tonumber(redis.call('HGET', hash, 'total') or '0')
+  if limit >= 0 and used + bytes > limit then return used end
+  redis.call('HSET', hash, member, bytes)
+  redis.call('HINCRBY', hash, 'total', bytes)
+  redis.call('ZADD', zset, expires_at, member)
+  return false
+end
+
+-- Give back what ``member`` reserved (a purge, a deleted glossary).
+local function storage_release(zset, hash, member)
+  local bytes = tonumber(redis.call('HGET', hash, member) or '0')
+  if bytes > 0 then redis.call('HINCRBY', hash, 'total', -bytes) end
+  redis.call('HDEL', hash, member)
+  redis.call('ZREM', zset, member)
+end

@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 import psutil
 import pytest
+import redis
 
 from mtfleet.producer.localfleet import LocalFleet
 
@@ -66,7 +67,7 @@ def api_process(fleet: LocalFleet) -> psutil.Process:
 
 def refused(api: httpx.Client, resp: httpx.Response, status: int, type_: str) -> str:
     """A clear JSON error with this status and type, and a server still healthy."""
-    assert resp.status_code == status, resp.text
+    assert resp.status_code == status, resp.text[:500]
     error = resp.json()["error"]
     assert error["type"] == type_, error
     assert api.get("/healthz").status_code == 200
@@ -345,3 +346,58 @@ def test_a_glossary_target_term_with_a_script_url_is_refused(api: httpx.Client) 
         )
         message = refused(api, resp, 422, "invalid_input")
         assert "script URL (javascript:)" in message
+
+
+# --- 3. what a key stores stays inside its storage quota ----------------------------------------
+
+
+def test_storage_is_counted_against_the_key_and_a_refusal_writes_nothing(
+    fleet: LocalFleet,
+) -> None:
+    r = redis.Redis.from_url(str(fleet.redis_url))
+    script_only = "<html><body><script>" + "x = 1;\n" * 40_000 + "</script></body></html>"
+    token = fleet.create_api_key("tenant-s", chars_per_day=10, storage_mb=2)  # ~280 KB each
+    with client_for(fleet, token) as api:
+        documents = set(r.scan_iter("mt:job:*:document"))
+        jobs = [api.post("/v1/jobs", json=document_job("html", script_only)) for _ in range(5)]
+        assert [j.status_code for j in jobs[:2]] == [200, 200]  # no text: 0 characters charged
+        refused_jobs = jobs[2:]
+        for resp in refused_jobs:
+            message = refused(api, resp, 429, "storage_quota_exceeded")
+            assert "of its 2 MiB" in message and int(resp.headers["retry-after"]) > 3600
+        added = set(r.scan_iter("mt:job:*:document")) - documents
+        assert len(added) == 2  # the refused ones wrote nothing
+
+        # an Idempotency-Key reused with another body is 409 and leaves nothing behind
+        first = api.post(
+            "/v1/jobs", json=document_job("html", "<p>1</p>"), headers={"Idempotency-Key": "k1"}
+        )
+        assert first.status_code == 200, first.text
+        before = set(r.scan_iter("mt:job:*"))
+        for n in range(3):
+            clash = api.post(
+                "/v1/jobs",
+                json=document_job("html", f"<p>{n + 2}</p>"),
+                headers={"Idempotency-Key": "k1"},
+            )
+            refused(api, clash, 409, "idempotency_conflict")
+        assert set(r.scan_iter("mt:job:*")) == before
+
+        # a glossary counts too; a purge gives a job's bytes back
+        big = {  # 1 MB of terms
+            f"the long product name number {i} of our big summer catalogue": (
+                f"el nombre largo del producto número {i} de nuestro gran catálogo"
+            )
+            for i in range(9_000)
+        }
+        g = api.post(
+            "/v1/glossaries",
+            json={"name": "big", "source_lang": "en", "target_lang": "es", "entries": big},
+        )
+        refused(api, g, 429, "storage_quota_exceeded")
+        assert (
+            api.delete(f"/v1/jobs/{jobs[0].json()['id']}", params={"purge": "true"}).status_code
+            == 200
+        )
+        again = api.post("/v1/jobs", json=document_job("html", script_only))
+        assert again.status_code == 200, again.text

@@ -14,6 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mtfleet.api import errors, metrics
 from mtfleet.api.deps import Services
+from mtfleet.api.guard import RequestGuard
 from mtfleet.api.parsing import DocumentPool
 from mtfleet.api.results import Results
 from mtfleet.api.routes import glossaries, jobs, meta, translate
@@ -27,67 +28,6 @@ from mtfleet.core.redis_conn import connect
 from mtfleet.core.registry import Registry
 from mtfleet.core.settings import Settings, get_settings
 from mtfleet.core.store import JobStore
-
-
-class BodyLimit:
-    """Refuse bodies over ``limit`` bytes with 413 before the app parses them.
-
-    With a Content-Length the check is immediate; a chunked body is read up to the limit
-    (memory stays bounded) and replayed to the app in one piece.
-    """
-
-    def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app = app
-        self.limit = limit
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        length = dict(scope.get("headers", ())).get(b"content-length")
-        if length is not None:
-            if not length.isdigit() or int(length) > self.limit:
-                await self._reject(send)
-                return
-            await self.app(scope, receive, send)
-            return
-        body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":  # client went away
-                return
-            body += message.get("body", b"")
-            if len(body) > self.limit:
-                await self._reject(send)
-                return
-            if not message.get("more_body", False):
-                break
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": bytes(body), "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
-
-    async def _reject(self, send: Send) -> None:
-        resp = errors.error_response(
-            413, "payload_too_large", f"request body over {self.limit} bytes"
-        )
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(resp.body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": resp.body})
 
 
 async def utf8_json(request: Request) -> None:
@@ -189,5 +129,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(meta.router)
 
     app.add_middleware(Timing)
-    app.add_middleware(BodyLimit, limit=settings.max_request_bytes)
+    app.add_middleware(RequestGuard, settings=settings)
     return app

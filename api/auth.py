@@ -11,10 +11,12 @@ process, or a key with a rate), and then from the thread pool, never on the even
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Annotated
 
 import anyio.to_thread
+import redis
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
@@ -22,6 +24,8 @@ from mtfleet.api.deps import Services
 from mtfleet.core.apikeys import ApiKey
 from mtfleet.core.errors import Unauthorized
 from mtfleet.core.store import JobRecord
+
+log = logging.getLogger(__name__)
 
 bearer = HTTPBearer(
     auto_error=False,
@@ -63,7 +67,14 @@ async def authenticate(
     cached = store.verify_cached(token)
     key = cached if cached is not None else await anyio.to_thread.run_sync(store.verify, token)
     if key.rate is not None:
-        await anyio.to_thread.run_sync(store.check_rate, key)
+        try:
+            await anyio.to_thread.run_sync(store.check_rate, key)
+        except redis.RedisError as exc:
+            # The rate state is a write; a Redis that refuses writes (full, read-only replica)
+            # must not cost the key its reads.
+            if request.method not in ("GET", "HEAD"):
+                raise
+            log.warning("rate check skipped for a read (Redis refused it): %s", exc)
     return Caller(key)
 
 

@@ -17,6 +17,7 @@ from mtfleet.core.errors import (
     InvalidInput,
     JobNotFinished,
     JobNotFound,
+    JobPurged,
     MTError,
     RateLimited,
     Unauthorized,
@@ -30,6 +31,7 @@ STATUS: list[tuple[type[MTError], int]] = [
     (InvalidInput, 422),
     (IdempotencyConflict, 409),
     (JobNotFound, 404),
+    (JobPurged, 410),
     (JobNotFinished, 409),
     (Unavailable, 503),
     (Unauthorized, 401),
@@ -100,8 +102,8 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(redis.RedisError)
     async def _redis(_: Request, exc: redis.RedisError) -> JSONResponse:
-        log.warning("Redis unavailable: %s", exc)
-        return error_response(503, "unavailable", f"job store unavailable: {exc}")
+        err = Unavailable.because("the job store", exc)
+        return error_response(503, err.code, err.message)
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception) -> JSONResponse:

@@ -37,7 +37,7 @@ class Routing:
                 return pair
             served = sorted(f"{a}->{b}" for a, b in self.registry.pairs())
         except redis.RedisError as exc:
-            raise Unavailable(f"job store unavailable: {exc}") from exc
+            raise Unavailable.because("the job store", exc) from exc
         raise UnsupportedLanguage(
             f"no engine serves {source}->{target}; served pairs: "
             + (", ".join(served) if served else "none yet (no worker has registered)"),
@@ -59,7 +59,7 @@ class Routing:
             try:
                 depth = int(self.r.llen(keys.queue(lane.value)))
             except redis.RedisError as exc:
-                raise Unavailable(f"job store unavailable: {exc}") from exc
+                raise Unavailable.because("the job store", exc) from exc
             seen = self._depths[lane] = (now + 0.2, depth)
         depth = seen[1]
         if depth >= limit:

@@ -36,6 +36,8 @@ from mtfleet.core.cache import PhraseCache, normalize, rewrap
 from mtfleet.core.errors import (
     IdempotencyConflict,
     InvalidInput,
+    JobNotFound,
+    JobPurged,
     QuotaExceeded,
     Unavailable,
 )
@@ -222,7 +224,7 @@ class JobService:
                 storage=storage,
             )
         except redis.RedisError as exc:
-            raise Unavailable(f"job store unavailable: {exc}") from exc
+            raise Unavailable.because("the job store", exc) from exc
         if existing is not None:
             assert idem is not None
             old_id, old_digest = existing.split(" ", 1)
@@ -230,7 +232,13 @@ class JobService:
                 raise IdempotencyConflict(
                     "this Idempotency-Key was used with a different request body"
                 )
-            return Submitted(self.store.get(old_id), created=False)
+            try:
+                return Submitted(self.store.get(old_id), created=False)
+            except JobNotFound:
+                raise JobPurged(
+                    f"this Idempotency-Key made job {old_id}, which was purged (or has expired); "
+                    "send the request with a new key to make another"
+                ) from None
         self._enqueue(job_id, messages, ledger, idem[0] if idem else "")
         metrics.JOBS.labels(lane.value).inc()
         metrics.SEGMENTS.labels(lane.value).inc(len(texts))
@@ -279,7 +287,7 @@ class JobService:
                 glossary_id, owner=owner, source=source, target=target
             )
         except redis.RedisError as exc:
-            raise Unavailable(f"job store unavailable: {exc}") from exc
+            raise Unavailable.because("the job store", exc) from exc
 
     def _plan(
         self,
@@ -369,7 +377,7 @@ class JobService:
         try:
             return bool(self.store.r.exists(key))
         except redis.RedisError as exc:
-            raise Unavailable(f"job store unavailable: {exc}") from exc
+            raise Unavailable.because("the job store", exc) from exc
 
     def _enqueue(
         self, job_id: str, messages: list[ChunkMessage], payloads: dict[int, str], idem_key: str
@@ -386,7 +394,7 @@ class JobService:
                     send_chunk(self.celery, msg, payload=payloads[msg.chunk], producer=producer)
         except (OperationalError, redis.RedisError, OSError) as exc:
             log.error("could not enqueue job %s: %s", job_id, exc)
-            err = Unavailable(f"broker unavailable, job not accepted: {exc}")
+            err = Unavailable("the broker is unavailable; the job was not accepted, retry shortly")
             with contextlib.suppress(redis.RedisError):
                 self.store.fail(job_id, err.as_dict(), idempotency_key=idem_key)
             raise err from exc

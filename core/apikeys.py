@@ -40,6 +40,8 @@ _CACHE_MAX = 10_000
 _DAY_S = 86_400
 #: How long a day's character count is kept (it is read for ``mtfleet keys list``).
 _USAGE_TTL_S = 2 * _DAY_S
+#: What an unknown key's secret is compared with (no secret has this digest).
+_UNKNOWN_DIGEST = "0" * 64
 
 # The rate check is a GCRA (core/lua/key_rate.lua): one stored number per key, the theoretical
 # arrival time of the next request; a request may come ``burst`` intervals early. The charge
@@ -183,7 +185,7 @@ class KeyStore:
         self.cache_s = cache_s
         self._clock = clock
         self._wall = wall
-        self._cache: dict[str, tuple[float, ApiKey]] = {}
+        self._cache: dict[str, tuple[float, ApiKey | None]] = {}  # None: no such key
         self._rate = scripts.register(r, "key_rate")
         self._charge = scripts.register(r, "key_charge")
 
@@ -275,15 +277,15 @@ class KeyStore:
     # -- API side ------------------------------------------------------------------------------
     def verify(self, token: str) -> ApiKey:
         """The live key a token belongs to (read from Redis unless this process read it less
-        than ``cache_s`` ago); raises :class:`Unauthorized`."""
+        than ``cache_s`` ago); raises :class:`Unauthorized`. An unknown key id is remembered
+        as unknown as long, and its secret compared against a stand-in digest: a wrong secret
+        takes the same path, and the same time, for a known key and an unknown one."""
         key_id, secret = self._parse(token)
         now = self._clock()
         hit = self._cache.get(key_id)
         if hit is not None and hit[0] > now:
             return self._check(hit[1], secret)
         key = self.get(key_id)
-        if key is None:
-            raise Unauthorized("invalid API key")
         if self.cache_s > 0:
             if len(self._cache) >= _CACHE_MAX:
                 self._cache.clear()
@@ -307,8 +309,9 @@ class KeyStore:
         return parsed
 
     @staticmethod
-    def _check(key: ApiKey, secret: str) -> ApiKey:
-        if not hmac.compare_digest(_digest(secret), key.secret_sha256):
+    def _check(key: ApiKey | None, secret: str) -> ApiKey:
+        expected = key.secret_sha256 if key is not None else _UNKNOWN_DIGEST
+        if not hmac.compare_digest(_digest(secret), expected) or key is None:
             raise Unauthorized("invalid API key")
         if key.revoked:
             raise Unauthorized("this API key was revoked")

@@ -6,7 +6,10 @@ as ``{"type", "message"}`` (never a pickle) so any client can read them.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+_log = logging.getLogger("mtfleet.unavailable")
 
 
 class MTError(Exception):
@@ -47,6 +50,12 @@ class JobNotFound(MTError):
     code = "job_not_found"
 
 
+class JobPurged(MTError):
+    """The job an Idempotency-Key made was purged (HTTP 410)."""
+
+    code = "job_purged"
+
+
 class JobNotFinished(MTError):
     """The result of a job that is still running was asked for (HTTP 409)."""
 
@@ -57,6 +66,13 @@ class Unavailable(MTError):
     """A backing service (Redis, the broker) cannot take the request now (HTTP 503)."""
 
     code = "unavailable"
+
+    @classmethod
+    def because(cls, what: str, exc: BaseException) -> Unavailable:
+        """``what`` is unavailable: the cause (addresses, ports, script digests) goes to the
+        log, the client gets a plain sentence."""
+        _log.warning("%s unavailable: %s", what, exc)
+        return cls(f"{what} is unavailable; retry shortly")
 
 
 class EngineError(MTError):

@@ -197,6 +197,19 @@ class Settings(BaseSettings):
     document_workers: int = Field(
         2, ge=1, le=64, description="Processes per API process that read and render documents."
     )
+    body_timeout_s: float = Field(
+        60.0,
+        gt=0,
+        le=3600,
+        description="Seconds a client has to send a request's whole body (408 past it).",
+    )
+    header_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        le=600,
+        description="Seconds a client has to send a request's headers once it starts one (or "
+        "once it connects); the connection is closed past it.",
+    )
     result_ttl_s: int = Field(
         7 * 24 * 3600, ge=60, description="Seconds job state and results are kept."
     )
@@ -225,6 +238,12 @@ class Settings(BaseSettings):
         "required",
         description="required: every /v1 request needs an API key (Bearer); off: anything is "
         "allowed and jobs have no owner (local development only).",
+    )
+    auth_failures_per_minute: int = Field(
+        30,
+        ge=1,
+        description="Requests with an invalid API key one client address may send per minute "
+        "(per API process); past it every /v1 request from it is 429 for the rest of the minute.",
     )
     key_storage_mb: int = Field(
         1024,

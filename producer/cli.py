@@ -87,6 +87,7 @@ def api(
         log_level=log_level,
         access_log=False,
         timeout_keep_alive=30,
+        http="mtfleet.api.guard:HeaderTimeoutProtocol",  # a deadline on request headers
     )
 
 

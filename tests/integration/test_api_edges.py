@@ -127,6 +127,8 @@ def test_redis_down_is_a_quick_503_and_health_stays_up() -> None:
         resp = client.post("/v1/jobs", json=BODY)
         assert resp.status_code == 503 and resp.json()["error"]["type"] == "unavailable"
         assert resp.headers["retry-after"] == "1"
+        # the cause (address, port, errno) is logged, not told to the client
+        assert resp.json()["error"]["message"] == "the job store is unavailable; retry shortly"
         assert time.monotonic() - t0 < 10
         assert client.get(f"/v1/jobs/{'a' * 32}").status_code == 503  # a well-formed id
         assert client.get("/healthz").status_code == 200

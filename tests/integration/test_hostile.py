@@ -12,6 +12,7 @@ import base64
 import io
 import random
 import re
+import socket
 import threading
 import time
 import zipfile
@@ -29,6 +30,7 @@ from mtfleet.producer.localfleet import LocalFleet
 ROOT = Path(__file__).resolve().parents[2]
 DOCX = ROOT / "tests" / "fixtures" / "documents" / "docx" / "product_sheet.docx"
 DEADLINE_S = 3
+SLOW_S = 2  # body and header deadlines
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 
 
@@ -36,9 +38,11 @@ W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 def fleet() -> Iterator[LocalFleet]:
     env = {
         "MT_AUTH": "required",
-        "MT_AUTH_CACHE_S": "0",
         "MT_HEARTBEAT_S": "1",
         "MT_DOCUMENT_DEADLINE_S": str(DEADLINE_S),
+        "MT_BODY_TIMEOUT_S": str(SLOW_S),
+        "MT_HEADER_TIMEOUT_S": str(SLOW_S),
+        "MT_AUTH_FAILURES_PER_MINUTE": "20",
         "MT_CHECK_LANGUAGE": "false",
     }
     with LocalFleet(env=env) as f:
@@ -401,3 +405,155 @@ def test_storage_is_counted_against_the_key_and_a_refusal_writes_nothing(
         )
         again = api.post("/v1/jobs", json=document_job("html", script_only))
         assert again.status_code == 200, again.text
+
+
+# --- 8. no body is read before its key is checked, and nothing waits for a slow client ----------
+
+
+def raw_request(
+    fleet: LocalFleet, head: str, body: bytes = b"", source: str = "127.0.0.1"
+) -> socket.socket:
+    host, port = fleet.api_url.removeprefix("http://").split(":")
+    sock = socket.create_connection((host, int(port)), timeout=30, source_address=(source, 0))
+    sock.sendall(head.encode("latin-1") + body)
+    return sock
+
+
+def answer_of(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes the connection (or 30 s pass)."""
+    data = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+        if b"\r\n\r\n" in data and b'"error"' in data and data.endswith(b"}"):
+            return data
+
+
+def post_head(length: int, token: str | None) -> str:
+    auth = f"Authorization: Bearer {token}\r\n" if token else ""
+    return (
+        f"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n{auth}"
+        f"Content-Length: {length}\r\n\r\n"
+    )
+
+
+def test_an_unauthenticated_upload_is_refused_before_its_body_is_read(
+    fleet: LocalFleet,
+) -> None:
+    rss0 = api_process(fleet).memory_info().rss
+    # from an address of its own: past 20 failures a minute it is throttled (429, no read)
+    socks = [
+        raw_request(
+            fleet, post_head(8 * 1024 * 1024, token), b"{" + b" " * (1024 * 1024), "127.0.0.3"
+        )
+        for token in [None, "mt_0123456789abcdef_wrong"] * 20
+    ]
+    try:
+        answers = [answer_of(s) for s in socks]  # answered without the other 7 MB
+    finally:
+        for s in socks:
+            s.close()
+    statuses = {a.split(b" ", 2)[1] for a in answers}
+    assert statuses <= {b"401", b"429"}, statuses  # refused, past 20 a minute throttled
+    assert api_process(fleet).memory_info().rss - rss0 < 64 * 1024 * 1024
+
+
+def test_a_body_that_stops_short_is_408_and_the_connection_closed(
+    fleet: LocalFleet, api: httpx.Client
+) -> None:
+    token = str(api.headers["authorization"]).split(" ", 1)[1]
+    sock = raw_request(fleet, post_head(1000, token), b'{"texts": ["Red')
+    try:
+        answer = answer_of(sock)
+    finally:
+        sock.close()
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+    assert b"request_timeout" in answer and b"MT_BODY_TIMEOUT_S" in answer
+    assert b"connection: close" in answer.lower()
+
+
+@pytest.mark.parametrize("sent", ["", "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-"])
+def test_a_connection_with_slow_headers_is_closed(fleet: LocalFleet, sent: str) -> None:
+    socks = [raw_request(fleet, sent) for _ in range(50)]
+    try:
+        assert all(answer_of(s) == b"" for s in socks)  # closed by the server, nothing said
+    finally:
+        for s in socks:
+            s.close()
+
+
+# --- 9. the smaller ones ----------------------------------------------------------------------
+
+
+def test_failed_keys_are_throttled_per_client_and_cost_no_redis_read_each(
+    fleet: LocalFleet, api: httpx.Client
+) -> None:
+    r = redis.Redis.from_url(str(fleet.redis_url), decode_responses=True)
+    reads: list[str] = []
+    watching = threading.Event()
+
+    def watch() -> None:  # every command Redis runs that names the unknown key
+        with r.monitor() as m:
+            watching.set()
+            for command in m.listen():
+                if "deadbeef" in command["command"]:
+                    reads.append(command["command"])
+                if "stop-watching" in command["command"]:
+                    return
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    watching.wait(10)
+    token = str(api.headers["authorization"]).split(" ", 1)[1]
+    key_id = token.split("_")[1]
+    # another loopback address: the throttle is per client address
+    transport = httpx.HTTPTransport(local_address="127.0.0.2")
+    with httpx.Client(base_url=fleet.api_url, transport=transport, timeout=30) as guesser:
+        unknown = [
+            guesser.get("/v1/languages", headers={"Authorization": "Bearer mt_00000000deadbeef_x"})
+            for _ in range(10)
+        ]
+        known = [
+            guesser.get("/v1/languages", headers={"Authorization": f"Bearer mt_{key_id}_guess"})
+            for _ in range(10)
+        ]
+        assert {u.status_code for u in unknown + known} == {401}
+        assert {u.json()["error"]["message"] for u in unknown + known} == {"invalid API key"}
+        r.get("stop-watching")
+        watcher.join(10)
+        assert len(reads) == 1, reads  # the unknown id was read once, then remembered
+        blocked = guesser.get("/v1/languages", headers={"Authorization": f"Bearer {token}"})
+        assert blocked.status_code == 429 and int(blocked.headers["retry-after"]) >= 1
+    assert api.get("/v1/languages").status_code == 200  # other clients are not throttled
+
+
+def test_an_idempotency_key_of_a_purged_job_is_410(api: httpx.Client) -> None:
+    body = {"texts": ["Red shoes"], "source_lang": "en", "target_lang": "es"}
+    first = api.post("/v1/jobs", json=body, headers={"Idempotency-Key": "purged-1"}).json()
+    assert api.delete(f"/v1/jobs/{first['id']}", params={"purge": "true"}).status_code == 200
+    again = api.post("/v1/jobs", json=body, headers={"Idempotency-Key": "purged-1"})
+    message = refused(api, again, 410, "job_purged")
+    assert first["id"] in message and "purged" in message
+
+
+def test_with_redis_full_a_rate_limited_key_still_reads(fleet: LocalFleet) -> None:
+    r = redis.Redis.from_url(str(fleet.redis_url))
+    token = fleet.create_api_key("tenant-r", rate=50)
+    with client_for(fleet, token) as api:
+        job = api.post(
+            "/v1/jobs", json={"texts": ["Red shoes"], "source_lang": "en", "target_lang": "es"}
+        ).json()
+        r.config_set("maxmemory-policy", "noeviction")
+        r.config_set("maxmemory", int(r.info("memory")["used_memory"]))
+        try:
+            read = api.get(f"/v1/jobs/{job['id']}")
+            assert read.status_code == 200, read.text
+            write = api.post(
+                "/v1/jobs", json={"texts": ["Blue shoes"], "source_lang": "en", "target_lang": "es"}
+            )
+            message = refused(api, write, 503, "unavailable")
+            assert "OOM" not in message and "127.0.0.1" not in message  # internals stay in the log
+        finally:
+            r.config_set("maxmemory", 0)

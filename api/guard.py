@@ -1,0 +1,235 @@
+"""What a request may cost the API before the app sees it: authenticated first, its body bounded
+in size and in time, failed keys throttled per client.
+
+:class:`RequestGuard` is a plain ASGI middleware in front of the app:
+
+1. a client that sent more than ``MT_AUTH_FAILURES_PER_MINUTE`` requests with a bad key in the
+   last minute is 429 ``rate_limited`` (per client address, in this API process);
+2. a ``/v1`` request is authenticated from its headers (:meth:`KeyStore.verify`, cached per
+   process) **before a byte of its body is read**: an unauthenticated upload is 401 at once and
+   costs no memory;
+3. a body over ``MT_MAX_REQUEST_BYTES`` is 413 (at once with a Content-Length; a chunked one
+   is read up to the limit);
+4. the whole body must arrive within ``MT_BODY_TIMEOUT_S``: a client that trickles it, or
+   stops before its last byte, is answered 408 and its connection closed;
+5. the body is then handed to the app in one piece.
+
+Slow *headers* are the server's business: :class:`HeaderTimeoutProtocol` (the uvicorn HTTP
+protocol ``mtfleet api`` runs) closes a connection whose request headers are not complete
+``MT_HEADER_TIMEOUT_S`` after its first byte (or after it opened).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import redis
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from mtfleet.api import errors
+from mtfleet.core.apikeys import KeyStore
+from mtfleet.core.errors import Unauthorized, Unavailable
+from mtfleet.core.settings import Settings, get_settings
+
+_BODY_METHODS = {"POST", "PUT", "PATCH"}
+_WINDOW_S = 60.0
+
+
+class AuthFailures:
+    """Failed authentications per client address over the last minute (bounded memory: at
+    most ``limit`` timestamps per address, and the oldest addresses go first past 10,000)."""
+
+    def __init__(self, limit: int, clock: Any = time.monotonic) -> None:
+        self.limit = limit
+        self.clock = clock
+        self._seen: dict[str, deque[float]] = {}
+
+    def _recent(self, client: str) -> deque[float] | None:
+        times = self._seen.get(client)
+        if times is None:
+            return None
+        cutoff = self.clock() - _WINDOW_S
+        while times and times[0] <= cutoff:
+            times.popleft()
+        if not times:
+            del self._seen[client]
+            return None
+        return times
+
+    def retry_after(self, client: str) -> int:
+        """Seconds this client must wait (0: it may try)."""
+        times = self._recent(client)
+        if times is None or len(times) < self.limit:
+            return 0
+        return max(1, int(times[0] + _WINDOW_S - self.clock()) + 1)
+
+    def add(self, client: str) -> None:
+        times = self._recent(client)
+        if times is None:
+            if len(self._seen) >= 10_000:
+                self._seen.pop(next(iter(self._seen)))
+            times = self._seen[client] = deque(maxlen=self.limit)
+        times.append(self.clock())
+
+
+class RequestGuard:
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+        self.app = app
+        self.limit = settings.max_request_bytes
+        self.body_timeout_s = settings.body_timeout_s
+        self.auth = settings.auth == "required"
+        self.failures = AuthFailures(settings.auth_failures_per_minute)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers", ()))
+        v1 = scope["path"].startswith("/v1/") or scope["path"] == "/v1"
+        if self.auth and v1 and not await self._authenticated(scope, headers, send):
+            return
+        length = headers.get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.limit):
+            await self._error(
+                send, 413, "payload_too_large", f"request body over {self.limit} bytes"
+            )
+            return
+        if scope["method"] not in _BODY_METHODS and length is None:
+            await self.app(scope, receive, send)
+            return
+        body = await self._read(receive, send)
+        if body is None:
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _authenticated(self, scope: Scope, headers: dict[bytes, bytes], send: Send) -> bool:
+        """Check the key before anything else; answer 401 or 429 and return False if not."""
+        client = (scope.get("client") or ("?", 0))[0]
+        wait = self.failures.retry_after(client)
+        if wait:
+            await self._error(
+                send,
+                429,
+                "rate_limited",
+                f"too many requests with an invalid API key from this address; retry in {wait} s",
+                retry_after=wait,
+            )
+            return False
+        scheme, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            if scope["method"] in _BODY_METHODS:
+                self.failures.add(client)
+                await self._error(
+                    send,
+                    401,
+                    "unauthorized",
+                    "an API key is required: send Authorization: Bearer <key>",
+                )
+                return False
+            return True  # the route answers 401 (or serves an open page)
+        store: KeyStore = scope["app"].state.services.apikeys
+        try:
+            if store.verify_cached(token.strip()) is None:
+                await anyio.to_thread.run_sync(store.verify, token.strip())
+        except Unauthorized as exc:
+            self.failures.add(client)
+            await self._error(send, 401, exc.code, exc.message)
+            return False
+        except redis.RedisError as exc:
+            err = Unavailable.because("the key store", exc)
+            await self._error(send, 503, err.code, err.message)
+            return False
+        return True
+
+    async def _read(self, receive: Receive, send: Send) -> bytearray | None:
+        """The whole body within the deadline and the size limit (else answered, None)."""
+        body = bytearray()
+        with anyio.move_on_after(self.body_timeout_s) as scope:
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":  # client went away
+                    return None
+                body += message.get("body", b"")
+                if len(body) > self.limit:
+                    await self._error(
+                        send, 413, "payload_too_large", f"request body over {self.limit} bytes"
+                    )
+                    return None
+                if not message.get("more_body", False):
+                    return body
+        assert scope.cancelled_caught
+        await self._error(
+            send,
+            408,
+            "request_timeout",
+            f"the request body did not arrive within {self.body_timeout_s:g} s (MT_BODY_TIMEOUT_S)",
+            close=True,
+        )
+        return None
+
+    @staticmethod
+    async def _error(
+        send: Send, status: int, type_: str, message: str, *, close: bool = False, **extra: Any
+    ) -> None:
+        resp = errors.error_response(status, type_, message, **extra)
+        headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in resp.headers.items()]
+        if close:
+            headers.append((b"connection", b"close"))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": resp.body})
+
+
+class HeaderTimeoutProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, plus a deadline on each request's headers
+    (``MT_HEADER_TIMEOUT_S``): a connection that opens and says nothing, or sends part of its
+    headers and stops, is closed when it passes (uvicorn has a keep-alive timeout between
+    requests, none on the headers themselves)."""
+
+    _header_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def _arm(self) -> None:
+        if self._header_timer is None:
+            self._header_timer = self.loop.call_later(
+                get_settings().header_timeout_s, self._headers_too_slow
+            )
+
+    def _disarm(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._arm()
+
+    def on_headers_complete(self) -> None:
+        self._disarm()
+        super().on_headers_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _headers_too_slow(self) -> None:
+        self._header_timer = None
+        if not self.transport.is_closing():
+            self.transport.close()

@@ -72,7 +72,9 @@ def markup(text: str) -> set[str]:
             if attrs:
                 items.update(f"{h.lower()}=" for h in _HANDLER.findall(attrs))
                 items.update(script_schemes(attrs))
-    if "]" in text or "<" in text:
+    # (a destination needs "](" or "]:", an autolink "<" and ":": plain ``in`` tests first, the
+    # regex only where one of them occurs)
+    if "](" in text or "]:" in text or (":" in text and "<" in text):
         for m in _MD_DESTINATION.finditer(text):
             url = m.group(1) or m.group(2) or m.group(3) or ""
             items.update(f"link to {s}" for s in script_schemes(url))

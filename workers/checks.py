@@ -322,6 +322,8 @@ def _better(first: SegmentOutcome, second: SegmentOutcome) -> SegmentOutcome:
 
 def _refused(outcome: SegmentOutcome) -> SegmentOutcome:
     """A translation that still carries markup its source does not is not delivered."""
+    if not outcome.warnings:
+        return outcome  # (most outcomes: no scan)
     found = next((w for w in outcome.warnings if w.get("type") == MARKUP), None)
     if found is None or not outcome.ok:
         return outcome

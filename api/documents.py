@@ -63,7 +63,7 @@ def prepare(doc: DocumentIn, source_lang: str, pool: DocumentPool) -> PreparedDo
     detected: str | None = None
     langs: list[str | None] | None = None
     if detection.is_auto(source_lang):
-        units, english = pool.cut(fmt.name, content, "en")
+        units, english = pool.cut_keeping_units(fmt.name, content, "en")
         detected, clear = detection.detect_each(english)
         segments = pool.replan(units, detected) if detected != "en" else english
         if segments != english:
@@ -71,7 +71,7 @@ def prepare(doc: DocumentIn, source_lang: str, pool: DocumentPool) -> PreparedDo
         langs = [lang if lang != detected else None for lang in clear]
         source = detected
     else:
-        segments = pool.cut(fmt.name, content, source_lang)[1]
+        segments = pool.cut(fmt.name, content, source_lang)
         source = source_lang
     for i, text in enumerate(segments):
         try:

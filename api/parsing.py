@@ -70,9 +70,11 @@ def _extract(fmt_name: str, content: bytes) -> list[Unit]:
         raise DocumentError(f"cannot read the {fmt.name} document: {exc}") from exc
 
 
-def _cut(fmt_name: str, content: bytes, lang: str) -> tuple[list[Unit], list[str]]:
+def _cut(
+    fmt_name: str, content: bytes, lang: str, keep_units: bool
+) -> tuple[list[Unit] | None, list[str]]:
     units = _extract(fmt_name, content)
-    return units, plan(units, lang).segments
+    return (units if keep_units else None), plan(units, lang).segments
 
 
 def _replan(units: list[Unit], lang: str) -> list[str]:
@@ -160,9 +162,17 @@ class DocumentPool:
                 f"{self.memory_mb} MiB of memory (MT_DOCUMENT_MEMORY_MB)"
             ) from None
 
-    def cut(self, fmt_name: str, content: bytes, lang: str) -> tuple[list[Unit], list[str]]:
-        """The document's units and the segments they cut into for ``lang``."""
-        return self._run("read", f"reading this {fmt_name} document", _cut, fmt_name, content, lang)
+    def cut(self, fmt_name: str, content: bytes, lang: str) -> list[str]:
+        """The segments the document cuts into for ``lang``."""
+        what = f"reading this {fmt_name} document"
+        return self._run("read", what, _cut, fmt_name, content, lang, False)[1]
+
+    def cut_keeping_units(
+        self, fmt_name: str, content: bytes, lang: str
+    ) -> tuple[list[Unit], list[str]]:
+        """The document's units too (sent back only when they are cut again: ``replan``)."""
+        what = f"reading this {fmt_name} document"
+        return self._run("read", what, _cut, fmt_name, content, lang, True)
 
     def replan(self, units: list[Unit], lang: str) -> list[str]:
         """The segments of ``units`` cut for another language."""

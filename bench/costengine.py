@@ -34,6 +34,17 @@ dense bf16).
 * ``max_num_seqs = 256``, ``max_num_batched_tokens = 8192``, ``max_model_len = 4096``,
   ``out_ratio = 1.0`` (a translation is about as long as its source).
 
+**The step budget** (``MT_MAX_STEP_TOKENS``, vLLM's ``max_num_batched_tokens``; and
+``MT_MAX_SEQS``, its ``max_num_seqs``) replaces the preset's figures when the fleet sets it. A
+step of ``t`` tokens lasts ``max(step_fixed_s, t × per_token_s)``: below the knee
+``step_fixed_s / per_token_s`` (200 tokens for ``h200-7b``) every step costs the weight read,
+above it the arithmetic. Bulk throughput in tokens per second is the same anywhere above the
+knee (``1 / per_token_s``), so a budget just above it loses none, while each of an interactive
+request's steps lasts at most ``budget × per_token_s`` (3.9 ms at 260 tokens: 1.3× an idle
+step) instead of up to 123 ms when 8,192 tokens of bulk prefill share its step.
+:meth:`CostParams.step_budget` is that budget for a slowdown; the benchmarks deploy the
+fleet with it, as docs/performance.md tells an operator to.
+
 Environment: ``MTBENCH_PRESET`` (``h200-7b``, ``zero``, ``cpu-small``), then overrides
 ``MTBENCH_STEP_FIXED_S``, ``MTBENCH_PER_TOKEN_S``, ``MTBENCH_MAX_NUM_SEQS``,
 ``MTBENCH_MAX_NUM_BATCHED_TOKENS``, ``MTBENCH_OUT_RATIO`` and ``MTBENCH_MODE`` (``continuous``:
@@ -75,7 +86,15 @@ from mtfleet.workers.engines.base import (
 
 T = TypeVar("T")
 MODES = ("continuous", "batch")
-_STATS = ("busy_s", "steps", "tokens_in", "tokens_out", "completed", "peak_running")
+_STATS = (
+    "busy_s",
+    "steps",
+    "tokens_in",
+    "tokens_out",
+    "completed",
+    "peak_running",
+    "peak_step_tokens",
+)
 
 
 @dataclass(frozen=True)
@@ -113,6 +132,14 @@ class CostParams:
         steps = max(out_tokens / self.max_num_seqs, tokens / self.max_num_batched_tokens)
         per_request_s = max(steps * self.step_fixed_s, tokens * self.per_token_s)
         return math.inf if per_request_s == 0 else 1 / per_request_s
+
+    def step_budget(self, slowdown: float) -> dict[str, str]:
+        """The fleet settings that hold each step within ``slowdown`` x an idle one: step
+        tokens at the knee times the slowdown, running sequences at most three quarters of
+        them (a step keeps room for new prompts)."""
+        knee = self.step_fixed_s / self.per_token_s if self.per_token_s else 0.0
+        tokens = max(16, math.floor(knee * slowdown))
+        return {"MT_MAX_STEP_TOKENS": str(tokens), "MT_MAX_SEQS": str(tokens * 3 // 4)}
 
     @classmethod
     def from_env(cls) -> CostParams:
@@ -181,6 +208,7 @@ class SimulatedGPU:
         self.stalled = False  # fault injection: the GPU stops stepping (a hung device)
         self.busy_s = 0.0
         self.steps = self.tokens_in = self.tokens_out = self.completed = self.peak_running = 0
+        self.peak_step_tokens = 0  # the most tokens (prefill + decoding) one step carried
         self._thread: threading.Thread | None = None
         if not params.free:
             self._thread = threading.Thread(target=self._loop, name="simulated-gpu", daemon=True)
@@ -234,7 +262,8 @@ class SimulatedGPU:
             self.stalled = True
 
     def stats(self) -> dict[str, float]:
-        """busy_s (simulated step time), steps, tokens_in/out, completed, peak_running."""
+        """busy_s (simulated step time), steps, tokens_in/out, completed, peak_running,
+        peak_step_tokens."""
         with self._cond:
             return {k: getattr(self, k) for k in _STATS}
 
@@ -270,6 +299,7 @@ class SimulatedGPU:
             budget -= take
         self.peak_running = max(self.peak_running, len(self._running))
         prefill = sum(take for _, take in chunks)
+        self.peak_step_tokens = max(self.peak_step_tokens, prefill + decoding)
         return chunks, prefill, max(p.step_fixed_s, p.per_token_s * (prefill + decoding))
 
     def _loop(self) -> None:
@@ -333,7 +363,16 @@ class CostModelEngine(Engine):
 
     def __init__(self, settings: Settings, params: CostParams | None = None) -> None:
         self.settings = settings
-        self.params = params if params is not None else CostParams.from_env()
+        params = params if params is not None else CostParams.from_env()
+        # The fleet's step budget applies here as it does to vLLM (MT_MAX_STEP_TOKENS is its
+        # max_num_batched_tokens, MT_MAX_SEQS its max_num_seqs).
+        steps: dict[str, Any] = {
+            "max_num_batched_tokens": settings.max_step_tokens,
+            "max_num_seqs": settings.max_seqs,
+        }
+        if settings.max_step_tokens and not settings.max_seqs:
+            steps["max_num_seqs"] = min(params.max_num_seqs, settings.max_step_tokens)
+        self.params = dataclasses.replace(params, **{k: v for k, v in steps.items() if v})
         self.streaming = self.params.mode == "continuous"
         self._gpu: SimulatedGPU | None = None
         p = self.params

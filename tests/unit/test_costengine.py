@@ -215,3 +215,36 @@ def test_loads_as_an_engine_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
         assert engine.translate([req("ok")]) == [Translation("<de> ok", tokens_out=2)]
     finally:
         engine.close()
+
+
+def test_the_fleets_step_budget_bounds_every_step() -> None:
+    """MT_MAX_STEP_TOKENS / MT_MAX_SEQS are the simulated GPU's max_num_batched_tokens and
+    max_num_seqs, as they are vLLM's: no step carries more, and everything still finishes."""
+    wide = params(max_num_seqs=64, max_num_batched_tokens=4096)
+    budget = Settings(max_step_tokens=96, max_seqs=64)
+    for settings, most in ((Settings(), 4096), (budget, 96)):
+        engine = CostModelEngine(settings, wide)
+        engine.load()
+        try:
+            outs = engine.translate(
+                [TranslationRequest(" ".join(["word"] * 60), "en", "es") for _ in range(40)]
+            )
+            assert len(outs) == 40
+            peak = engine.stats()["peak_step_tokens"]
+            assert peak <= most
+            if most == 96:
+                assert engine.params.max_num_batched_tokens == 96
+            else:
+                assert peak > 96  # unbounded, the first step takes many prompts at once
+        finally:
+            engine.close()
+
+
+def test_step_budget_for_a_slowdown_is_at_the_knee() -> None:
+    p = PRESETS["h200-7b"]
+    env = p.step_budget(1.3)
+    # knee = 3 ms weight read / 15 µs per token = 200 tokens; x 1.3
+    assert env == {"MT_MAX_STEP_TOKENS": "260", "MT_MAX_SEQS": "195"}
+    tokens = int(env["MT_MAX_STEP_TOKENS"])
+    step = max(p.step_fixed_s, tokens * p.per_token_s)
+    assert step <= 1.3 * p.step_fixed_s + 1e-9

@@ -218,6 +218,78 @@ def test_interactive_work_overtakes_buffered_bulk(engine: RecordingEngine) -> No
         sched.close()
 
 
+class LaneEngine(RecordingEngine):
+    """A batch engine with an instance per lane (``parallel_lanes``): bulk calls wait at the
+    gate, interactive ones do not."""
+
+    parallel_lanes = True
+
+    def translate(self, requests: Sequence[TranslationRequest]) -> list[str]:
+        if all(r.priority <= 0 for r in requests):
+            self.calls.append(list(requests))
+            return [r.text.upper() for r in requests]
+        return super().translate(requests)
+
+
+def test_interactive_work_runs_beside_a_bulk_call_on_an_engine_with_parallel_lanes() -> None:
+    engine = LaneEngine()
+    sched = make_scheduler(engine, latency_target_s=0.5)
+    try:
+        engine.gate.clear()
+        bulk = sched.submit([req("b0"), req("b1")])
+        assert engine.entered.wait(5)
+        urgent = sched.submit([req("i0", 0)])
+        # answered while the bulk call is still inside the engine
+        assert [o.translation for o in results(urgent)] == ["I0"]
+        assert not bulk.done()
+        later = sched.submit([req("b2")])  # bulk waits for the bulk call, as before
+        engine.gate.set()
+        assert [o.translation for o in results(bulk)] == ["B0", "B1"]
+        assert [o.translation for o in results(later)] == ["B2"]
+        # one interactive call of its own, never mixed into a bulk one
+        lanes = [{r.priority for r in call} for call in engine.calls]
+        assert {0} in lanes and all(len(p) == 1 for p in lanes)
+    finally:
+        engine.gate.set()
+        sched.close()
+
+
+def test_without_parallel_lanes_interactive_work_waits_for_the_bulk_call(
+    engine: RecordingEngine,
+) -> None:
+    sched = make_scheduler(engine, latency_target_s=0.5)
+    try:
+        engine.gate.clear()
+        bulk = sched.submit([req("b0")])
+        assert engine.entered.wait(5)
+        urgent = sched.submit([req("i0", 0)])
+        assert not urgent.wait(0.2)  # one call at a time: behind the bulk call in progress
+        engine.gate.set()
+        assert [o.translation for o in results(urgent)] == ["I0"]
+        results(bulk)
+    finally:
+        engine.gate.set()
+        sched.close()
+
+
+def test_overlapping_calls_count_their_busy_time_once() -> None:
+    engine = LaneEngine()
+    engine.delay = 0.2
+    sched = make_scheduler(engine, latency_target_s=0.5)
+    try:
+        t0 = time.monotonic()
+        bulk = sched.submit([req(f"b{i}") for i in range(4)])
+        assert engine.entered.wait(5)
+        results(sched.submit([req("i0", 0)]))
+        results(bulk)
+        wall = time.monotonic() - t0
+        sched.tick()
+        busy = sched._busy_total
+        assert 0.2 <= busy <= wall + 0.01  # the interactive call ran inside the bulk one
+    finally:
+        sched.close()
+
+
 def test_batches_respect_the_token_budget(engine: RecordingEngine) -> None:
     engine._limits = EngineLimits(64, 12, 1_000)
     sched = make_scheduler(engine, latency_target_s=None)

@@ -125,3 +125,9 @@ def test_cli_refuses_bad_setting_before_starting_anything() -> None:
 def test_lanes_parse_from_json_list(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MT_LANES", '["bulk"]')
     assert Settings().lanes == ["bulk"]
+
+
+def test_running_sequences_cannot_exceed_the_step_budget() -> None:
+    assert Settings(max_step_tokens=256, max_seqs=192).max_seqs == 192
+    with pytest.raises(ValidationError, match="must not exceed max_step_tokens"):
+        Settings(max_step_tokens=128, max_seqs=256)

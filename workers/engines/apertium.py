@@ -5,6 +5,12 @@ mode gets ``-z``): we write segments separated by NUL bytes and read one NUL-ter
 per segment, so a batch costs one write and one read, segments never bleed into each other,
 and no process starts per call. Text is put into Apertium's stream format ourselves (reserved
 characters escaped, newlines as superblanks) and read back the same way.
+
+Each pair has two pipelines, one per lane (``parallel_lanes``): an interactive call never waits
+behind a bulk call, and the bulk pipeline runs at a lower CPU priority (``nice``
+:data:`BULK_NICENESS`), so a saturating bulk backlog leaves the CPU to interactive calls and to
+everything else on the machine (the worker, the API, Redis) whenever they want it — its own
+throughput barely changes, since they want little of it.
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ _RESERVED = set("\\[]^$/@<>{}")
 # Appended to every segment so the last word is flushed through transfer (as apertium-destxt
 # does); removed from the output.
 _TAIL = ".[]"
+#: The bulk pipelines' niceness: they yield the CPU to anything else that wants it.
+BULK_NICENESS = 19
 
 
 def escape(text: str) -> str:
@@ -116,19 +124,21 @@ class _Pipeline:
     the scheduler's deadline ends it through :meth:`ApertiumEngine.interrupt`, which kills the
     pipeline (the call then raises, and the next one starts a fresh pipeline)."""
 
-    def __init__(self, command: str) -> None:
+    def __init__(self, command: str, niceness: int = 0) -> None:
         self.command = command
+        self.niceness = niceness
         self.lock = threading.Lock()
         self.proc: subprocess.Popen[bytes] | None = None
 
     def _ensure(self) -> subprocess.Popen[bytes]:
         if self.proc is None or self.proc.poll() is not None:
+            nice = ["nice", "-n", str(self.niceness)] if self.niceness else []
             self.proc = subprocess.Popen(
-                ["bash", "-o", "pipefail", "-c", self.command],
+                [*nice, "bash", "-o", "pipefail", "-c", self.command],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
-                start_new_session=True,
+                process_group=0,  # its own group (killed whole), in the worker's session
             )
         return self.proc
 
@@ -176,12 +186,14 @@ class _Pipeline:
 
 class ApertiumEngine(Engine):
     name = "apertium"
+    parallel_lanes = True
 
     def __init__(self, settings: Settings, mode_dirs: Sequence[Path] = MODE_DIRS) -> None:
         self.settings = settings
         self.mode_dirs = mode_dirs
         self._modes: dict[tuple[str, str], Path] = {}
-        self._pipes: dict[tuple[str, str], _Pipeline] = {}
+        # (source, target, interactive?) -> its pipeline, started at its first call
+        self._pipes: dict[tuple[str, str, bool], _Pipeline] = {}
         self._fingerprint = ""
 
     def load(self) -> None:
@@ -197,8 +209,10 @@ class ApertiumEngine(Engine):
                 st = Path(path).stat()
                 digest.update(f"{path}:{st.st_size}:{int(st.st_mtime)}".encode())
         self._fingerprint = "apertium-" + digest.hexdigest()[:16]
-        for pair, mode in self._modes.items():
-            self._pipes[pair] = _Pipeline(null_flush_command(mode))
+        for (src, tgt), mode in self._modes.items():
+            command = null_flush_command(mode)
+            self._pipes[(src, tgt, True)] = _Pipeline(command)
+            self._pipes[(src, tgt, False)] = _Pipeline(command, BULK_NICENESS)
 
     @property
     def model(self) -> str:
@@ -220,8 +234,10 @@ class ApertiumEngine(Engine):
         by_pair: dict[tuple[str, str], list[int]] = {}
         for i, req in enumerate(requests):
             by_pair.setdefault((req.source, req.target), []).append(i)
+        # a call of interactive requests only goes to the interactive pipelines
+        interactive = all(r.priority <= 0 for r in requests)
         for pair, idxs in by_pair.items():
-            pipe = self._pipes.get(pair)
+            pipe = self._pipes.get((*pair, interactive))
             if pipe is None:
                 raise EngineError(f"apertium has no mode for {pair[0]}->{pair[1]}")
             for i, text in zip(idxs, pipe.run([requests[i].text for i in idxs]), strict=True):

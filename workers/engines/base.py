@@ -106,6 +106,10 @@ def estimate_tokens(text: str) -> int:
 class Engine(ABC):
     name: str = "engine"
     streaming: bool = False  # True: submit() per request; the engine batches continuously
+    #: Batch engines: ``translate`` may run an interactive call (every request priority 0)
+    #: while a bulk call runs, on its own instance (Apertium: a pipeline per lane), so
+    #: interactive work never waits behind a bulk batch. False: one call at a time.
+    parallel_lanes: bool = False
 
     @abstractmethod
     def load(self) -> None:

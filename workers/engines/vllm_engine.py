@@ -131,6 +131,12 @@ class VllmEngine(Engine):
         }
         if s.max_model_len:
             kwargs["max_model_len"] = s.max_model_len
+        # The step budget (see MT_MAX_STEP_TOKENS): vLLM chunks prefill to fit it, so no step
+        # carries more than this many tokens and none outlasts the knee of the GPU's roofline.
+        if s.max_step_tokens:
+            kwargs["max_num_batched_tokens"] = s.max_step_tokens
+        if s.max_seqs:
+            kwargs["max_num_seqs"] = s.max_seqs
         log.info("loading vLLM engine: %s", kwargs)
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, name="vllm-loop", daemon=True)

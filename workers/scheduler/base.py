@@ -219,7 +219,7 @@ class Scheduler(ABC):
                 for it in items:
                     self._lanes[INTERACTIVE if it.interactive else BULK].append(it)
                     self._avg_tokens += (it.tokens - self._avg_tokens) * 0.01
-                self._cond.notify()
+                self._cond.notify_all()  # a batch scheduler may have a dispatcher per lane
         return ticket
 
     def cancel(self, ticket: Ticket, reason: BaseException) -> None:

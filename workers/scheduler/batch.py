@@ -7,6 +7,11 @@ takes one call at a time).
   engine's sequence limit and a token budget from the online
   :class:`~mtfleet.workers.costmodel.CostModel`, so a bulk call never lasts more than half the
   interactive latency target; interactive work goes first in every call.
+* **Interactive never waits behind bulk** where the engine allows it
+  (``Engine.parallel_lanes``: Apertium runs a pipeline per lane): a second dispatcher thread
+  serves the interactive lane alone, its calls running beside the bulk call in progress.
+  Otherwise interactive work waits for at most the bulk call in progress, whose length the
+  token budget bounds (above).
 * **One bad segment fails alone**: a call that raises is split in halves until the failing
   segment is alone (:func:`~mtfleet.workers.translation.run_isolated`).
 * **Deadlines**: a call may take :class:`~mtfleet.workers.scheduler.base.Deadlines` of what the
@@ -18,25 +23,40 @@ takes one call at a time).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from mtfleet.core.errors import EngineTimeout
 from mtfleet.workers import metrics
 from mtfleet.workers.batching import bulk_token_budget, plan_batch
 from mtfleet.workers.engines.base import Translation, TranslationRequest
-from mtfleet.workers.scheduler.base import Item, Scheduler, seconds
+from mtfleet.workers.scheduler.base import BULK, INTERACTIVE, Item, Scheduler, seconds
 from mtfleet.workers.translation import run_isolated
+
+log = logging.getLogger(__name__)
 
 
 class BatchScheduler(Scheduler):
     def __init__(self, *args: object, **kwargs: object) -> None:
         self._call_lock = threading.Lock()
-        self._call: tuple[float, float] | None = None  # the call running: (started, deadline)
-        self._interrupted_at: float | None = None
-        self._current: list[Item] = []  # the items of the batch in the engine
+        # per dispatcher (the lane it serves, BULK when one serves both): the call running,
+        # as (started, deadline), when it was interrupted, and the items in the engine
+        self._calls: dict[int, tuple[float, float]] = {}
+        self._interrupted_at: dict[int, float] = {}
+        self._current: dict[int, list[Item]] = {}
+        self._busy: dict[int, float] = {}
+        self._parallel = False
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._parallel = bool(self.engine.parallel_lanes)
+        if self._parallel:
+            self._interactive_thread = threading.Thread(
+                target=self._interactive_loop, name="mt-scheduler-interactive", daemon=True
+            )
+            self._interactive_thread.start()
 
     def keep_full_segments(self) -> int:
         per_call = self.batch_token_budget() / max(self._avg_tokens, 1.0)
@@ -47,85 +67,119 @@ class BatchScheduler(Scheduler):
             self.engine.limits, self.cost, latency_target_s=self.latency_target_s
         )
 
+    # -- the dispatchers: one for both lanes, or (parallel lanes) this one for bulk and a
+    # second one for interactive work ----------------------------------------------------------
     def _runnable(self) -> bool:
         interactive, bulk = self._lanes
-        return bool(interactive or bulk)
+        return bool(bulk) if self._parallel else bool(interactive or bulk)
 
     def _take(self) -> list[Item]:
+        lanes = (deque[Item](), self._lanes[BULK]) if self._parallel else self._lanes
+        return self._plan(lanes)
+
+    def _plan(self, lanes: tuple[deque[Item], deque[Item]]) -> list[Item]:
         plan = plan_batch(
-            self._lanes,
+            lanes,
             max_sequences=self.engine.limits.max_sequences,
             max_tokens=self.batch_token_budget(),
         )
         taken: list[Item] = []
-        for lane, n in zip(self._lanes, plan.take, strict=True):
+        for lane, n in zip(lanes, plan.take, strict=True):
             taken += [lane.popleft() for _ in range(n)]
         return taken
 
+    def _interactive_loop(self) -> None:
+        lanes = (self._lanes[INTERACTIVE], deque[Item]())
+        while True:
+            with self._cond:
+                while not self._closed and (self._down is not None or not lanes[0]):
+                    self._cond.wait()
+                if self._closed:
+                    return
+                items = self._plan(lanes)
+            try:
+                self._dispatch(items)
+            except Exception as exc:  # never let the dispatcher die
+                log.exception("scheduler failed a batch")
+                for it in items:
+                    self._resolve(it, exc)
+
     def _dispatch(self, items: list[Item]) -> None:
+        lane = INTERACTIVE if self._parallel and items[0].interactive else BULK
         tokens = sum(it.tokens for it in items)
         t0 = time.monotonic()
         with self._cond:
-            self._busy_since = t0
-            self._current = items
+            self._busy[lane] = t0
+            if self._busy_since is None:
+                self._busy_since = t0
+            self._current[lane] = items
         try:
-            results = run_isolated(self.engine.name, self._timed_call, [it.request for it in items])
+            results = run_isolated(
+                self.engine.name, partial(self._timed_call, lane), [it.request for it in items]
+            )
         finally:
             elapsed = time.monotonic() - t0
             with self._cond:
-                self._busy_total += elapsed
-                self._busy_since = None
+                # busy time: the span some call was running (overlapping calls count once)
+                del self._busy[lane]
+                now = time.monotonic()
+                self._busy_total += now - (self._busy_since or t0)
+                self._busy_since = now if self._busy else None
                 self._done_total += len(items)
-                self._current = []
+                self._current.pop(lane, None)
         self.cost.observe(tokens, elapsed)
         metrics.observe_batch(len(items), tokens, elapsed)
         self._count_out(results)
         for it, res in zip(items, results, strict=True):
             self._resolve(it, res)
 
-    def _timed_call(self, requests: Sequence[TranslationRequest]) -> Sequence[str | Translation]:
+    def _timed_call(
+        self, lane: int, requests: Sequence[TranslationRequest]
+    ) -> Sequence[str | Translation]:
         """One engine call under a deadline the watchdog enforces."""
         tokens = sum(self.engine.count_tokens(r) for r in requests)
         now = time.monotonic()
         deadline = now + self.deadlines.of(self.cost.predict(tokens))
         with self._call_lock:
-            self._call = (now, deadline)
-            self._interrupted_at = None
+            self._calls[lane] = (now, deadline)
+            self._interrupted_at.pop(lane, None)
         try:
             out = self.engine.translate(requests)
         except Exception as exc:
-            if self._interrupted_at is not None:
+            if lane in self._interrupted_at:
                 raise EngineTimeout(
                     f"the engine did not finish within {seconds(deadline - now)}"
                 ) from exc
             raise
         finally:
             with self._call_lock:
-                self._call = None
+                self._calls.pop(lane, None)
         return out
 
     def _abort_inflight(self, which: Callable[[Item], bool]) -> list[Item]:
         # A call cannot give up some of its segments: they are released (their outcomes are
         # set now) and what the call returns for them later is ignored.
         with self._cond:
-            return [it for it in self._current if which(it)]
+            return [it for items in self._current.values() for it in items if which(it)]
 
     def _overdue(self, now: float) -> None:
+        interrupt = False
+        stuck: list[str] = []
         with self._call_lock:
-            call, interrupted = self._call, self._interrupted_at
-            if call is None:
-                return
-            started, deadline = call
-            if now < deadline:
-                return
-            if interrupted is None:
-                self._interrupted_at = now
-        if interrupted is None:
+            for lane, (started, deadline) in self._calls.items():
+                if now < deadline:
+                    continue
+                interrupted = self._interrupted_at.get(lane)
+                if interrupted is None:
+                    self._interrupted_at[lane] = now
+                    interrupt = True
+                elif now - interrupted > self.deadlines.floor_s:
+                    # interrupted and still not back: the engine cannot be reached
+                    stuck.append(
+                        f"an engine call has not returned {now - started:.0f}s after it "
+                        f"started (deadline {deadline - started:.0f}s), even after an interrupt"
+                    )
+        if stuck:
+            self._engine_down(stuck[0])
+        elif interrupt:
             self.engine.interrupt()  # the call raises; run_isolated narrows it down
-            return
-        # interrupted and still not back: the engine cannot be reached
-        if now - interrupted > self.deadlines.floor_s:
-            self._engine_down(
-                f"an engine call has not returned {now - started:.0f}s after it started "
-                f"(deadline {deadline - started:.0f}s), even after an interrupt"
-            )

@@ -24,7 +24,7 @@ from mtfleet.core.broker import make_celery
 from mtfleet.core.cache import PhraseCache
 from mtfleet.core.events import CompletionWaiter
 from mtfleet.core.heap import freeze_startup_heap
-from mtfleet.core.redis_conn import connect
+from mtfleet.core.redis_conn import connect, connect_async
 from mtfleet.core.registry import Registry
 from mtfleet.core.settings import Settings, get_settings
 from mtfleet.core.store import JobStore
@@ -81,14 +81,19 @@ class Timing:
 
 
 def build_services(settings: Settings) -> Services:
+    """Every service of an API process; call it on the event loop that will serve (its
+    asyncio Redis clients belong to that loop; :func:`close_services` closes them)."""
     r = connect(settings.redis_url)
+    ar = connect_async(settings.redis_url)
     store = JobStore(r, result_ttl_s=settings.result_ttl_s)
-    registry = Registry(r)
-    apikeys = KeyStore(r, cache_s=settings.auth_cache_s)
+    registry = Registry(r, ar)
+    apikeys = KeyStore(r, cache_s=settings.auth_cache_s, aclient=ar)
+    same = settings.effective_cache_url == settings.redis_url
     cache = PhraseCache(
         connect(settings.effective_cache_url),
         ttl_s=settings.cache_ttl_s,
         job_ttl_s=settings.result_ttl_s,
+        aclient=ar if same else connect_async(settings.effective_cache_url),
     )
     celery = make_celery(settings, name="mtfleet-api")
     pool = DocumentPool(settings)
@@ -96,6 +101,13 @@ def build_services(settings: Settings) -> Services:
     return Services(
         settings, store, registry, apikeys, jobs, Results(store, pool), CompletionWaiter(r)
     )
+
+
+async def close_services(services: Services) -> None:
+    """Close the asyncio Redis clients :func:`build_services` made."""
+    clients = {id(c): c for c in (services.apikeys.ar, services.jobs.cache.ar) if c is not None}
+    for client in clients.values():
+        await client.aclose()
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -113,6 +125,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         yield
         services.waiter.stop()
         services.jobs.documents.close()
+        await close_services(services)
 
     app = FastAPI(
         title="mtfleet",

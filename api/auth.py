@@ -5,8 +5,9 @@
 (local development): every request is let through as an anonymous caller whose jobs have no
 owner. ``/healthz``, ``/readyz``, ``/metrics`` and the docs take no key.
 
-The dependency is ``async`` and reads Redis only when it must (a key not cached in this
-process, or a key with a rate), and then from the thread pool, never on the event loop.
+The dependency is ``async`` and reads Redis only when it must: a key not cached in this
+process from the thread pool, a key's rate on the event loop (an asyncio client: the hot path
+takes no thread-pool hop).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ async def authenticate(
     key = cached if cached is not None else await anyio.to_thread.run_sync(store.verify, token)
     if key.rate is not None:
         try:
-            await anyio.to_thread.run_sync(store.check_rate, key)
+            await store.acheck_rate(key)
         except redis.RedisError as exc:
             # The rate state is a write; a Redis that refuses writes (full, read-only replica)
             # must not cost the key its reads.

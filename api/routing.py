@@ -71,6 +71,17 @@ class Routing:
                 lane=lane.value,
             )
 
+    async def apair(self, source: str, target: str) -> PairInfo | None:
+        """:meth:`pair` on the event loop (the registry's asyncio client), remembered alike."""
+        now = time.monotonic()
+        hit = self._pairs.get((source, target))
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        pair = await self.registry.apair(source, target)
+        if pair is not None:
+            self._pairs[(source, target)] = (now + 1.0, pair)
+        return pair
+
     def pair(self, source: str, target: str) -> PairInfo | None:
         """The registry's entry for a pair, remembered for a second when it exists (it is asked
         on every request; a pair nobody serves is asked again each time, so a worker that just

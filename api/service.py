@@ -40,6 +40,7 @@ from mtfleet.core.errors import (
     JobPurged,
     QuotaExceeded,
     Unavailable,
+    UnsupportedLanguage,
 )
 from mtfleet.core.glossary import GlossaryInfo, GlossaryStore
 from mtfleet.core.models import (
@@ -66,6 +67,16 @@ class Submitted:
     # the outcomes known at submission (phrase-cache hits) of a job created now: a fully cached
     # job's result needs no read from Redis
     cached: dict[int, SegmentOutcome] | None = None
+
+
+@dataclass
+class FromCache:
+    """What :meth:`JobService.answer_from_cache` found: every translation (``translations``
+    set: the answer), or the hits it found (the rest of submission uses them, the cache is
+    read once; None: it did not look)."""
+
+    translations: list[str] | None
+    hits: dict[str, str] | None
 
 
 @dataclass
@@ -107,16 +118,18 @@ class JobService:
         owner: str = "",
         key: ApiKey | None = None,
         idempotency_key: str | None = None,
+        hits: dict[str, str] | None = None,
     ) -> Submitted:
         """Submit as ``owner`` (the API key id, '' without auth). ``key``'s characters are
         charged first (atomically, 429 when over its daily quota) and given back when the
         request is refused (422, 409, 429, 503) or an Idempotency-Key returns an earlier job.
-        An Idempotency-Key is scoped to the owner: two keys using the same one get two jobs."""
+        An Idempotency-Key is scoped to the owner: two keys using the same one get two jobs.
+        ``hits``: what :meth:`answer_from_cache` found in the phrase cache for these texts."""
         inputs = self.texts_of(req)
         charge = self._charge(key, inputs.texts, owner, idempotency_key)
         storage = self.apikeys.storage(key, self.settings.key_storage_mb) if key else None
         try:
-            submitted = self._submit(req, inputs, owner, idempotency_key, storage)
+            submitted = self._submit(req, inputs, owner, idempotency_key, storage, hits)
         except BaseException:
             if charge is not None:
                 charge.refund()
@@ -124,6 +137,51 @@ class JobService:
         if charge is not None and not submitted.created:
             charge.refund()
         return submitted
+
+    async def answer_from_cache(
+        self, req: JobCreate, *, owner: str = "", key: ApiKey | None = None
+    ) -> FromCache:
+        """The hot path of ``POST /v1/translate``: texts the phrase cache holds every one of
+        answer on the event loop with one Redis round trip (``MGET``; a second one charges
+        the caller's key; the pair's engine is read once a second) and no job is stored:
+        nothing was queued, so there is nothing to follow, and a storefront asking the same
+        strings all day does not leave a job behind per request. Anything this path does not
+        cover (a glossary, ``auto``, a pair nobody serves, a text past a limit, one miss)
+        goes the whole way (:meth:`submit`), with the hits found here."""
+        none = FromCache(None, None)
+        texts = req.texts
+        if not texts or req.document is not None or req.glossary_id:
+            return none
+        if detection.is_auto(req.source_lang):
+            return none
+        try:
+            source = languages.normalize(req.source_lang)
+            target = languages.normalize(req.target_lang)
+            self._check_limits(texts)
+        except (InvalidInput, UnsupportedLanguage):
+            return none  # submit() gives the error
+        if source == target or self.cache.ar is None:
+            return none
+        try:
+            pair = await self.routing.apair(source, target)
+        except redis.RedisError:
+            return none  # submit() answers 503
+        if pair is None:
+            return none  # submit() lists the served pairs
+        norms = [normalize(t) for t in texts]
+        hits = await self.cache.aget_many(
+            pair.fingerprint, source, target, norms, scope=self.cache_scope(owner)
+        )
+        if len(hits) < len(set(norms)):
+            return FromCache(None, hits)
+        if key is not None:
+            try:
+                await self.apikeys.acharge(key, sum(len(t) for t in texts))
+            except redis.RedisError as exc:
+                raise Unavailable.because("the job store", exc) from exc
+        metrics.SEGMENTS.labels(Lane.interactive.value).inc(len(texts))
+        metrics.CACHE_LOOKUPS.labels("hit").inc(len(texts))
+        return FromCache([rewrap(t, hits[n]) for t, n in zip(texts, norms, strict=True)], hits)
 
     def texts_of(self, req: JobCreate) -> Texts:
         """The request as texts: a document cut into sentences, ``auto`` detected."""
@@ -157,6 +215,7 @@ class JobService:
         owner: str,
         idempotency_key: str | None,
         storage: Storage | None,
+        hits: dict[str, str] | None = None,
     ) -> Submitted:
         s = self.settings
         texts = inputs.texts
@@ -172,7 +231,7 @@ class JobService:
         glossary = self._glossary(req.glossary_id, owner, source, target) if texts else None
         norms = [normalize(t) for t in texts]
         scope = self.cache_scope(owner)
-        cached, plan = self._plan(texts, norms, source, target, pair, glossary, inputs, scope)
+        cached, plan = self._plan(texts, norms, source, target, pair, glossary, inputs, scope, hits)
         if plan:
             self.routing.admit(lane)
         job_id = new_job_id()
@@ -299,9 +358,11 @@ class JobService:
         glossary: GlossaryInfo | None,
         inputs: Texts,
         scope: str | None,
+        known: dict[str, str] | None = None,
     ) -> tuple[dict[int, SegmentOutcome], list[tuple[str, list[ChunkSegment]]]]:
         """The outcomes known now (phrase-cache hits; texts detected as already in the target
-        language, kept as they are) and the chunks to send, per source language."""
+        language, kept as they are) and the chunks to send, per source language. ``known``:
+        the phrase-cache hits of the job's own source language, looked up already."""
         cached: dict[int, SegmentOutcome] = {}
         plan: list[tuple[str, list[ChunkSegment]]] = []
         for src, indices in self._source_groups(len(texts), source, target, inputs).items():
@@ -320,14 +381,17 @@ class JobService:
             src_pair = pair if src == source else self.routing.pair(src, target)
             assert src_pair is not None  # _source_groups keeps served pairs only
             gv = glossary.version if glossary and src == source else None
-            hits = self.cache.get_many(
-                src_pair.fingerprint,
-                src,
-                target,
-                (norms[i] for i in indices),
-                glossary=gv,
-                scope=scope,
-            )
+            if known is not None and src == source and gv is None:
+                hits = known
+            else:
+                hits = self.cache.get_many(
+                    src_pair.fingerprint,
+                    src,
+                    target,
+                    (norms[i] for i in indices),
+                    glossary=gv,
+                    scope=scope,
+                )
             for i in indices:
                 hit = hits.get(norms[i])
                 if hit is not None:

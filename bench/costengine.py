@@ -43,7 +43,7 @@ knee (``1 / per_token_s``), so a budget just above it loses none, while each of 
 request's steps lasts at most ``budget × per_token_s`` (3.9 ms at 260 tokens: 1.3× an idle
 step) instead of up to 123 ms when 8,192 tokens of bulk prefill share its step.
 :meth:`CostParams.step_budget` is that budget for a slowdown; the benchmarks deploy the
-fleet with it, as docs/performance.md tells an operator to.
+fleet with it, as docs/operations.md ("sizing the step") tells an operator to.
 
 Environment: ``MTBENCH_PRESET`` (``h200-7b``, ``zero``, ``cpu-small``), then overrides
 ``MTBENCH_STEP_FIXED_S``, ``MTBENCH_PER_TOKEN_S``, ``MTBENCH_MAX_NUM_SEQS``,

@@ -116,7 +116,7 @@ def costmodel_rate(seed: int) -> tuple[dict[str, str], float]:
     """The cost-model fleet's environment and its engine's direct rate (segments/s)."""
     with patched_environ(cost_env("h200-7b")):
         preset = CostParams.from_env()
-    # deployed as docs/performance.md says: the step budget at the knee x the slowdown target
+    # deployed as docs/operations.md says (sizing the step): budget at the knee x slowdown
     budget = preset.step_budget(Settings().interactive_slowdown)
     env = {**cost_env("h200-7b"), **budget}
     with patched_environ(env):

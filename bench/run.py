@@ -20,6 +20,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from bench.baselines import baselines
 from bench.cache_hits import cache
 from bench.efficiency import fleet_efficiency, naive_baseline
 from bench.fleet import ROOT
@@ -32,6 +33,7 @@ from bench.run_context import Context
 SCENARIOS: dict[str, Callable[[Context], Outcome]] = {
     "fleet_efficiency": fleet_efficiency,
     "naive_baseline": naive_baseline,
+    "baselines": baselines,
     "interactive_under_load": interactive_under_load,
     "overhead": overhead,
     "cache": cache,

@@ -21,8 +21,10 @@ import secrets
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import redis
+import redis.asyncio
 from pydantic import BaseModel, Field
 
 from mtfleet.core import keys, scripts
@@ -180,6 +182,7 @@ class KeyStore:
         cache_s: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
+        aclient: redis.asyncio.Redis | None = None,
     ) -> None:
         self.r = r
         self.cache_s = cache_s
@@ -188,6 +191,10 @@ class KeyStore:
         self._cache: dict[str, tuple[float, ApiKey | None]] = {}  # None: no such key
         self._rate = scripts.register(r, "key_rate")
         self._charge = scripts.register(r, "key_charge")
+        # the same scripts for an event loop (the API's hot path: no thread-pool hop)
+        self.ar = aclient
+        self._arate = scripts.register(aclient, "key_rate") if aclient is not None else None
+        self._acharge = scripts.register(aclient, "key_charge") if aclient is not None else None
 
     # -- operator side (mtfleet keys ...) ------------------------------------------------------
     def create(
@@ -320,15 +327,28 @@ class KeyStore:
     def check_rate(self, key: ApiKey) -> None:
         """Count one request against the key's rate (bursts of up to one second's worth);
         raises :class:`RateLimited` with ``retry_after`` (seconds) when it is over."""
-        if key.rate is None:
-            return
+        if key.rate is not None:
+            self._rated(key, self._rate(**self._rate_call(key)))
+
+    async def acheck_rate(self, key: ApiKey) -> None:
+        """:meth:`check_rate` on the event loop (``aclient``)."""
+        if key.rate is not None:
+            assert self._arate is not None, "KeyStore built without an asyncio client"
+            self._rated(key, await self._arate(**self._rate_call(key)))
+
+    @staticmethod
+    def _rate_call(key: ApiKey) -> dict[str, list[Any]]:
+        assert key.rate is not None
         interval_us = max(1, round(1_000_000 / key.rate))
         burst = max(1, math.floor(key.rate))
-        wait_us = int(self._rate(keys=[keys.api_key_rate(key.id)], args=[interval_us, burst]))
-        if wait_us > 0:
+        return {"keys": [keys.api_key_rate(key.id)], "args": [interval_us, burst]}
+
+    @staticmethod
+    def _rated(key: ApiKey, wait_us: Any) -> None:
+        if int(wait_us) > 0:
             raise RateLimited(
                 f"over this API key's rate of {key.rate:g} requests per second",
-                retry_after=max(1, math.ceil(wait_us / 1_000_000)),
+                retry_after=max(1, math.ceil(int(wait_us) / 1_000_000)),
             )
 
     def storage(self, key: ApiKey, default_mb: int) -> Storage:
@@ -340,9 +360,27 @@ class KeyStore:
         """Take ``chars`` from the key's UTC day, atomically; raises :class:`QuotaExceeded`
         (``retry_after``: seconds until the day rolls over) when they do not fit."""
         now = self._wall()
-        counter = keys.api_key_chars(key.id, utc_day(now))
+        call = self._charge_call(key, chars, now)
+        return self._charged(key, chars, now, call, self._charge(**call))
+
+    async def acharge(self, key: ApiKey, chars: int) -> Charge:
+        """:meth:`charge` on the event loop (``aclient``)."""
+        assert self._acharge is not None, "KeyStore built without an asyncio client"
+        now = self._wall()
+        call = self._charge_call(key, chars, now)
+        return self._charged(key, chars, now, call, await self._acharge(**call))
+
+    @staticmethod
+    def _charge_call(key: ApiKey, chars: int, now: float) -> dict[str, list[Any]]:
         limit = -1 if key.chars_per_day is None else key.chars_per_day
-        ok, used = self._charge(keys=[counter], args=[chars, limit, _USAGE_TTL_S])
+        counter = keys.api_key_chars(key.id, utc_day(now))
+        return {"keys": [counter], "args": [chars, limit, _USAGE_TTL_S]}
+
+    def _charged(
+        self, key: ApiKey, chars: int, now: float, call: dict[str, list[Any]], reply: Any
+    ) -> Charge:
+        ok, used = reply
+        limit = int(call["args"][1])
         if not ok:
             left = max(0, limit - int(used))
             why = (
@@ -358,4 +396,4 @@ class KeyStore:
                 chars_per_day=limit,
                 used_today=int(used),
             )
-        return Charge(self.r, counter, chars, int(used))
+        return Charge(self.r, str(call["keys"][0]), chars, int(used))

@@ -18,8 +18,10 @@ import hashlib
 import logging
 import unicodedata
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import redis
+import redis.asyncio
 
 from mtfleet.core import keys, scripts
 
@@ -58,8 +60,17 @@ def _keys(
 
 
 class PhraseCache:
-    def __init__(self, client: redis.Redis, *, ttl_s: int, job_ttl_s: int = 7 * 24 * 3600) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        ttl_s: int,
+        job_ttl_s: int = 7 * 24 * 3600,
+        aclient: redis.asyncio.Redis | None = None,
+    ) -> None:
+        """``aclient``: the same Redis for an event loop (:meth:`aget_many`; the API's)."""
         self.r = client
+        self.ar = aclient
         self.ttl = ttl_s
         self.job_ttl = job_ttl_s  # how long a job's list of its entries is kept (its results')
         self._put = scripts.register(client, "cache_put")
@@ -96,7 +107,29 @@ class PhraseCache:
         except redis.RedisError as exc:
             log.warning("phrase cache unavailable, treating as miss: %s", exc)
             return {}
-        return {t: str(v) for t, v in zip(unique, values, strict=True) if v is not None}
+        return _found(unique, values)
+
+    async def aget_many(
+        self,
+        fingerprint: str,
+        source: str,
+        target: str,
+        texts: Iterable[str],
+        *,
+        glossary: str | None = None,
+        scope: str | None = None,
+    ) -> dict[str, str]:
+        """:meth:`get_many` on the event loop (one ``MGET``), through ``aclient``."""
+        assert self.ar is not None, "PhraseCache built without an asyncio client"
+        unique = list(dict.fromkeys(texts))
+        if not unique:
+            return {}
+        try:
+            values = await self.ar.mget(_keys(fingerprint, glossary, scope, source, target, unique))
+        except redis.RedisError as exc:
+            log.warning("phrase cache unavailable, treating as miss: %s", exc)
+            return {}
+        return _found(unique, values)
 
     def put_many(
         self,
@@ -131,6 +164,10 @@ class PhraseCache:
         for i in range(0, len(members), 1000):
             self.r.unlink(*members[i : i + 1000])
         self.r.unlink(written)
+
+
+def _found(texts: list[str], values: list[Any]) -> dict[str, str]:
+    return {t: str(v) for t, v in zip(texts, values, strict=True) if v is not None}
 
 
 def rewrap(original: str, translation: str) -> str:

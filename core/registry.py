@@ -18,6 +18,7 @@ import json
 import time
 
 import redis
+import redis.asyncio
 from pydantic import BaseModel, Field
 
 from mtfleet.core import keys
@@ -52,8 +53,10 @@ class PairInfo(BaseModel):
 
 
 class Registry:
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: redis.Redis, aclient: redis.asyncio.Redis | None = None) -> None:
+        """``aclient``: the same Redis for an event loop (:meth:`apair`; the API's)."""
         self.r = client
+        self.ar = aclient
 
     def beat(self, info: WorkerInfo, *, ttl_s: float, pairs: bool = True) -> None:
         """Refresh the worker's registration; with ``pairs``, also (re)write the pairs it
@@ -112,4 +115,10 @@ class Registry:
 
     def pair(self, source: str, target: str) -> PairInfo | None:
         raw = self.r.hget(keys.PAIRS, f"{source}:{target}")
+        return PairInfo.model_validate_json(raw) if raw else None
+
+    async def apair(self, source: str, target: str) -> PairInfo | None:
+        """:meth:`pair` on the event loop (``aclient``)."""
+        assert self.ar is not None, "Registry built without an asyncio client"
+        raw = await self.ar.hget(keys.PAIRS, f"{source}:{target}")
         return PairInfo.model_validate_json(raw) if raw else None

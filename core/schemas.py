@@ -226,7 +226,10 @@ class JobResultPublic(BaseModel):
 
 
 class TranslatePublic(BaseModel):
-    id: str
+    id: str | None = Field(
+        description="The job made for this request; null when the phrase cache answered every "
+        "text (nothing was queued, no job is kept)."
+    )
     status: JobStatus
     translations: list[str | None]
     warnings: list[SegmentWarning] = Field(default_factory=list)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import redis
-from redis.commands.core import Script
+import redis.asyncio
 
 LUA_DIR = Path(__file__).parent / "lua"
 
@@ -23,7 +24,8 @@ def source(name: str) -> str:
     return f"{(LUA_DIR / 'lib.lua').read_text()}\n{(LUA_DIR / f'{name}.lua').read_text()}"
 
 
-def register(client: redis.Redis, name: str) -> Script:
+def register(client: redis.Redis | redis.asyncio.Redis, name: str) -> Any:
+    """Script ``name`` on ``client`` (a ``Script``, or an ``AsyncScript`` to await)."""
     return client.register_script(source(name))
 
 

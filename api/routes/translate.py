@@ -7,13 +7,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from mtfleet.api import metrics
 from mtfleet.api.auth import CallerDep
 from mtfleet.api.deps import ServicesDep
 from mtfleet.api.routes.jobs import ERRORS, public
-from mtfleet.core.models import Lane
+from mtfleet.core.models import JobStatus, Lane
 from mtfleet.core.schemas import JobCreate, JobPublic, TranslateCreate, TranslatePublic
 
 router = APIRouter(prefix="/v1", tags=["translate"])
@@ -32,10 +32,12 @@ async def translate(
 ) -> TranslatePublic:
     """Translate on the interactive lane and answer with the translations (200).
 
-    Cached phrases answer at once. Otherwise the request waits for the job without polling (a
-    Redis pub/sub wake-up) up to ``timeout`` (default ``MT_TRANSLATE_TIMEOUT_S``); past it the
-    answer is 202 with the job, to be fetched from ``/v1/jobs/{id}/result``. A waiting request
-    holds no thread (the Redis calls run in the thread pool; the wait itself on the event loop).
+    Texts the phrase cache holds every one of answer at once, from the event loop (one Redis
+    round trip; no job is made, ``id`` is null). Otherwise a job is queued and the request
+    waits for it without polling (a Redis pub/sub wake-up) up to ``timeout`` (default
+    ``MT_TRANSLATE_TIMEOUT_S``); past it the answer is 202 with the job, to be fetched from
+    ``/v1/jobs/{id}/result``. A waiting request holds no thread (submission runs in the thread
+    pool, the wait itself on the event loop).
     """
     t0 = time.monotonic()
     req = JobCreate(
@@ -45,12 +47,25 @@ async def translate(
         lane=Lane.interactive,
         glossary_id=body.glossary_id,
     )
+    found = None
+    if idempotency_key is None:  # a replay must find its job: the whole way
+        found = await services.jobs.answer_from_cache(req, owner=caller.owner, key=caller.key)
+        if found.translations is not None:
+            metrics.JOB_LATENCY.labels("interactive").observe(time.monotonic() - t0)
+            answer = TranslatePublic(
+                id=None,
+                status=JobStatus.succeeded,
+                translations=list(found.translations),
+                cached=len(found.translations),
+            )
+            return Response(answer.model_dump_json(), media_type="application/json")  # type: ignore[return-value]
     submitted = await run_in_threadpool(
         services.jobs.submit,
         req,
         owner=caller.owner,
         key=caller.key,
         idempotency_key=idempotency_key,
+        hits=found.hits if found is not None else None,
     )
     job = submitted.job
     timeout = body.timeout or services.settings.translate_timeout_s

@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from mtfleet.api.app import create_app
 from mtfleet.core import keys
 from mtfleet.core.apikeys import KeyStore, seconds_to_utc_midnight
+from mtfleet.core.cache import PhraseCache
 from mtfleet.core.errors import QuotaExceeded
 from mtfleet.core.registry import Registry, WorkerInfo
 from mtfleet.core.settings import Settings
@@ -181,6 +182,30 @@ def test_daily_quota_is_429_with_seconds_until_the_utc_day_ends(
     translate = api.post("/v1/translate", json={**BODY, "texts": ["a"]}, headers=auth(token))
     assert translate.status_code == 429 and translate.json()["error"]["type"] == "quota_exceeded"
     assert store.used_today([key.id]) == {key.id: 20}
+
+
+def test_an_answer_from_the_phrase_cache_is_charged_and_stops_at_the_quota(
+    api: TestClient, store: KeyStore, r: redis.Redis
+) -> None:
+    """A request the phrase cache answers whole (no job made) costs its characters like any
+    other, and is refused at the quota like any other."""
+    key, token = store.create("shop1", chars_per_day=20)
+    # the key's own entry, as a worker leaves it (pair fingerprint "fp", scope: the key)
+    PhraseCache(r, ttl_s=60).put_many(
+        "fp", "en", "es", {"Red shoes": "Zapatos rojos"}, job_id="0" * 32, scope=key.id
+    )
+    for used in (9, 18):
+        hit = api.post("/v1/translate", json=BODY, headers=auth(token))
+        assert hit.status_code == 200, hit.text
+        assert hit.json()["id"] is None and hit.json()["translations"] == ["Zapatos rojos"]
+        assert store.used_today([key.id]) == {key.id: used}
+    over = api.post("/v1/translate", json=BODY, headers=auth(token))
+    assert over.status_code == 429 and over.json()["error"]["type"] == "quota_exceeded"
+    assert store.used_today([key.id]) == {key.id: 18}
+    # another key does not see this key's entry: it gets a job (queued, nobody consumes it)
+    _, other = store.create("shop2")
+    queued = api.post("/v1/translate", json={**BODY, "timeout": 0.1}, headers=auth(other))
+    assert queued.status_code == 202 and queued.json()["id"]
 
 
 def test_refused_requests_and_idempotent_replays_cost_no_quota(

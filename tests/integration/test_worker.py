@@ -109,6 +109,39 @@ def test_fully_cached_job_completes_at_submission(api: TestClient, settings: Set
     assert not list(redis.Redis.from_url(settings.redis_url).scan_iter("mt:cache:*"))
 
 
+def _jobs(settings: Settings) -> int:
+    r = redis.Redis.from_url(settings.redis_url)
+    return sum(1 for k in r.scan_iter("mt:job:*") if k.count(b":") == 2)
+
+
+def test_a_fully_cached_translate_answers_from_the_cache_and_keeps_no_job(
+    api: TestClient, settings: Settings
+) -> None:
+    texts = ["The blue lamp is on the desk.", "  The blue lamp is on the desk.\n", "A new chair."]
+    body = {"texts": texts, "source_lang": "en", "target_lang": "es", "timeout": 30}
+    first = api.post("/v1/translate", json=body).json()
+    assert first["id"] and first["cached"] == 0 and all(first["translations"])
+    jobs = _jobs(settings)
+    again = api.post("/v1/translate", json=body)
+    assert again.status_code == 200, again.text
+    out = again.json()
+    # every text from the cache, each with its own outer whitespace, and nothing stored
+    assert out["id"] is None and out["status"] == "succeeded" and out["cached"] == 3
+    assert out["translations"] == first["translations"]
+    assert out["translations"][1].startswith("  ") and out["translations"][1].endswith("\n")
+    assert _jobs(settings) == jobs
+    # one text the cache does not hold: a job, with the hits counted
+    mixed = api.post("/v1/translate", json={**body, "texts": [texts[0], "A green door."]}).json()
+    assert (
+        mixed["id"] and mixed["cached"] == 1 and mixed["translations"][0] == out["translations"][0]
+    )
+    # an Idempotency-Key asks for a job to find again: it gets one, answered from the cache
+    keyed = api.post("/v1/translate", json=body, headers={"Idempotency-Key": "lamp-1"}).json()
+    assert keyed["id"] and keyed["cached"] == 3
+    assert api.get(f"/v1/jobs/{keyed['id']}").json()["status"] == "succeeded"
+    assert _jobs(settings) == jobs + 2
+
+
 def test_redelivered_chunk_changes_nothing(
     api: TestClient, settings: Settings, rd: redis.Redis
 ) -> None:

@@ -143,6 +143,7 @@ def baselines(ctx: Context) -> Outcome:
     rows["fleet"] = fleet
     figures: dict[str, Any] = {}
     checks: list[Check] = []
+    figures["engine"] = "cost model, H200 + 7B (simulated: a projection, not this CPU)"
     for name, row in rows.items():
         figures[f"{name}: seg/s; p50 / p95 ms"] = (
             f"{row['segments_per_s']:,.1f}; {row['p50_ms']:.0f} / {row['p95_ms']:.0f}"

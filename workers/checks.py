@@ -344,15 +344,22 @@ def prepare(text: str, matcher: Matcher | None) -> Protected:
     return prep
 
 
+#: Outputs language-checked between two calls of ``translate_checked``'s ``pause``.
+LANGUAGE_SLICE = 16
+
+
 def translate_checked(
     submit: Callable[[list[str]], list[SegmentOutcome]],
     texts: Sequence[str],
     cfg: CheckConfig,
     matcher: Matcher | None = None,
+    pause: Callable[[], None] | None = None,
 ) -> tuple[list[SegmentOutcome], int]:
     """Translate ``texts`` (normalized segments) through ``submit`` (the scheduler), applying the
     glossary and every check; a segment failing a hard check is submitted once more. Returns
-    the outcomes, in order, and how many segments were retried."""
+    the outcomes, in order, and how many segments were retried. ``pause`` is called between
+    slices of the language check, the costliest step (a bulk chunk's: it gives way to
+    interactive work there)."""
     preps = [prepare(t, matcher) for t in texts]
     outs = [
         finish(t, p, o, cfg)
@@ -367,18 +374,23 @@ def translate_checked(
     outs = [_refused(o) for o in outs]
     if cfg.language:
         ok = [i for i, o in enumerate(outs) if o.ok and o.translation is not None]
-        try:
-            found = language_warnings(
-                [outs[i].translation or "" for i in ok],
-                cfg.target,
-                [[p.replacement for p in preps[i].placed] for i in ok],
-            )
-        except Exception as exc:  # noqa: BLE001 - a soft check must never fail a chunk
-            log.warning("language check skipped: %s", exc)
-            found = []
-        for i, w in zip(ok, found, strict=False):
-            if w is not None:
-                outs[i].warnings.append(w)
+        step = LANGUAGE_SLICE if pause is not None else max(len(ok), 1)
+        for first in range(0, len(ok), step):
+            part = ok[first : first + step]
+            if pause is not None:
+                pause()
+            try:
+                found = language_warnings(
+                    [outs[i].translation or "" for i in part],
+                    cfg.target,
+                    [[p.replacement for p in preps[i].placed] for i in part],
+                )
+            except Exception as exc:  # noqa: BLE001 - a soft check must never fail a chunk
+                log.warning("language check skipped: %s", exc)
+                found = []
+            for i, w in zip(part, found, strict=False):
+                if w is not None:
+                    outs[i].warnings.append(w)
     for o in outs:
         for w in o.warnings:
             WARNINGS.labels(str(w.get("type", "warning"))).inc()

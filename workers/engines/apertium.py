@@ -7,10 +7,10 @@ and no process starts per call. Text is put into Apertium's stream format oursel
 characters escaped, newlines as superblanks) and read back the same way.
 
 Each pair has two pipelines, one per lane (``parallel_lanes``): an interactive call never waits
-behind a bulk call, and the bulk pipeline runs at a lower CPU priority (``nice``
-:data:`BULK_NICENESS`), so a saturating bulk backlog leaves the CPU to interactive calls and to
-everything else on the machine (the worker, the API, Redis) whenever they want it — its own
-throughput barely changes, since they want little of it.
+behind a bulk call, and the bulk pipeline runs at the lowest CPU priority (``nice``
+:data:`BULK_NICENESS`, its session too), so a saturating bulk backlog leaves the CPU to
+interactive calls and to everything else on the machine (the worker, the API, Redis) whenever
+they want it; its own throughput drops by what they take.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ _RESERVED = set("\\[]^$/@<>{}")
 # Appended to every segment so the last word is flushed through transfer (as apertium-destxt
 # does); removed from the output.
 _TAIL = ".[]"
-#: The bulk pipelines' niceness: they yield the CPU to anything else that wants it.
+#: The bulk pipelines' niceness (their processes' and, under autogroup, their session's):
+#: they yield the CPU to anything else that wants it.
 BULK_NICENESS = 19
 
 
@@ -119,6 +120,17 @@ def null_flush_command(mode_file: Path) -> str:
     return " | ".join(stages)
 
 
+def _lower_autogroup(pid: int, niceness: int) -> None:
+    """Give the session ``pid`` leads the niceness as a whole, where the kernel groups
+    sessions (Linux autogroup, on by default on desktops and many servers): there a process's
+    nice value only ranks it inside its own session, and a session competes with every other
+    at equal weight — a bulk pipeline in a session of its own would take half the CPU from
+    the worker, the API and Redis whatever its nice value. Without autogroup (systemd units,
+    containers: cgroups) the processes' own nice value does the work."""
+    with contextlib.suppress(OSError):
+        Path(f"/proc/{pid}/autogroup").write_text(f"{niceness}\n")
+
+
 class _Pipeline:
     """One long-lived null-flush pipeline for one mode. A call has no time limit of its own:
     the scheduler's deadline ends it through :meth:`ApertiumEngine.interrupt`, which kills the
@@ -138,8 +150,10 @@ class _Pipeline:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
-                process_group=0,  # its own group (killed whole), in the worker's session
+                start_new_session=True,  # its own process group, killed whole
             )
+            if self.niceness:
+                _lower_autogroup(self.proc.pid, self.niceness)
         return self.proc
 
     def close(self) -> None:

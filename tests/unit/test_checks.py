@@ -111,6 +111,15 @@ def test_wrong_language_uses_the_detector() -> None:
     assert found[1:] == [None, None, None]
 
 
+def test_a_long_output_is_judged_by_its_opening() -> None:
+    spanish = "Tu pedido ha sido enviado y llegará mañana por la tarde a tu casa. " * 6
+    english = "Your order has shipped and will arrive tomorrow afternoon at your home. " * 6
+    assert len(spanish) > 2 * checks.LANGUAGE_CHARS
+    found = checks.language_warnings([spanish, english, spanish + english], "es")
+    assert found[0] is None and found[2] is None  # the opening is Spanish
+    assert found[1] is not None and "English" in found[1]["message"]
+
+
 @pytest.mark.parametrize("target", ["gl", "km", "yue"])
 def test_no_language_check_for_targets_the_detector_does_not_know(target: str) -> None:
     assert checks.language_warnings(

@@ -12,7 +12,9 @@ in size and in time, failed keys throttled per client.
    is read up to the limit);
 4. the whole body must arrive within ``MT_BODY_TIMEOUT_S``: a client that trickles it, or
    stops before its last byte, is answered 408 and its connection closed;
-5. the body is then handed to the app in one piece.
+5. a ``/v1`` body is JSON or a multipart upload: one that parses as JSON is taken as JSON
+   whatever its ``Content-Type`` says (``curl -d`` declares a form), any other is 415;
+6. the body is then handed to the app in one piece.
 
 Slow *headers* are the server's business: :class:`HeaderTimeoutProtocol` (the uvicorn HTTP
 protocol ``mtfleet api`` runs) closes a connection whose request headers are not complete
@@ -22,6 +24,7 @@ protocol ``mtfleet api`` runs) closes a connection whose request headers are not
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections import deque
 from typing import Any
@@ -106,6 +109,8 @@ class RequestGuard:
         body = await self._read(receive, send)
         if body is None:
             return
+        if v1 and body and not await self._json_declared(scope, headers, body, send):
+            return
         replayed = False
 
         async def replay() -> Message:
@@ -116,6 +121,35 @@ class RequestGuard:
             return await receive()
 
         await self.app(scope, replay, send)
+
+    async def _json_declared(
+        self, scope: Scope, headers: dict[bytes, bytes], body: bytearray, send: Send
+    ) -> bool:
+        """A ``/v1`` body is JSON, or a multipart upload. ``curl -d '{...}'`` declares
+        ``application/x-www-form-urlencoded`` (and some clients ``text/plain``): a body that
+        parses as JSON is taken as JSON whatever it declares; any other body not declared
+        JSON or multipart is 415, naming the header to send. False: answered here."""
+        ctype = headers.get(b"content-type", b"").decode("latin-1").strip().lower()
+        media = ctype.split(";", 1)[0].strip()
+        if media.startswith("multipart/") or media == "application/json" or media.endswith("+json"):
+            return True
+        try:
+            json.loads(body)
+        except ValueError:
+            declared = f"declared {media!r}" if media else "declared no Content-Type"
+            await self._error(
+                send,
+                415,
+                "unsupported_media_type",
+                f"the request body must be JSON, sent with Content-Type: application/json "
+                f"(or a multipart/form-data upload to /v1/documents); this one {declared} and "
+                "is not JSON",
+            )
+            return False
+        scope["headers"] = [
+            (k, v) for k, v in scope.get("headers", ()) if k.lower() != b"content-type"
+        ] + [(b"content-type", b"application/json")]
+        return True
 
     async def _authenticated(self, scope: Scope, headers: dict[bytes, bytes], send: Send) -> bool:
         """Check the key before anything else; answer 401 or 429 and return False if not."""

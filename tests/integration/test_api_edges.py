@@ -43,7 +43,6 @@ def api(redis_url: str, r: redis.Redis) -> Iterator[TestClient]:
             400,
         ),
         (b"[1, 2, 3]", {"content-type": "application/json"}, 422),
-        (b"texts=hello", {"content-type": "application/x-www-form-urlencoded"}, 422),
         (b"", {"content-type": "application/json"}, 422),
     ],
 )
@@ -53,6 +52,33 @@ def test_malformed_bodies_are_422(
     resp = api.post("/v1/jobs", content=content, headers=headers)
     assert resp.status_code == status, resp.text
     assert resp.json()["error"]["type"] == "invalid_input"
+
+
+@pytest.mark.parametrize(
+    "ctype", ["application/x-www-form-urlencoded", "text/plain; charset=utf-8", None]
+)
+def test_a_json_body_is_json_whatever_its_content_type_says(
+    api: TestClient, ctype: str | None
+) -> None:
+    """``curl -d '{...}'`` declares a form: the body parses as JSON, so it is taken as JSON."""
+    body = b'{"texts": ["Red shoes"], "source_lang": "en", "target_lang": "es"}'
+    headers = {"content-type": ctype} if ctype else {}
+    resp = api.post("/v1/jobs", content=body, headers=headers)
+    assert resp.status_code in (200, 202), resp.text
+    assert resp.json()["progress"]["total"] == 1
+
+
+def test_a_body_that_is_not_json_nor_multipart_is_415_naming_the_header(api: TestClient) -> None:
+    resp = api.post(
+        "/v1/jobs",
+        content=b"texts=hello",
+        headers={"content-type": "application/x-www-form-urlencoded"},
+    )
+    assert resp.status_code == 415, resp.text
+    err = resp.json()["error"]
+    assert err["type"] == "unsupported_media_type"
+    assert "Content-Type: application/json" in err["message"]
+    assert "application/x-www-form-urlencoded" in err["message"]
 
 
 @pytest.mark.parametrize(

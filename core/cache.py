@@ -105,8 +105,7 @@ class PhraseCache:
         try:
             values = self.r.mget(_keys(fingerprint, glossary, scope, source, target, unique))
         except redis.RedisError as exc:
-            log.warning("phrase cache unavailable, treating as miss: %s", exc)
-            return {}
+            return _unavailable(exc)
         return _found(unique, values)
 
     async def aget_many(
@@ -127,8 +126,7 @@ class PhraseCache:
         try:
             values = await self.ar.mget(_keys(fingerprint, glossary, scope, source, target, unique))
         except redis.RedisError as exc:
-            log.warning("phrase cache unavailable, treating as miss: %s", exc)
-            return {}
+            return _unavailable(exc)
         return _found(unique, values)
 
     def put_many(
@@ -167,7 +165,14 @@ class PhraseCache:
 
 
 def _found(texts: list[str], values: list[Any]) -> dict[str, str]:
+    """A lookup's hits (text -> translation) from ``MGET``'s values."""
     return {t: str(v) for t, v in zip(texts, values, strict=True) if v is not None}
+
+
+def _unavailable(exc: Exception) -> dict[str, str]:
+    """A lookup the cache could not answer: an optimisation missing, a miss for everything."""
+    log.warning("phrase cache unavailable, treating as miss: %s", exc)
+    return {}
 
 
 def rewrap(original: str, translation: str) -> str:

@@ -332,14 +332,17 @@ class Scheduler(ABC):
                 items = self._take() if self._down is None and self._runnable() else []
             if done:
                 self._settle(done)
-            if not items:
-                continue
-            try:
-                self._dispatch(items)
-            except Exception as exc:  # never let the dispatcher die
-                log.exception("scheduler failed a batch")
-                for it in items:
-                    self._resolve(it, exc)
+            if items:
+                self._dispatch_safely(items)
+
+    def _dispatch_safely(self, items: list[Item]) -> None:
+        """:meth:`_dispatch`; a dispatcher never dies: an unexpected error fails the items."""
+        try:
+            self._dispatch(items)
+        except Exception as exc:
+            log.exception("scheduler failed a batch")
+            for it in items:
+                self._resolve(it, exc)
 
     def _watch(self) -> None:
         while not self._closed:

@@ -23,7 +23,6 @@ takes one call at a time).
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections import deque
@@ -36,8 +35,6 @@ from mtfleet.workers.batching import bulk_token_budget, plan_batch
 from mtfleet.workers.engines.base import Translation, TranslationRequest
 from mtfleet.workers.scheduler.base import BULK, INTERACTIVE, Item, Scheduler, seconds
 from mtfleet.workers.translation import run_isolated
-
-log = logging.getLogger(__name__)
 
 
 class BatchScheduler(Scheduler):
@@ -97,12 +94,7 @@ class BatchScheduler(Scheduler):
                 if self._closed:
                     return
                 items = self._plan(lanes)
-            try:
-                self._dispatch(items)
-            except Exception as exc:  # never let the dispatcher die
-                log.exception("scheduler failed a batch")
-                for it in items:
-                    self._resolve(it, exc)
+            self._dispatch_safely(items)
 
     def _dispatch(self, items: list[Item]) -> None:
         lane = INTERACTIVE if self._parallel and items[0].interactive else BULK

@@ -47,12 +47,19 @@ def chunk_deliveries(job_id: str) -> str:
     return f"{PREFIX}job:{job_id}:deliveries"
 
 
+def chunk_starts(job_id: str) -> str:
+    """Hash: chunk number -> when a worker last started it, while it is unfinished: the chunks
+    in flight (their age shows work that is stuck; a cancel lets them finish)."""
+    return f"{PREFIX}job:{job_id}:starts"
+
+
 def job_all(job_id: str) -> list[str]:
     """Every key that holds a job's data (what a purge deletes)."""
     return [
         job(job_id),
         job_results(job_id),
         chunk_deliveries(job_id),
+        chunk_starts(job_id),
         job_chunks(job_id),
         job_document(job_id),
         job_rendered(job_id),

@@ -20,6 +20,8 @@ class Lane(StrEnum):
 class JobStatus(StrEnum):
     queued = "queued"
     running = "running"
+    #: cancelled; chunks that were in flight are finishing (their results are kept)
+    cancelling = "cancelling"
     succeeded = "succeeded"
     partial = "partial"
     failed = "failed"

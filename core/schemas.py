@@ -169,6 +169,18 @@ class TranslateCreate(TextsIn):
     )
 
 
+class ChunksPublic(BaseModel):
+    """Where an unfinished job's work is: chunks waiting for a worker and chunks a worker holds.
+    A chunk in flight far longer than its peers is stuck (its worker hangs or died: a dead
+    worker's chunks go back to the queue within about 20 s and start again elsewhere)."""
+
+    queued: int = Field(description="Chunks no worker has started.")
+    in_flight: int = Field(description="Chunks a worker started and has not finished.")
+    oldest_in_flight_s: float | None = Field(
+        None, description="Seconds since the longest-running chunk in flight was started."
+    )
+
+
 class JobPublic(BaseModel):
     id: str
     status: JobStatus
@@ -186,6 +198,9 @@ class JobPublic(BaseModel):
     )
     detected_source_lang: str | None = Field(
         None, description="The language detected when source_lang was 'auto'."
+    )
+    work: ChunksPublic | None = Field(
+        None, description="Unfinished jobs (GET /v1/jobs/{id}): where their chunks are."
     )
 
     @property
@@ -253,6 +268,15 @@ class LanguagePublic(BaseModel):
 class LanguagesPublic(BaseModel):
     pairs: list[PairPublic]
     languages: list[LanguagePublic]
+
+
+class LimitsPublic(BaseModel):
+    """What one request or job may carry on this fleet (its MT_* settings), so a client can
+    split its work before it is refused."""
+
+    max_segments_per_job: int = Field(description="Texts (or document sentences) in one job.")
+    max_segment_chars: int = Field(description="Characters in one text.")
+    max_request_bytes: int = Field(description="Bytes in one request body.")
 
 
 class ErrorBody(BaseModel):

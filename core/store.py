@@ -32,7 +32,7 @@ from mtfleet.core import keys, scripts
 from mtfleet.core.apikeys import Storage
 from mtfleet.core.errors import JobNotFound
 from mtfleet.core.models import JobStatus, Progress, SegmentOutcome
-from mtfleet.core.schemas import JobPublic
+from mtfleet.core.schemas import ChunksPublic, JobPublic
 
 
 class JobRecord(JobPublic):
@@ -56,13 +56,17 @@ def _plain_text(annotation: Any) -> bool:
 
 _TEXT_FIELDS = frozenset(n for n, f in JobRecord.model_fields.items() if _plain_text(f.annotation))
 _PROGRESS = tuple(Progress.model_fields)
+#: Public fields worked out when a job is read (from its ledger), never stored in its hash.
+COMPUTED_FIELDS = frozenset({"work"})
 
 
 def job_to_hash(job: JobRecord) -> dict[str, str]:
     """The job's hash fields: text as text, everything else as JSON, progress flat; fields that
     are None or at their default are left out (they read back as the default)."""
     out: dict[str, str] = {}
-    dumped = job.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+    dumped = job.model_dump(
+        mode="json", exclude_none=True, exclude_defaults=True, exclude=set(COMPUTED_FIELDS)
+    )
     for name, value in dumped.items():
         if name == "progress":
             out.update({k: str(v) for k, v in value.items()})
@@ -78,7 +82,7 @@ def job_from_hash(raw: dict[str, str]) -> JobRecord:
     are JSON too)."""
     data: dict[str, Any] = {"progress": {k: raw.get(k, 0) for k in _PROGRESS}}
     for name, value in raw.items():
-        if name in _PROGRESS or name not in JobRecord.model_fields:
+        if name in _PROGRESS or name in COMPUTED_FIELDS or name not in JobRecord.model_fields:
             continue
         data[name] = value if name in _TEXT_FIELDS else json.loads(value)
     return JobRecord.model_validate(data)
@@ -184,7 +188,12 @@ class JobStore:
 
     def cancel(self, job_id: str) -> JobStatus:
         status = self._cancel(
-            keys=[keys.job(job_id), keys.job_chunks(job_id), *keys.ACTIVE_KEYS],
+            keys=[
+                keys.job(job_id),
+                keys.job_chunks(job_id),
+                keys.chunk_starts(job_id),
+                *keys.ACTIVE_KEYS,
+            ],
             args=[job_id, time.time(), keys.JOB_DONE_CHANNEL],
         )
         if not status:
@@ -239,18 +248,25 @@ class JobStore:
         lane: str | None = None,
         enqueued_at: float = 0.0,
     ) -> tuple[JobStatus | None, int, set[int]]:
-        """Count a delivery of ``chunk`` and mark the job running: (status, deliveries so far,
-        those of ``indices`` that still need a result). A first delivery also moves the lane's
-        started mark to ``enqueued_at``. One round trip; a redelivery (only this chunk writes
-        its indices, so a first delivery cannot find results) takes one more, an HMGET."""
+        """Count a delivery of ``chunk``, mark the job running and the chunk in flight:
+        (status, deliveries so far, those of ``indices`` that still need a result); a job that
+        is final or being cancelled gives (status, 0, nothing): the chunk does not start. A
+        first delivery also moves the lane's started mark to ``enqueued_at``. One round trip; a
+        redelivery (only this chunk writes its indices, so a first delivery cannot find
+        results) takes one more, an HMGET."""
         status, n = self._start(
             keys=[
                 keys.job(job_id),
                 keys.chunk_deliveries(job_id),
                 keys.lane_started(lane) if lane else "",
+                keys.chunk_starts(job_id),
+                keys.job_chunks(job_id),
+                *keys.ACTIVE_KEYS,
             ],
-            args=[chunk, time.time(), self.ttl, enqueued_at],
+            args=[chunk, time.time(), self.ttl, enqueued_at, job_id, keys.JOB_DONE_CHANNEL],
         )
+        if int(n) == 0:  # not started: the job is final, gone or being cancelled
+            return (JobStatus(status) if status else None), 0, set()
         pending = set(indices)
         if int(n) > 1 and indices:
             present = self.r.hmget(keys.job_results(job_id), list(indices))
@@ -286,6 +302,7 @@ class JobStore:
                 keys.job(job_id),
                 keys.job_results(job_id),
                 keys.job_chunks(job_id),
+                keys.chunk_starts(job_id),
                 *keys.ACTIVE_KEYS,
             ],
             args=args,
@@ -309,6 +326,19 @@ class JobStore:
         if not raw:
             raise JobNotFound(f"job {job_id} not found (it may have expired)")
         return job_from_hash({str(k): str(v) for k, v in raw.items()})
+
+    def chunk_state(self, job_id: str) -> ChunksPublic:
+        """Chunks of an unfinished job waiting for a worker and in flight (one round trip)."""
+        pipe = self.r.pipeline(transaction=False)
+        pipe.hkeys(keys.job_chunks(job_id))
+        pipe.hgetall(keys.chunk_starts(job_id))
+        unfinished, starts = pipe.execute()
+        began = [float(starts[c]) for c in unfinished if c in starts]
+        return ChunksPublic(
+            queued=len(unfinished) - len(began),
+            in_flight=len(began),
+            oldest_in_flight_s=round(time.time() - min(began), 3) if began else None,
+        )
 
     def status(self, job_id: str) -> JobStatus | None:
         raw = self.r.hget(keys.job(job_id), "status") if keys.is_id(job_id) else None

@@ -10,16 +10,27 @@ synchronous and asynchronous SDKs cannot drift apart.
 from __future__ import annotations
 
 import base64
+import os
+import random
 import time
+import uuid
 from collections.abc import Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 import httpx
 
-from mtfleet.core.schemas import GlossaryDetail, GlossaryPublic, JobPublic, JobResultPublic
+from mtfleet.core.schemas import (
+    GlossaryDetail,
+    GlossaryPublic,
+    JobPublic,
+    JobResultPublic,
+    LimitsPublic,
+)
 
 DEFAULT_URL = "http://127.0.0.1:8000"
+#: Statuses that mean "the API (or a proxy in front of it) is restarting": worth another try.
+RETRY_STATUSES = frozenset({502, 503, 504})
 #: The longest the API holds a /v1/translate request before it answers 202 with the job.
 SERVER_WAIT_MAX_S = 300.0
 
@@ -34,6 +45,29 @@ class MTClientError(Exception):
         self.status = status
         self.type = type_
         self.message = message
+
+
+class APIUnreachable(ConnectionError):
+    """The API could not be reached (or kept answering 502/503/504) for the whole retry
+    budget; ``url`` is the address tried."""
+
+    def __init__(self, url: str, cause: str, tries: int, elapsed_s: float) -> None:
+        super().__init__(
+            f"cannot reach the mtfleet API at {url} ({cause}; {tries} tries over "
+            f"{elapsed_s:.0f}s). Is `mtfleet api` running there? Point the client elsewhere "
+            "with MT_API_URL (CLI: --url)."
+        )
+        self.url = url
+
+
+def env_url(url: str | None) -> str:
+    """The API URL: ``url``, else ``MT_API_URL``, else :data:`DEFAULT_URL`."""
+    return url or os.environ.get("MT_API_URL") or DEFAULT_URL
+
+
+def env_key(api_key: str | None) -> str | None:
+    """The API key: ``api_key``, else ``MT_API_KEY`` (None: send none)."""
+    return api_key or os.environ.get("MT_API_KEY") or None
 
 
 class JobTimeout(TimeoutError):
@@ -55,6 +89,76 @@ class Call(Generic[T]):
     params: dict[str, Any] | None = None
     headers: dict[str, str] | None = None
     timeout: float | None = None  # None: the client's own
+
+    @property
+    def idempotent(self) -> bool:
+        """Whether sending it twice does no harm: a read, a cancel, or a request that carries
+        an Idempotency-Key (the API answers a repeat with the job the first one made)."""
+        return (
+            self.method == "GET"
+            or (self.method == "DELETE" and self.path.startswith("/v1/jobs/"))
+            or bool(self.headers and "Idempotency-Key" in self.headers)
+        )
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How a client rides out an API restart or a proxy's 502/503/504: exponential backoff
+    with jitter, ``first_s`` doubling up to ``max_s``, for at most ``budget_s`` in all.
+
+    A request that never reached the API (connection refused, connect timeout) is tried again
+    whatever it is; one that may have reached it only when it is :attr:`Call.idempotent`."""
+
+    budget_s: float = 30.0
+    first_s: float = 0.25
+    max_s: float = 4.0
+
+    def attempts(self, call: Call[Any], url: str) -> Attempts:
+        return Attempts(self, call, url)
+
+
+#: Errors raised before the request left this machine: always safe to send again.
+NOT_SENT: tuple[type[Exception], ...] = (httpx.ConnectError, httpx.ConnectTimeout)
+
+
+@dataclass
+class Attempts:
+    """The retry state of one call: ``after_error`` / ``after_response`` give the seconds to
+    sleep before the next try, or None (the response stands), or raise."""
+
+    policy: RetryPolicy
+    call: Call[Any]
+    url: str
+    started: float = field(default_factory=time.monotonic)
+    tries: int = 0
+
+    def _delay(self, cause: str) -> float:
+        self.tries += 1
+        elapsed = time.monotonic() - self.started
+        delay = min(self.policy.max_s, self.policy.first_s * 2 ** (self.tries - 1))
+        delay *= 0.5 + random.random() / 2
+        if elapsed + delay > self.policy.budget_s:
+            raise APIUnreachable(self.url, cause, self.tries, elapsed)
+        return delay
+
+    def after_error(self, exc: httpx.TransportError) -> float:
+        if not (isinstance(exc, NOT_SENT) or self.call.idempotent):
+            raise exc
+        return self._delay(f"{type(exc).__name__}: {exc}".rstrip(": "))
+
+    def after_response(self, resp: httpx.Response) -> float | None:
+        if resp.status_code not in RETRY_STATUSES or not self.call.idempotent:
+            return None
+        try:
+            return self._delay(f"HTTP {resp.status_code}")
+        except APIUnreachable:
+            return None  # the last answer stands: the caller reads its error
+
+
+def new_idempotency_key() -> str:
+    """Every submission carries an Idempotency-Key (the caller's, else a fresh one), so that a
+    retry after a lost answer returns the job the first try made instead of a second job."""
+    return f"sdk-{uuid.uuid4().hex}"
 
 
 Flow = Generator[Call[Any], Any, T]
@@ -100,7 +204,7 @@ def _new_job(
         "/v1/jobs",
         _job,
         json=_with(body, lane=lane, glossary_id=glossary_id),
-        headers=_idempotency(idempotency_key),
+        headers=_idempotency(idempotency_key or new_idempotency_key()),
     )
 
 
@@ -186,6 +290,10 @@ def cancel(job_id: str, purge: bool) -> Call[JobPublic]:
 
 def languages() -> Call[dict[str, Any]]:
     return Call("GET", "/v1/languages", _json)
+
+
+def limits() -> Call[LimitsPublic]:
+    return Call("GET", "/v1/limits", lambda r: LimitsPublic.model_validate(_json(r)))
 
 
 def wait(

@@ -12,10 +12,12 @@ override them for the process they start.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -28,12 +30,16 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from mtfleet.core import documents
 from mtfleet.core.apikeys import KeyStore
-from mtfleet.core.documents import DocumentError
 from mtfleet.core.errors import InvalidInput
-from mtfleet.producer.client import DEFAULT_URL, Job, JobTimeout, MTClient, MTClientError
-from mtfleet.producer.lines import LineDocument, parse_lines
+from mtfleet.producer import batch
+from mtfleet.producer.client import (
+    APIUnreachable,
+    JobTimeout,
+    MTClient,
+    MTClientError,
+    RetryPolicy,
+)
 
 app = typer.Typer(
     pretty_exceptions_enable=False,
@@ -44,7 +50,12 @@ app = typer.Typer(
 console = Console()
 err_console = Console(stderr=True)
 
-UrlOpt = Annotated[str, typer.Option("--url", envvar="MT_API_URL", help="API base URL.")]
+UrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--url", envvar="MT_API_URL", help="API base URL [default: http://127.0.0.1:8000]."
+    ),
+]
 KeyOpt = Annotated[
     str | None, typer.Option("--api-key", envvar="MT_API_KEY", help="API key (Bearer).")
 ]
@@ -180,16 +191,22 @@ def demo(
 
 
 # --- clients ---------------------------------------------------------------------------------
-def _client(url: str, api_key: str | None) -> MTClient:
-    return MTClient(url, api_key=api_key)
+#: The CLI rides out an API restart for a minute before it gives up (and says how to resume).
+CLI_RETRY = RetryPolicy(budget_s=60.0)
+
+
+def _client(url: str | None, api_key: str | None) -> MTClient:
+    return MTClient(url, api_key=api_key, retry=CLI_RETRY)
 
 
 @app.command()
 def translate(
     texts: Annotated[list[str], typer.Argument(help="Text(s) to translate.")],
-    source: Annotated[str, typer.Option("--from", help="Source language code.")],
     target: Annotated[str, typer.Option("--to", help="Target language code.")],
-    url: UrlOpt = DEFAULT_URL,
+    source: Annotated[
+        str, typer.Option("--from", help="Source language code, or auto to detect it.")
+    ] = "auto",
+    url: UrlOpt = None,
     api_key: KeyOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds to wait in all.")] = 60.0,
@@ -217,9 +234,10 @@ def submit(
         str, typer.Option("--from", help="Source language code, or auto to detect it.")
     ] = "auto",
     lane: Annotated[str, typer.Option(help="interactive or bulk.")] = "bulk",
-    out: Annotated[Path, typer.Option("--out", help="Folder for translated files.")] = Path(
-        "mtfleet-output"
-    ),
+    out: Annotated[
+        Path,
+        typer.Option("--out", help="Folder for the translated files (and the job manifest)."),
+    ] = Path("mtfleet-output"),
     fmt: Annotated[
         str | None,
         typer.Option(
@@ -231,74 +249,139 @@ def submit(
     lines: Annotated[
         bool, typer.Option("--lines", help="One segment per non-blank line, for any file.")
     ] = False,
+    encoding: Annotated[
+        str, typer.Option(help="The files' text encoding (e.g. latin-1); output keeps it.")
+    ] = "utf-8",
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Follow the jobs an earlier submit of these files to --out made (sending "
+            "only what it had not sent) instead of sending them again.",
+        ),
+    ] = False,
     wait: Annotated[bool, typer.Option(help="Wait, show progress, write results.")] = True,
-    url: UrlOpt = DEFAULT_URL,
+    url: UrlOpt = None,
     api_key: KeyOpt = None,
     glossary: GlossaryOpt = None,
 ) -> None:
-    """Submit files, one job each, and write the translated files to --out.
+    """Submit files and write the translated files to --out.
 
     The format comes from the extension (.md, .html, .json, .srt, .xlf/.xliff, .docx...): the
     file comes back in its own format, markup and placeholders intact. A .txt file (or any file
-    with --lines) is a list: one segment per non-blank line.
+    with --lines) is a list: one segment per non-blank line; one larger than a job may carry
+    goes as several jobs, joined again. The jobs are recorded in --out/.mtfleet-jobs.json as
+    they are made: an interrupted submit is picked up with --resume (or mtfleet result ID
+    --out DIR). Job ids go to stdout, one per line; everything else to stderr.
     """
-    docs: dict[Path, LineDocument | None] = {}
-    jobs: dict[Path, Job] = {}
+    opts = batch.SubmitOptions(
+        target=target,
+        source=source,
+        lane=lane,
+        fmt=fmt,
+        lines=lines,
+        encoding=encoding,
+        glossary_id=glossary,
+    )
+    manifest = batch.Manifest.load(out)
+    entries: list[batch.FileJobs] = []
     with _client(url, api_key) as mt:
-        for path in files:
-            as_lines = lines or (fmt is None and path.suffix.lower() == ".txt")
-            try:
-                if as_lines:
-                    doc = parse_lines(path.read_bytes().decode("utf-8"))
-                    if not doc.segments:
-                        err_console.print(f"[yellow]{path}: no text, skipped[/yellow]")
-                        continue
-                    job = mt.submit(
-                        doc.segments,
-                        source=source,
-                        target=target,
-                        lane=lane,
-                        glossary_id=glossary,
-                    )
-                    docs[path] = doc
-                else:
-                    name = fmt or documents.for_filename(path.name).name
-                    job = mt.submit_document(
-                        path.read_bytes(),
-                        format=name,
-                        source=source,
-                        target=target,
-                        lane=lane,
-                        filename=path.name,
-                        glossary_id=glossary,
-                    )
-                    docs[path] = None
-            except (MTClientError, DocumentError) as exc:
-                err_console.print(f"[red]{path}:[/red] {exc.message}")
-                raise typer.Exit(1) from None
-            except UnicodeDecodeError:
-                err_console.print(f"[red]{path}:[/red] not UTF-8 text (use a document format)")
-                raise typer.Exit(1) from None
-            jobs[path] = job
-            kind = "segments" if as_lines else f"{job.document_format} document segments"
-            print(f"{path}: job {job.id} ({job.progress.total} {kind}, {job.status})", flush=True)
-        if not wait or not jobs:
-            return
-        ok = _follow(mt, jobs, docs, out, target)
+        try:
+            limit = mt.limits().max_segments_per_job
+            for path in files:
+                entry = _send_file(mt, manifest, path, opts, out, limit, resume)
+                if entry is not None:
+                    entries.append(entry)
+            if not wait or not entries:
+                return
+            ok = _follow(mt, entries, manifest, out)
+        except (KeyboardInterrupt, APIUnreachable) as exc:
+            if isinstance(exc, APIUnreachable):
+                err_console.print(f"[red]{exc}[/red]", soft_wrap=True)
+            _recovery_hint(manifest, out, interrupted=isinstance(exc, KeyboardInterrupt))
+            raise typer.Exit(130 if isinstance(exc, KeyboardInterrupt) else 1) from None
     raise typer.Exit(0 if ok else 1)
 
 
-def _follow(
+def _send_file(
     mt: MTClient,
-    jobs: dict[Path, Job],
-    docs: dict[Path, LineDocument | None],
+    manifest: batch.Manifest,
+    path: Path,
+    opts: batch.SubmitOptions,
     out: Path,
-    target: str,
+    limit: int,
+    resume: bool,
+) -> batch.FileJobs | None:
+    """Plan ``path``, reuse what an earlier submit sent (with --resume), send the rest."""
+    data = path.read_bytes()
+    try:
+        planned = batch.plan(path, data, opts, out, limit)
+    except batch.SourceError as exc:
+        err_console.print(f"[red]{path}:[/red] {exc}", soft_wrap=True)
+        raise typer.Exit(1) from None
+    if planned.kind == "lines" and not planned.parts:
+        err_console.print(f"[yellow]{path}: no text, skipped[/yellow]")
+        return None
+    earlier = manifest.files.get(planned.source)
+    if earlier is not None and earlier.same_request(planned) and earlier.jobs:
+        if resume:
+            planned = earlier
+            err_console.print(f"{path}: resuming {batch.describe(earlier)}")
+        elif earlier.written is None:
+            err_console.print(
+                f"[yellow]{path}: an earlier submit to {out} made {batch.describe(earlier)}, "
+                "not written yet; sending again (--resume follows those instead)[/yellow]",
+                soft_wrap=True,
+            )
+    manifest.files[planned.source] = planned
+    manifest.save(out)
+    try:
+        made = batch.send(mt, planned, data, path, lambda: manifest.save(out))
+    except (MTClientError, batch.SourceError) as exc:
+        err_console.print(f"[red]{path}:[/red] {getattr(exc, 'message', exc)}", soft_wrap=True)
+        raise typer.Exit(1) from None
+    for job in made:
+        kind = "segments" if planned.kind == "lines" else f"{job.document_format} document segments"
+        print(job.id, flush=True)
+        err_console.print(f"{path}: job {job.id} ({job.progress.total} {kind}, {job.status})")
+    if len(planned.parts) > 1 and made:
+        err_console.print(
+            f"{path}: {sum(planned.parts)} segments, over the {limit} one job may carry: "
+            f"sent as {len(planned.parts)} jobs, joined when all are done"
+        )
+    return planned
+
+
+def _recovery_hint(manifest: batch.Manifest, out: Path, *, interrupted: bool) -> None:
+    running = manifest.running()
+    if not running:
+        return
+    what = "interrupted" if interrupted else "stopped following"
+    lines = [
+        f"{what}; the fleet goes on with {len(running)} job(s), recorded in "
+        f"{out / batch.MANIFEST}:",
+        *(f"  {src}  job {job}" for src, job in running),
+    ]
+    resume = [] if "--resume" in sys.argv else ["--resume"]
+    again = shlex.join(["mtfleet", *sys.argv[1:], *resume])
+    lines += [
+        "pick them up with:",
+        f"  {again}",
+        f"or one at a time: mtfleet result JOB_ID --out {shlex.quote(str(out))}",
+    ]
+    err_console.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
+
+
+def _follow(
+    mt: MTClient, entries: list[batch.FileJobs], manifest: batch.Manifest, out: Path
 ) -> bool:
-    total = sum(j.progress.total for j in jobs.values())
-    pending = dict(jobs)
-    all_ok = True
-    out.mkdir(parents=True, exist_ok=True)
+    """Show progress until every file's jobs are final; write each file as it completes."""
+    pending = {e.source: e for e in entries if e.written is None}
+    jobs = {j: mt.get(j) for e in pending.values() for j in e.jobs}
+    all_ok = all(e.written in (None, "succeeded") for e in entries)
+    for e in entries:
+        if e.written is not None:
+            err_console.print(f"{e.source}: written before to {e.dest} [{e.written}]")
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -306,38 +389,38 @@ def _follow(
         TimeElapsedColumn(),
         console=err_console,
     ) as bar:
-        task = bar.add_task("translating", total=total)
-        done_counts = {p: 0 for p in jobs}
+        task = bar.add_task("translating", total=sum(j.progress.total for j in jobs.values()))
         while pending:
-            for path, job in list(pending.items()):
-                job = mt.get(job.id, wait=1.0 if len(pending) == 1 else 0.2)
-                done_counts[path] = job.progress.done + job.progress.failed
-                bar.update(task, completed=sum(done_counts.values()))
-                if job.final:
-                    del pending[path]
-                    result = mt.result(job.id, partial=True)
-                    dest = out / f"{path.stem}.{target}{path.suffix}"
-                    line_doc = docs[path]
-                    if line_doc is not None:
-                        dest.write_bytes(line_doc.render(result.translations).encode("utf-8"))
-                    elif result.document is not None:
-                        dest.write_bytes(result.document.data())
-                    msg = f"{path} -> {dest} [{job.status}]"
-                    if result.errors:
-                        all_ok = False
-                        msg += f" ({len(result.errors)} segment(s) failed; source kept there)"
-                    if result.document is not None and result.document.warnings:
-                        msg += f" ({len(result.document.warnings)} markup repair(s))"
-                    if job.status.value != "succeeded":
-                        all_ok = False
-                    bar.console.print(msg)
-            if pending:
+            waiting = [j for j, job in jobs.items() if not job.final]
+            for job_id in waiting:
+                jobs[job_id] = mt.get(job_id, wait=1.0 if len(waiting) == 1 else 0.2)
+            bar.update(
+                task, completed=sum(j.progress.done + j.progress.failed for j in jobs.values())
+            )
+            for key, entry in list(pending.items()):
+                if not all(jobs[j].final for j in entry.jobs):
+                    continue
+                del pending[key]
+                written = batch.write(mt, entry)
+                entry.written = written.status
+                manifest.save(out)
+                msg = f"{entry.source} -> {written.dest} [{written.status}]"
+                if written.failed:
+                    msg += f" ({written.failed} segment(s) failed; source kept there)"
+                if written.repairs:
+                    msg += f" ({written.repairs} markup repair(s))"
+                if written.note:
+                    msg += f" ({written.note})"
+                if written.failed or written.status != "succeeded":
+                    all_ok = False
+                bar.console.print(msg, markup=False, highlight=False)
+            if pending and not waiting:
                 time.sleep(0.05)
     return all_ok
 
 
 @app.command()
-def status(job_id: str, url: UrlOpt = DEFAULT_URL, api_key: KeyOpt = None) -> None:
+def status(job_id: str, url: UrlOpt = None, api_key: KeyOpt = None) -> None:
     """Print a job's status and progress as JSON."""
     with _client(url, api_key) as mt:
         job = mt.get(job_id)
@@ -347,33 +430,80 @@ def status(job_id: str, url: UrlOpt = DEFAULT_URL, api_key: KeyOpt = None) -> No
 @app.command()
 def result(
     job_id: str,
-    url: UrlOpt = DEFAULT_URL,
+    url: UrlOpt = None,
     api_key: KeyOpt = None,
-    partial: Annotated[bool, typer.Option(help="Print what is done so far.")] = False,
+    partial: Annotated[
+        bool, typer.Option(help="What is done so far, before the job ends.")
+    ] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Write the job as its file in this folder (a document in its format; a line "
+            "file submitted to this folder with its line structure) instead of printing JSON.",
+        ),
+    ] = None,
 ) -> None:
-    """Print a job's result as JSON."""
+    """Print a job's result as JSON, or write it as a file with --out."""
     with _client(url, api_key) as mt:
-        res = mt.result(job_id, partial=partial)
-    print(json.dumps(res.model_dump(mode="json"), ensure_ascii=False, indent=2))
+        if out is None:
+            res = mt.result(job_id, partial=partial)
+            print(json.dumps(res.model_dump(mode="json"), ensure_ascii=False, indent=2))
+            return
+        manifest = batch.Manifest.load(out)
+        entry = manifest.entry_for_job(job_id)
+        if entry is None:
+            written = batch.standalone(mt, job_id, out, partial=partial)
+        else:
+            others = [j for j in entry.jobs if j != job_id]
+            if not partial and not entry.sent:
+                err_console.print(
+                    f"[red]{entry.source} was not sent whole: resume its submit "
+                    f"(mtfleet submit ... --out {out} --resume)[/red]",
+                    soft_wrap=True,
+                )
+                raise typer.Exit(1)
+            if others:
+                err_console.print(f"job {job_id} is one of {entry.source}'s {len(entry.jobs)} jobs")
+            written = batch.write(mt, entry, partial=partial)
+            if written.status in {"succeeded", "partial", "failed", "cancelled"}:
+                entry.written = written.status
+                manifest.save(out)
+    msg = f"{written.dest} [{written.status}]"
+    if written.failed:
+        msg += f" ({written.failed} segment(s) failed)"
+    if written.note:
+        msg += f" ({written.note})"
+    err_console.print(msg, markup=False, highlight=False)
+    print(written.dest)
 
 
 @app.command()
 def cancel(
     job_id: str,
-    url: UrlOpt = DEFAULT_URL,
+    url: UrlOpt = None,
     api_key: KeyOpt = None,
     purge: Annotated[
         bool, typer.Option(help="Also delete everything stored for the job (texts, results).")
     ] = False,
+    wait: Annotated[
+        float,
+        typer.Option(help="Seconds to wait for the chunks in flight to finish (0: do not)."),
+    ] = 30.0,
 ) -> None:
-    """Cancel a job (chunks not started are skipped); --purge also deletes it."""
+    """Cancel a job: no chunk of it starts from now on; chunks in flight finish and are kept
+    (the job is cancelling until they have, then cancelled). --purge also deletes it."""
     with _client(url, api_key) as mt:
         job = mt.cancel(job_id, purge=purge)
+        if not purge and not job.final and wait > 0:
+            in_flight = job.work.in_flight if job.work else 0
+            err_console.print(f"cancelling: waiting for {in_flight} chunk(s) in flight to finish")
+            job = mt.wait(job_id, timeout=wait)
     print(job.model_dump_json(indent=2))
 
 
 @app.command()
-def languages(url: UrlOpt = DEFAULT_URL, api_key: KeyOpt = None) -> None:
+def languages(url: UrlOpt = None, api_key: KeyOpt = None) -> None:
     """List the language pairs the fleet serves."""
     with _client(url, api_key) as mt:
         data = mt.languages()
@@ -423,7 +553,7 @@ def glossary_create(
         typer.Option(help="Terms kept untranslated, comma-separated: 'iPhone,PlayStation'."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the glossary as JSON.")] = False,
-    url: UrlOpt = DEFAULT_URL,
+    url: UrlOpt = None,
     api_key: KeyOpt = None,
 ) -> None:
     """Create a glossary; prints its id (use it with --glossary)."""
@@ -450,7 +580,7 @@ def glossary_create(
 @glossary_app.command("list")
 def glossary_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-    url: UrlOpt = DEFAULT_URL,
+    url: UrlOpt = None,
     api_key: KeyOpt = None,
 ) -> None:
     """List this key's glossaries."""
@@ -471,7 +601,7 @@ def glossary_list(
 @glossary_app.command("show")
 def glossary_show(
     glossary_id: Annotated[str, typer.Argument(help="The glossary's id.")],
-    url: UrlOpt = DEFAULT_URL,
+    url: UrlOpt = None,
     api_key: KeyOpt = None,
 ) -> None:
     """Print a glossary with its entries and protected terms (JSON)."""
@@ -483,7 +613,7 @@ def glossary_show(
 @glossary_app.command("delete")
 def glossary_delete(
     glossary_id: Annotated[str, typer.Argument(help="The glossary's id.")],
-    url: UrlOpt = DEFAULT_URL,
+    url: UrlOpt = None,
     api_key: KeyOpt = None,
 ) -> None:
     """Delete a glossary (jobs already accepted still finish with it)."""
@@ -575,17 +705,44 @@ def keys_revoke(key_id: Annotated[str, typer.Argument(help="The key's id (keys l
     print(f"revoked key {key.id} ({key.name})")
 
 
+#: What a CLI user should do about an API error, by its type (the API's own messages speak
+#: HTTP: headers and query parameters).
+CLI_HINTS = {
+    "unauthorized": "set MT_API_KEY (or pass --api-key) to a key from `mtfleet keys create`",
+    "job_not_finished": "wait for it (mtfleet status JOB_ID), or pass --partial for what is done",
+}
+
+
 def main() -> None:
     try:
         app()
     except MTClientError as exc:
-        err_console.print(f"[red]error {exc.status} ({exc.type}):[/red] {exc.message}")
+        message = exc.message
+        hint = CLI_HINTS.get(exc.type)
+        if exc.type == "job_not_finished":
+            message = message.split("; ask again later")[0]
+        elif exc.type == "unauthorized":
+            message = message.split(": send Authorization")[0]
+        err_console.print(
+            f"[red]error {exc.status} ({exc.type}):[/red] {message}"
+            + (f"\n[yellow]{hint}[/yellow]" if hint else ""),
+            soft_wrap=True,
+        )
+        sys.exit(1)
+    except APIUnreachable as exc:
+        err_console.print(f"[red]{exc}[/red]", soft_wrap=True)
         sys.exit(1)
     except redis.RedisError as exc:
         err_console.print(f"[red]cannot talk to Redis:[/red] {type(exc).__name__}: {exc}")
         sys.exit(1)
     except httpx.HTTPError as exc:
-        err_console.print(f"[red]cannot talk to the API:[/red] {type(exc).__name__}: {exc}")
+        where = ""
+        with contextlib.suppress(RuntimeError):
+            where = f" at {exc.request.url}"
+        err_console.print(
+            f"[red]cannot talk to the API{where}:[/red] {type(exc).__name__}: {exc}",
+            soft_wrap=True,
+        )
         sys.exit(1)
     except JobTimeout as exc:
         err_console.print(f"[yellow]{exc}[/yellow]; fetch it later: mtfleet result {exc.job_id}")

@@ -1,7 +1,7 @@
 """Python SDK for the mtfleet HTTP API (httpx), synchronous and asynchronous.
 
     from mtfleet import MTClient
-    with MTClient("http://127.0.0.1:8000", api_key="mt_...") as mt:   # mtfleet keys create
+    with MTClient() as mt:            # MT_API_URL and MT_API_KEY (mtfleet keys create)
         mt.translate(["Red shoes"], source="en", target="es")      # -> ["Zapatos rojos"]
         job = mt.submit(["Red shoes", "Blue hat"], source="en", target="es", lane="bulk")
         mt.wait(job.id)                                             # long-polls, no busy loop
@@ -17,6 +17,8 @@ take several requests, such as :meth:`MTClient.wait`, as the generators defined 
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -28,9 +30,19 @@ from mtfleet.core.schemas import (
     GlossaryPublic,
     JobPublic,
     JobResultPublic,
+    LimitsPublic,
 )
 from mtfleet.producer import calls
-from mtfleet.producer.calls import DEFAULT_URL, Call, JobTimeout, MTClientError
+from mtfleet.producer.calls import (
+    DEFAULT_URL,
+    APIUnreachable,
+    Call,
+    JobTimeout,
+    MTClientError,
+    RetryPolicy,
+    env_key,
+    env_url,
+)
 
 # The public models are the API's own (one definition, :mod:`mtfleet.core.schemas`); the SDK's
 # names for them:
@@ -43,6 +55,7 @@ T = TypeVar("T")
 
 __all__ = [
     "DEFAULT_URL",
+    "APIUnreachable",
     "AsyncMTClient",
     "DocumentResult",
     "Glossary",
@@ -51,6 +64,7 @@ __all__ = [
     "JobTimeout",
     "MTClient",
     "MTClientError",
+    "RetryPolicy",
 ]
 
 
@@ -61,16 +75,27 @@ def _http_kwargs(call: Call[Any]) -> dict[str, Any]:
     return kwargs
 
 
-def _client_kwargs(url: str, timeout: float, api_key: str | None) -> dict[str, Any]:
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    return {"base_url": url, "timeout": timeout, "headers": headers}
+def _client_kwargs(url: str | None, timeout: float, api_key: str | None) -> dict[str, Any]:
+    key = env_key(api_key)
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return {"base_url": env_url(url), "timeout": timeout, "headers": headers}
 
 
 class MTClient:
+    """The API at ``url`` (default: ``MT_API_URL``, else http://127.0.0.1:8000) with
+    ``api_key`` (default: ``MT_API_KEY``). An API restart or a proxy's 502/503/504 is ridden out
+    as ``retry`` says; past its budget :class:`APIUnreachable` names the URL tried."""
+
     def __init__(
-        self, url: str = DEFAULT_URL, *, timeout: float = 30.0, api_key: str | None = None
+        self,
+        url: str | None = None,
+        *,
+        timeout: float = 30.0,
+        api_key: str | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
         self.http = httpx.Client(**_client_kwargs(url, timeout, api_key))
+        self.retry = retry or RetryPolicy()
 
     def __enter__(self) -> MTClient:
         return self
@@ -82,7 +107,17 @@ class MTClient:
         self.http.close()
 
     def _send(self, call: Call[T]) -> T:
-        return call.parse(self.http.request(call.method, call.path, **_http_kwargs(call)))
+        attempts = self.retry.attempts(call, str(self.http.base_url))
+        while True:
+            try:
+                resp = self.http.request(call.method, call.path, **_http_kwargs(call))
+            except httpx.TransportError as exc:
+                time.sleep(attempts.after_error(exc))
+                continue
+            delay = attempts.after_response(resp)
+            if delay is None:
+                return call.parse(resp)
+            time.sleep(delay)
 
     def _run(self, flow: Generator[Call[Any], Any, T]) -> T:
         try:
@@ -169,6 +204,10 @@ class MTClient:
     def languages(self) -> dict[str, Any]:
         return self._send(calls.languages())
 
+    def limits(self) -> LimitsPublic:
+        """What one job or request may carry on this fleet."""
+        return self._send(calls.limits())
+
     # -- glossaries --------------------------------------------------------------------------
     def create_glossary(
         self,
@@ -201,9 +240,15 @@ class AsyncMTClient:
     """:class:`MTClient` for asyncio: the same methods, awaited."""
 
     def __init__(
-        self, url: str = DEFAULT_URL, *, timeout: float = 30.0, api_key: str | None = None
+        self,
+        url: str | None = None,
+        *,
+        timeout: float = 30.0,
+        api_key: str | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
         self.http = httpx.AsyncClient(**_client_kwargs(url, timeout, api_key))
+        self.retry = retry or RetryPolicy()
 
     async def __aenter__(self) -> AsyncMTClient:
         return self
@@ -215,8 +260,17 @@ class AsyncMTClient:
         await self.http.aclose()
 
     async def _send(self, call: Call[T]) -> T:
-        resp = await self.http.request(call.method, call.path, **_http_kwargs(call))
-        return call.parse(resp)
+        attempts = self.retry.attempts(call, str(self.http.base_url))
+        while True:
+            try:
+                resp = await self.http.request(call.method, call.path, **_http_kwargs(call))
+            except httpx.TransportError as exc:
+                await asyncio.sleep(attempts.after_error(exc))
+                continue
+            delay = attempts.after_response(resp)
+            if delay is None:
+                return call.parse(resp)
+            await asyncio.sleep(delay)
 
     async def _run(self, flow: Generator[Call[Any], Any, T]) -> T:
         try:
@@ -293,6 +347,9 @@ class AsyncMTClient:
 
     async def languages(self) -> dict[str, Any]:
         return await self._send(calls.languages())
+
+    async def limits(self) -> LimitsPublic:
+        return await self._send(calls.limits())
 
     async def create_glossary(
         self,

@@ -2,8 +2,8 @@
 those inside the engine are aborted (vLLM frees their sequences at its next step).
 
 The worker listens to the job-done events (:class:`~mtfleet.core.events.JobEvents`); for a job
-it holds work of, a final status of ``cancelled`` cancels that work. After a reconnect, every
-held job is looked at again (events published meanwhile are lost).
+it holds work of, a status of ``cancelling`` (or ``cancelled``) cancels that work. After a
+reconnect, every held job is looked at again (events published meanwhile are lost).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class Cancellations(Hook):
     def job_done(self, job_id: str) -> None:
         if job_id not in self.held():
             return
-        if self.store.status(job_id) is JobStatus.cancelled:
+        if self.store.status(job_id) in (JobStatus.cancelling, JobStatus.cancelled):
             n = self.scheduler().cancel_job(job_id)
             log.info("job %s cancelled: %d segment(s) dropped or aborted", job_id, n)
 

@@ -24,7 +24,7 @@ from typing import Any
 from mtfleet.core.cache import PhraseCache
 from mtfleet.core.errors import Cancelled, DeadLettered, EngineUnavailable
 from mtfleet.core.glossary import GlossaryNotFound, GlossaryStore
-from mtfleet.core.models import ChunkMessage, Lane, SegmentOutcome
+from mtfleet.core.models import ChunkMessage, JobStatus, Lane, SegmentOutcome
 from mtfleet.core.settings import Settings
 from mtfleet.core.store import JobStore
 from mtfleet.workers import checks, metrics
@@ -238,7 +238,7 @@ class ChunkProcessor:
         )
         if status is None:
             return {"skipped": "job expired or deleted"}
-        if status.final:
+        if status.final or status is JobStatus.cancelling:
             return {"skipped": f"job {status.value}"}
         if deliveries > self.settings.max_deliveries:
             reason = (
@@ -344,8 +344,8 @@ class ChunkProcessor:
             glossary=gv,
             scope=msg.cache_scope,
         )
-        # segments aborted because their job was cancelled get no result, like the ones that
-        # never started (the job is final already; its ledger is gone)
+        # segments aborted because their job was cancelled get no result, like the chunks that
+        # never started; what this chunk finished is kept, and its record settles the cancel
         outcomes = [
             (i, o) for i, o in outcomes if o.error is None or o.error.get("type") != Cancelled.code
         ]

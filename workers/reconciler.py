@@ -202,7 +202,7 @@ class Reconciler(Periodic):
                 chunks = self.r.hkeys(keys.job_chunks(job_id))
                 if not chunks:
                     status = self.r.hget(keys.job(job_id), "status")
-                    if status is None or status not in ("queued", "running"):
+                    if status is None or status not in ("queued", "running", "cancelling"):
                         self.r.zrem(keys.active(lane), job_id)  # expired, purged or final
                     continue
                 for c in chunks:

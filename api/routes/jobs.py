@@ -47,6 +47,14 @@ def public(job: JobRecord) -> JobPublic:
     return JobPublic(**job.model_dump(include=set(JobPublic.model_fields)))
 
 
+def with_chunks(services: Services, job: JobRecord) -> JobPublic:
+    """The job as its owner sees it; an unfinished one with where its chunks are."""
+    out = public(job)
+    if not job.status.final:
+        out.work = services.store.chunk_state(job.id)
+    return out
+
+
 def serialized(model: BaseModel) -> Response:
     """A response model as JSON straight from pydantic: a job's result carries thousands of
     texts, and FastAPI would validate the model again and encode it twice."""
@@ -110,14 +118,17 @@ async def get_job(
     wait: Annotated[float, Query(ge=0, le=60, description="Seconds to wait for a final state")] = 0,
 ) -> JobPublic:
     """Status and progress. ``?wait=S`` blocks (no polling) until the job is final or S passes;
-    a waiting request holds no thread."""
+    a waiting request holds no thread. An unfinished job says where its chunks are
+    (``work``: chunks queued, in flight and the age of the oldest in flight)."""
     job = await run_in_threadpool(visible_job, services, caller, job_id)
     if wait and not job.status.final:
         await services.waiter.wait_async(
             job_id, lambda: (s := services.store.status(job_id)) is None or s.final, wait
         )
         job = await run_in_threadpool(services.store.get, job_id)
-    return public(job)
+    if job.status.final:
+        return public(job)
+    return await run_in_threadpool(with_chunks, services, job)
 
 
 @router.get("/{job_id}/result", response_model=JobResultPublic, responses=ERRORS)
@@ -180,7 +191,10 @@ def cancel_job(
         bool, Query(description="Also delete everything stored for the job (texts, results)")
     ] = False,
 ) -> JobPublic:
-    """Cancel: chunks not yet started are skipped; finished results are kept.
+    """Cancel: no chunk of the job starts from now on; chunks a worker is running finish and
+    their results are kept. The job is ``cancelling`` until they have (``work.in_flight``
+    says how many; their engine work is aborted where the engine can), then ``cancelled``, its
+    counters final. ``?wait=`` on ``GET /v1/jobs/{id}`` returns when it is.
 
     ``?purge=true`` cancels the job if it is running, then deletes everything stored for it,
     the phrase-cache entries its translations made included; the answer is the job as it was
@@ -193,7 +207,7 @@ def cancel_job(
             job = job.model_copy(update={"status": JobStatus.cancelled})
         return public(job)
     services.store.cancel(job_id)
-    return public(services.store.get(job_id))
+    return with_chunks(services, services.store.get(job_id))
 
 
 uploads = APIRouter(prefix="/v1", tags=["jobs"])

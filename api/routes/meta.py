@@ -10,7 +10,13 @@ from mtfleet.api import metrics
 from mtfleet.api.auth import authenticate
 from mtfleet.api.deps import ServicesDep
 from mtfleet.core import keys, languages
-from mtfleet.core.schemas import ErrorPublic, LanguagePublic, LanguagesPublic, PairPublic
+from mtfleet.core.schemas import (
+    ErrorPublic,
+    LanguagePublic,
+    LanguagesPublic,
+    LimitsPublic,
+    PairPublic,
+)
 
 router = APIRouter(tags=["meta"])
 
@@ -39,6 +45,22 @@ def list_languages(services: ServicesDep) -> LanguagesPublic:
         LanguagePublic(code=lang.code, name=lang.english) for lang in languages.LANGUAGES.values()
     ]
     return LanguagesPublic(pairs=pairs, languages=langs)
+
+
+@router.get(
+    "/v1/limits",
+    response_model=LimitsPublic,
+    dependencies=[Depends(authenticate)],
+    responses={401: {"model": ErrorPublic}, 429: {"model": ErrorPublic}},
+)
+def limits(services: ServicesDep) -> LimitsPublic:
+    """What one job or request may carry here (``mtfleet submit`` splits larger files by it)."""
+    s = services.settings
+    return LimitsPublic(
+        max_segments_per_job=s.max_segments_per_job,
+        max_segment_chars=s.max_segment_chars,
+        max_request_bytes=s.max_request_bytes,
+    )
 
 
 @router.get("/healthz")

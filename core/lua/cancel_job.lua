@@ -1,11 +1,21 @@
--- Cancel a job that is not final yet.
--- KEYS: job, chunk ledger, every lane's active set...
+-- Cancel a job that is not final yet: no chunk of it starts from now on. Chunks in flight (a
+-- worker started them) finish and keep their results; the job is 'cancelling' until the last
+-- of them has, then 'cancelled' with final counters (at once when none is in flight).
+-- KEYS: job, chunk ledger, in-flight starts, every lane's active set...
 -- ARGV: job_id, now, channel
 -- -> the status after the call ('' when the job is gone)
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then return '' end
-if status == 'queued' or status == 'running' then
-  finalize(KEYS[1], KEYS[2], 3, ARGV[1], 'cancelled', ARGV[2], ARGV[3])
+if status ~= 'queued' and status ~= 'running' then return status end
+-- a chunk never started leaves the ledger: a worker that pulls it skips it
+local chunks = redis.call('HKEYS', KEYS[2])
+for _, chunk in ipairs(chunks) do
+  if redis.call('HEXISTS', KEYS[3], chunk) == 0 then redis.call('HDEL', KEYS[2], chunk) end
+end
+if redis.call('HLEN', KEYS[2]) == 0 then
+  finalize(KEYS[1], KEYS[2], 4, ARGV[1], 'cancelled', ARGV[2], ARGV[3])
   return 'cancelled'
 end
-return status
+redis.call('HSET', KEYS[1], 'status', 'cancelling')
+announce(ARGV[3], ARGV[1])  -- workers abort its engine work; waiters look again
+return 'cancelling'

@@ -33,11 +33,16 @@ end
 -- Finalise a job, the one way every script does it: set the final status and finished_at
 -- (plus extra field/value pairs), drop its chunk ledger, take it off every lane's active set
 -- (KEYS[first_active..]) and announce it once on the job-done channel.
+-- Tell whoever waits on a job (API long polls, workers holding its chunks) to look at it again.
+local function announce(channel, job_id)
+  redis.call('PUBLISH', channel, job_id)
+end
+
 local function finalize(job_key, ledger_key, first_active, job_id, status, now, channel, extra)
   redis.call('HSET', job_key, 'status', status, 'finished_at', now, unpack(extra or {}))
   redis.call('DEL', ledger_key)
   for k = first_active, #KEYS do redis.call('ZREM', KEYS[k], job_id) end
-  redis.call('PUBLISH', channel, job_id)
+  announce(channel, job_id)
 end
 
 -- An API key's storage quota: a hash (member -> bytes, plus "total") and a sorted set (member

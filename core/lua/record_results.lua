@@ -1,6 +1,6 @@
 -- Write segment outcomes once each (first writer wins, as HSETNX would), count the new ones,
--- finalise the job when every segment has one.
--- KEYS: job, results, chunk ledger, every lane's active set...
+-- finalise the job when every segment has one (a cancelling job: when no chunk is in flight).
+-- KEYS: job, results, chunk ledger, in-flight starts, every lane's active set...
 -- ARGV: job_id, now, ttl, channel, chunk ('' = none), oks (one '1' or '0' per outcome: whether
 --       it is a translation), then (index, outcome json)...
 -- -> {done, failed, status} ({-1, -1, ''} when the job is gone)
@@ -34,7 +34,10 @@ for field, value in pairs(new) do
 end
 if #pairs_ > 0 then redis.call('HSET', KEYS[2], unpack(pairs_)) end
 -- every outcome of the chunk is written: it leaves the ledger
-if ARGV[5] ~= '' then redis.call('HDEL', KEYS[3], ARGV[5]) end
+if ARGV[5] ~= '' then
+  redis.call('HDEL', KEYS[3], ARGV[5])
+  redis.call('HDEL', KEYS[4], ARGV[5])
+end
 local done = redis.call('HINCRBY', KEYS[1], 'done', nd)
 local failed = redis.call('HINCRBY', KEYS[1], 'failed', nf)
 local total = tonumber(redis.call('HGET', KEYS[1], 'total'))
@@ -46,7 +49,11 @@ end
 if status == 'running' and done + failed >= total then
   if failed == 0 then status = 'succeeded' elseif done == 0 then status = 'failed'
   else status = 'partial' end
-  finalize(KEYS[1], KEYS[3], 4, ARGV[1], status, ARGV[2], ARGV[4])
+  finalize(KEYS[1], KEYS[3], 5, ARGV[1], status, ARGV[2], ARGV[4])
+elseif status == 'cancelling' and redis.call('HLEN', KEYS[3]) == 0 then
+  -- the last chunk in flight when the job was cancelled: its counters are final now
+  status = 'cancelled'
+  finalize(KEYS[1], KEYS[3], 5, ARGV[1], status, ARGV[2], ARGV[4])
 end
 local ttl = tonumber(ARGV[3])
 redis.call('EXPIRE', KEYS[1], ttl)

@@ -195,24 +195,30 @@ def test_chunk_over_its_delivery_budget_is_dead_lettered(
     assert len(dead) == 1
 
 
-def test_cancel_skips_chunks_not_started(api: TestClient) -> None:
+def test_cancel_starts_no_chunk_lets_those_in_flight_finish_then_is_final(
+    api: TestClient,
+) -> None:
     texts = [f"Line {i} says that the {i % 7} small dogs run in the park." for i in range(4000)]
     resp = api.post(
         "/v1/jobs", json={"texts": texts, "source_lang": "en", "target_lang": "es", "lane": "bulk"}
     )
     job_id = resp.json()["id"]
-    cancel = api.delete(f"/v1/jobs/{job_id}")
-    assert cancel.status_code == 200 and cancel.json()["status"] == "cancelled"
-    time.sleep(2.0)  # chunks already running may still finish and be kept
-    first = api.get(f"/v1/jobs/{job_id}").json()
-    time.sleep(1.0)
-    second = api.get(f"/v1/jobs/{job_id}").json()
-    assert second["status"] == "cancelled"
-    assert second["progress"] == first["progress"]  # nothing more runs
-    assert second["progress"]["done"] < 4000
+    while api.get(f"/v1/jobs/{job_id}").json()["status"] == "queued":
+        time.sleep(0.01)
+    cancel = api.delete(f"/v1/jobs/{job_id}").json()
+    # no chunk waits any more; those a worker started are finishing (or already have)
+    assert cancel["status"] in {"cancelling", "cancelled"}
+    if cancel["status"] == "cancelling":
+        assert cancel["work"]["queued"] == 0 and cancel["work"]["in_flight"] >= 1
+    final = api.get(f"/v1/jobs/{job_id}", params={"wait": 30}).json()
+    assert final["status"] == "cancelled" and final["work"] is None
+    time.sleep(1.5)
+    later = api.get(f"/v1/jobs/{job_id}").json()
+    assert later["progress"] == final["progress"]  # final counters: nothing more arrives
+    assert final["progress"]["done"] < 4000
     partial = api.get(f"/v1/jobs/{job_id}/result").json()
     assert partial["status"] == "cancelled"
-    assert sum(t is not None for t in partial["translations"]) == second["progress"]["done"]
+    assert sum(t is not None for t in partial["translations"]) == final["progress"]["done"]
 
 
 def test_pair_no_engine_serves_is_refused(api: TestClient) -> None:

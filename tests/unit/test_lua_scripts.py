@@ -101,14 +101,14 @@ def test_start_chunk_with_10000_indices_on_a_redelivery(store: JobStore) -> None
     status, deliveries, pending = store.start_chunk(j.id, 0, indices, lane="bulk")
     assert status is JobStatus.running and deliveries == 2
     assert pending == {i for i in indices if i % 3}
-    # every result written: a third delivery has nothing left to do
+    # every result written, the job final: a third delivery does not start (nor count)
     store.record(j.id, [(i, SegmentOutcome(translation="x")) for i in sorted(pending)], chunk=0)
     status, deliveries, pending = store.start_chunk(j.id, 0, indices, lane="bulk")
-    assert (status, deliveries, pending) == (JobStatus.succeeded, 3, set())
+    assert (status, deliveries, pending) == (JobStatus.succeeded, 0, set())
 
 
 def test_start_chunk_on_a_gone_job(store: JobStore) -> None:
-    assert store.start_chunk("nope", 0, list(range(N))) == (None, 0, set(range(N)))
+    assert store.start_chunk("nope", 0, list(range(N))) == (None, 0, set())
 
 
 def test_create_job_with_10000_cached_results_and_chunks(store: JobStore) -> None:
@@ -146,4 +146,4 @@ def test_a_job_is_finalised_in_one_place() -> None:
         assert "'PUBLISH'" not in body and "finished_at" not in body, name
         if "finalize(" in body:
             callers.append(name)
-    assert sorted(callers) == ["cancel_job", "fail_job", "record_results"]
+    assert sorted(callers) == ["cancel_job", "fail_job", "record_results", "start_chunk"]

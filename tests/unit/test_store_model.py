@@ -10,7 +10,14 @@ import pytest
 
 from mtfleet.core import keys
 from mtfleet.core.models import JobStatus, Lane, Progress, SegmentOutcome
-from mtfleet.core.store import JobRecord, JobStore, job_from_hash, job_to_hash, new_job_id
+from mtfleet.core.store import (
+    COMPUTED_FIELDS,
+    JobRecord,
+    JobStore,
+    job_from_hash,
+    job_to_hash,
+    new_job_id,
+)
 
 
 def full_job(**overrides: object) -> JobRecord:
@@ -44,8 +51,16 @@ def test_every_field_is_set_in_the_full_job() -> None:
         id="x", status=JobStatus.queued, lane=Lane.bulk, source_lang="en", target_lang="es",
         progress=Progress(done=0, failed=0, total=0), cached=0, created_at=0.0,
     )  # fmt: skip
-    unchanged = [n for n in JobRecord.model_fields if getattr(job, n) == getattr(defaults, n)]
+    stored = [n for n in JobRecord.model_fields if n not in COMPUTED_FIELDS]
+    unchanged = [n for n in stored if getattr(job, n) == getattr(defaults, n)]
     assert unchanged == []  # a new field must be added to full_job (and to this round trip)
+
+
+def test_a_computed_field_is_never_stored() -> None:
+    job = full_job(work={"queued": 1, "in_flight": 2, "oldest_in_flight_s": 3.0})
+    raw = job_to_hash(job)
+    assert COMPUTED_FIELDS and not COMPUTED_FIELDS & raw.keys()
+    assert job_from_hash({**raw, "work": json.dumps({"queued": 9, "in_flight": 9})}).work is None
 
 
 def test_round_trip_of_every_field() -> None:

@@ -1,0 +1,269 @@
+"""Files as jobs, recoverable: what ``mtfleet submit`` and ``mtfleet result --out`` do.
+
+Every submission is written down before anything waits on it, in the output folder's
+*manifest* (``DIR/.mtfleet-jobs.json``): each file with its digest, how it was sent and the
+jobs it became, in order. So a submit that stops early (Ctrl-C, a closed terminal, the API gone
+for longer than the client's retries) loses nothing: the jobs run on in the fleet,
+``mtfleet submit ... --resume`` follows them instead of sending the files again (and sends only
+the parts not sent yet), and ``mtfleet result JOB --out DIR`` writes a finished job as its file.
+
+A line file with more segments than one job may carry (``GET /v1/limits``) goes as several
+jobs, joined in order when all are final; a document always goes as one job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from mtfleet.core import documents
+from mtfleet.core.schemas import JobResultPublic
+from mtfleet.producer.client import Job, MTClient
+from mtfleet.producer.lines import LineDocument, parse_lines
+
+MANIFEST = ".mtfleet-jobs.json"
+
+
+class FileJobs(BaseModel):
+    """One submitted file and the jobs it became."""
+
+    source: str = Field(description="The file's absolute path when it was submitted.")
+    sha256: str
+    kind: Literal["lines", "document"]
+    format: str | None = None  # a document's format
+    encoding: str = "utf-8"
+    source_lang: str
+    target_lang: str
+    lane: str
+    glossary_id: str | None = None
+    parts: list[int] = Field(description="Segments per job, in order (one entry: one job).")
+    jobs: list[str] = Field(default_factory=list, description="The jobs sent so far, in order.")
+    dest: str
+    written: str | None = Field(None, description="The status the file was written with.")
+
+    @property
+    def sent(self) -> bool:
+        return len(self.jobs) == len(self.parts)
+
+    def same_request(self, other: FileJobs) -> bool:
+        fields = ("sha256", "kind", "format", "encoding", "source_lang", "target_lang", "lane")
+        return all(getattr(self, f) == getattr(other, f) for f in (*fields, "glossary_id"))
+
+
+class Manifest(BaseModel):
+    version: int = 1
+    files: dict[str, FileJobs] = Field(default_factory=dict)
+
+    @classmethod
+    def load(cls, out: Path) -> Manifest:
+        path = out / MANIFEST
+        if not path.exists():
+            return cls()
+        return cls.model_validate_json(path.read_bytes())
+
+    def save(self, out: Path) -> None:
+        """Atomically (a reader never sees half a manifest)."""
+        out.mkdir(parents=True, exist_ok=True)
+        tmp = out / f"{MANIFEST}.tmp"
+        tmp.write_text(self.model_dump_json(indent=1), encoding="utf-8")
+        os.replace(tmp, out / MANIFEST)
+
+    def entry_for_job(self, job_id: str) -> FileJobs | None:
+        return next((e for e in self.files.values() if job_id in e.jobs), None)
+
+    def running(self) -> list[tuple[str, str]]:
+        """(file, job id) of every job not yet written to its file."""
+        return [(e.source, j) for e in self.files.values() if e.written is None for j in e.jobs]
+
+
+class SourceError(Exception):
+    """A file that cannot be sent as it is (the message says what to do)."""
+
+
+@dataclass(frozen=True)
+class SubmitOptions:
+    target: str
+    source: str = "auto"
+    lane: str = "bulk"
+    fmt: str | None = None
+    lines: bool = False
+    encoding: str = "utf-8"
+    glossary_id: str | None = None
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def decode(data: bytes, encoding: str, path: Path) -> str:
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise SourceError(
+            f"not {encoding} text: byte 0x{data[exc.start]:02x} at offset {exc.start}. If it "
+            "is in another encoding, say which with --encoding (e.g. --encoding latin-1) or "
+            f"convert it first (iconv -f latin1 -t utf-8 {path.name})"
+        ) from None
+    except LookupError:
+        raise SourceError(f"unknown encoding {encoding!r}") from None
+
+
+def plan(path: Path, data: bytes, opts: SubmitOptions, out: Path, limit: int) -> FileJobs:
+    """How ``path`` is sent: as lines (``.txt`` or --lines; split by ``limit``) or as one
+    document in the format its extension (or --format) names."""
+    as_lines = opts.lines or (opts.fmt is None and path.suffix.lower() == ".txt")
+    common = {
+        "source": str(path.resolve()),
+        "sha256": _digest(data),
+        "encoding": opts.encoding,
+        "source_lang": opts.source,
+        "target_lang": opts.target,
+        "lane": opts.lane,
+        "glossary_id": opts.glossary_id,
+        "dest": str(out / f"{path.stem}.{opts.target}{path.suffix}"),
+    }
+    if as_lines:
+        n = len(parse_lines(decode(data, opts.encoding, path)).segments)
+        parts = [min(limit, n - start) for start in range(0, n, limit)]
+        return FileJobs(kind="lines", parts=parts, **common)
+    try:
+        name = opts.fmt or documents.for_filename(path.name).name
+    except documents.DocumentError as exc:
+        raise SourceError(
+            f"{exc.message}. Send it as text with one segment per line (--lines) or name its "
+            "format (--format html, --format markdown, ...)"
+        ) from None
+    return FileJobs(kind="document", format=name, parts=[1], **common)
+
+
+def send(
+    mt: MTClient,
+    entry: FileJobs,
+    data: bytes,
+    path: Path,
+    saved: Callable[[], None],
+) -> list[Job]:
+    """Send the parts of ``entry`` not sent yet; ``saved`` is called after each job is
+    recorded in it, so an interruption between two parts loses neither."""
+    made: list[Job] = []
+    if entry.kind == "document":
+        if not entry.jobs:
+            fmt = entry.format or "text"
+            content: bytes | str = data if fmt == "docx" else decode(data, entry.encoding, path)
+            job = mt.submit_document(
+                content,
+                format=fmt,
+                source=entry.source_lang,
+                target=entry.target_lang,
+                lane=entry.lane,
+                filename=path.name,
+                glossary_id=entry.glossary_id,
+            )
+            entry.jobs.append(job.id)
+            saved()
+            made.append(job)
+        return made
+    segments = parse_lines(decode(data, entry.encoding, path)).segments
+    start = sum(entry.parts[: len(entry.jobs)])
+    for size in entry.parts[len(entry.jobs) :]:
+        job = mt.submit(
+            segments[start : start + size],
+            source=entry.source_lang,
+            target=entry.target_lang,
+            lane=entry.lane,
+            glossary_id=entry.glossary_id,
+        )
+        entry.jobs.append(job.id)
+        saved()
+        made.append(job)
+        start += size
+    return made
+
+
+@dataclass
+class Written:
+    dest: Path
+    status: str
+    failed: int
+    repairs: int
+    note: str = ""
+
+
+def combined_status(statuses: Iterable[str]) -> str:
+    """One status for a file sent as several jobs."""
+    found = set(statuses)
+    for unsettled in ("queued", "running", "cancelling"):
+        if unsettled in found:
+            return unsettled
+    if len(found) == 1:
+        return found.pop()
+    return "cancelled" if "cancelled" in found else "partial"
+
+
+def write(mt: MTClient, entry: FileJobs, *, partial: bool = False) -> Written:
+    """Write ``entry``'s file from its jobs' results (all final, or what is done with
+    ``partial``): a document in its own format, a line file with its line structure (from
+    the source file, when it is still there unchanged)."""
+    results: list[JobResultPublic] = [mt.result(j, partial=partial) for j in entry.jobs]
+    dest = Path(entry.dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    status = combined_status(r.status.value for r in results)
+    failed = sum(len(r.errors) for r in results)
+    if entry.kind == "document":
+        doc = results[0].document
+        if doc is None:
+            raise SourceError(f"job {entry.jobs[0]} has no document")
+        dest.write_bytes(doc.data())
+        return Written(dest, status, failed, len(doc.warnings))
+    translations = [t for r in results for t in r.translations]
+    layout = _layout(entry)
+    if layout is None:
+        # the source file is gone or changed: one line per segment, failed ones empty
+        dest.write_text("".join((t or "") + "\n" for t in translations), encoding="utf-8")
+        return Written(dest, status, failed, 0, "source file changed or gone: one line per segment")
+    text = layout.render(translations)
+    try:
+        dest.write_bytes(text.encode(entry.encoding))
+        note = ""
+    except UnicodeEncodeError:
+        dest.write_bytes(text.encode("utf-8"))
+        note = f"written as UTF-8: the translation has characters {entry.encoding} lacks"
+    return Written(dest, status, failed, 0, note)
+
+
+def _layout(entry: FileJobs) -> LineDocument | None:
+    try:
+        data = Path(entry.source).read_bytes()
+    except OSError:
+        return None
+    if _digest(data) != entry.sha256:
+        return None
+    return parse_lines(data.decode(entry.encoding))
+
+
+def standalone(mt: MTClient, job_id: str, out: Path, *, partial: bool) -> Written:
+    """``mtfleet result JOB --out DIR`` for a job this folder's manifest does not know: a
+    document job as its file (by the name it was sent with), a text job one line per text."""
+    job = mt.get(job_id)
+    res = mt.result(job_id, partial=partial)
+    out.mkdir(parents=True, exist_ok=True)
+    if res.document is not None:
+        fmt = documents.for_name(res.document.format)
+        name = Path(res.document.filename or f"{job_id}{fmt.extensions[0]}")
+        dest = out / f"{name.stem}.{job.target_lang}{name.suffix or fmt.extensions[0]}"
+        dest.write_bytes(res.document.data())
+        return Written(dest, res.status.value, len(res.errors), len(res.document.warnings))
+    dest = out / f"{job_id}.{job.target_lang}.txt"
+    dest.write_text("".join((t or "") + "\n" for t in res.translations), encoding="utf-8")
+    return Written(dest, res.status.value, len(res.errors), 0, "one line per text")
+
+
+def describe(entry: FileJobs) -> str:
+    jobs = ", ".join(entry.jobs)
+    return f"job{'s' if len(entry.jobs) > 1 else ''} {jobs}"

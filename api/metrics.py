@@ -54,7 +54,8 @@ JOB_LATENCY = Histogram(
 
 
 class FleetCollector(Collector):
-    """Queue depth per lane, live workers and dead letters, read when Prometheus scrapes."""
+    """Queue depth, chunks held by workers and the oldest's age per lane, live workers and
+    dead letters, read when Prometheus scrapes."""
 
     def __init__(self) -> None:
         self.r: redis.Redis | None = None  # set by the app's lifespan
@@ -65,6 +66,18 @@ class FleetCollector(Collector):
         depth = GaugeMetricFamily("mt_queue_depth", "Chunks waiting per lane", labels=["lane"])
         workers = GaugeMetricFamily("mt_live_workers", "Workers with a fresh heartbeat")
         dead = GaugeMetricFamily("mt_dead_letter_chunks", "Chunks in the dead-letter list")
+        held = GaugeMetricFamily(
+            "mt_chunks_held",
+            "Chunks workers fetched and have not finished, per lane (queued + held is the "
+            "lane's real depth)",
+            labels=["lane"],
+        )
+        oldest = GaugeMetricFamily(
+            "mt_oldest_held_chunk_seconds",
+            "Seconds the longest-held chunk has been in a worker, per lane (0: none): far "
+            "above a chunk's usual time, work is stuck",
+            labels=["lane"],
+        )
         try:
             pipe = self.r.pipeline(transaction=False)
             for lane in keys.LANES:
@@ -73,13 +86,19 @@ class FleetCollector(Collector):
             *depths, n_dead = pipe.execute()
             for lane, n in zip(keys.LANES, depths, strict=True):
                 depth.add_metric([lane], n)
-            workers.add_metric([], len(Registry(self.r).live_workers()))
+            registry = Registry(self.r)
+            workers.add_metric([], len(registry.live_workers()))
             dead.add_metric([], n_dead)
+            for lane, (n, age) in registry.held().items():
+                held.add_metric([lane], n)
+                oldest.add_metric([lane], round(age, 3))
         except redis.RedisError:
             return
         yield depth
         yield workers
         yield dead
+        yield held
+        yield oldest
 
 
 FLEET = FleetCollector()

@@ -102,6 +102,34 @@ class Registry:
     def live_workers(self) -> list[WorkerInfo]:
         return self.instances()[0]
 
+    def held(self, now: float | None = None) -> dict[str, tuple[int, float]]:
+        """Per lane: (chunks fetched by workers and not finished, seconds the longest-held
+        has been held). Read from every instance's unacked hash and its fetch-time index
+        (kombu's), dead instances' included until the reconciler puts their chunks back."""
+        now = time.time() if now is None else now
+        names = sorted(str(n) for n in self.r.smembers(keys.WORKERS))
+        pipe = self.r.pipeline(transaction=False)
+        for name in names:
+            pipe.hgetall(keys.unacked(name))
+            pipe.zrange(keys.unacked_index(name), 0, -1, withscores=True)
+        replies = pipe.execute() if names else []
+        out = {lane: (0, 0.0) for lane in keys.LANES}
+        lanes = {keys.queue(lane): lane for lane in keys.LANES}
+        for messages, index in zip(replies[::2], replies[1::2], strict=True):
+            fetched = {str(tag): float(t) for tag, t in index}
+            for tag, raw in messages.items():
+                try:
+                    routing_key = json.loads(raw)[-1]
+                except (ValueError, IndexError, TypeError):
+                    continue
+                lane = lanes.get(str(routing_key))
+                if lane is None:
+                    continue
+                count, oldest = out[lane]
+                age = max(0.0, now - fetched.get(str(tag), now))
+                out[lane] = (count + 1, max(oldest, age))
+        return out
+
     def forget(self, instance: str) -> None:
         """A dead instance holds nothing any more."""
         self.r.srem(keys.WORKERS, instance)

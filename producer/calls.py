@@ -26,6 +26,7 @@ from mtfleet.core.schemas import (
     JobPublic,
     JobResultPublic,
     LimitsPublic,
+    TranslatePublic,
 )
 
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -107,14 +108,18 @@ class RetryPolicy:
     with jitter, ``first_s`` doubling up to ``max_s``, for at most ``budget_s`` in all.
 
     A request that never reached the API (connection refused, connect timeout) is tried again
-    whatever it is; one that may have reached it only when it is :attr:`Call.idempotent`."""
+    whatever it is; one that may have reached it only when it is :attr:`Call.idempotent`.
+    A client that has never had an answer gives up after ``first_contact_s``: a wrong URL or an
+    API that is not started is said at once, not after the whole budget."""
 
     budget_s: float = 30.0
     first_s: float = 0.25
     max_s: float = 4.0
+    first_contact_s: float = 3.0
 
-    def attempts(self, call: Call[Any], url: str) -> Attempts:
-        return Attempts(self, call, url)
+    def attempts(self, call: Call[Any], url: str, *, contacted: bool) -> Attempts:
+        budget = self.budget_s if contacted else min(self.budget_s, self.first_contact_s)
+        return Attempts(self, call, url, budget)
 
 
 #: Errors raised before the request left this machine: always safe to send again.
@@ -129,6 +134,7 @@ class Attempts:
     policy: RetryPolicy
     call: Call[Any]
     url: str
+    budget_s: float
     started: float = field(default_factory=time.monotonic)
     tries: int = 0
 
@@ -137,7 +143,7 @@ class Attempts:
         elapsed = time.monotonic() - self.started
         delay = min(self.policy.max_s, self.policy.first_s * 2 ** (self.tries - 1))
         delay *= 0.5 + random.random() / 2
-        if elapsed + delay > self.policy.budget_s:
+        if elapsed + delay > self.budget_s:
             raise APIUnreachable(self.url, cause, self.tries, elapsed)
         return delay
 
@@ -315,9 +321,9 @@ def wait(
 
 def translate(
     texts: Sequence[str], source: str, target: str, timeout: float, glossary_id: str | None
-) -> Flow[list[str | None]]:
+) -> Flow[TranslatePublic]:
     """/v1/translate; past the server's wait, the job is long-polled up to ``timeout`` in all
-    (JobTimeout when it is not done by then)."""
+    (JobTimeout when it is not done by then) and its result read."""
     deadline = time.monotonic() + timeout
     server_wait = min(timeout, SERVER_WAIT_MAX_S)
     body = {"texts": list(texts), "source_lang": source, "target_lang": target}
@@ -330,12 +336,19 @@ def translate(
     )
     data = answer.json()
     if answer.status_code != 202:
-        return list(data["translations"])
+        return TranslatePublic.model_validate(data)
     job = yield from wait(data["id"], max(0.0, deadline - time.monotonic()), 10.0, None)
     if not job.final:
         raise JobTimeout(job.id, timeout)
     done: JobResultPublic = yield result(job.id, False)
-    return done.translations
+    return TranslatePublic(
+        id=job.id,
+        status=job.status,
+        translations=done.translations,
+        warnings=done.warnings,
+        errors=done.errors,
+        cached=job.cached,
+    )
 
 
 # -- glossaries --------------------------------------------------------------------------------

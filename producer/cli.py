@@ -183,11 +183,19 @@ def flower(
 def demo(
     keep_running: Annotated[bool, typer.Option(help="Leave the fleet running afterwards.")] = False,
     bulk_lines: Annotated[int, typer.Option(help="Lines in the bulk job.")] = 300,
+    redis_url: Annotated[
+        str | None,
+        typer.Option(
+            help="Use this Redis instead of a private redis-server (e.g. redis://h:6379/5)."
+        ),
+    ] = None,
 ) -> None:
-    """Start Redis (if needed), the API, an Apertium worker and Flower; translate en->es."""
+    """Start a private Redis, the API, an Apertium worker and Flower; translate en->es."""
     from mtfleet.producer.demo import run_demo
 
-    raise typer.Exit(run_demo(keep_running=keep_running, bulk_lines=bulk_lines))
+    raise typer.Exit(
+        run_demo(keep_running=keep_running, bulk_lines=bulk_lines, redis_url=redis_url)
+    )
 
 
 # --- clients ---------------------------------------------------------------------------------

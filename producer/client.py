@@ -31,6 +31,7 @@ from mtfleet.core.schemas import (
     JobPublic,
     JobResultPublic,
     LimitsPublic,
+    TranslatePublic,
 )
 from mtfleet.producer import calls
 from mtfleet.producer.calls import (
@@ -50,6 +51,7 @@ Job = JobPublic
 JobResult = JobResultPublic
 DocumentResult = DocumentOut
 Glossary = GlossaryDetail
+Translation = TranslatePublic
 
 T = TypeVar("T")
 
@@ -65,6 +67,7 @@ __all__ = [
     "MTClient",
     "MTClientError",
     "RetryPolicy",
+    "Translation",
 ]
 
 
@@ -96,6 +99,7 @@ class MTClient:
     ) -> None:
         self.http = httpx.Client(**_client_kwargs(url, timeout, api_key))
         self.retry = retry or RetryPolicy()
+        self.contacted = False  # whether the API has answered this client yet
 
     def __enter__(self) -> MTClient:
         return self
@@ -107,13 +111,14 @@ class MTClient:
         self.http.close()
 
     def _send(self, call: Call[T]) -> T:
-        attempts = self.retry.attempts(call, str(self.http.base_url))
+        attempts = self.retry.attempts(call, str(self.http.base_url), contacted=self.contacted)
         while True:
             try:
                 resp = self.http.request(call.method, call.path, **_http_kwargs(call))
             except httpx.TransportError as exc:
                 time.sleep(attempts.after_error(exc))
                 continue
+            self.contacted = True
             delay = attempts.after_response(resp)
             if delay is None:
                 return call.parse(resp)
@@ -199,6 +204,22 @@ class MTClient:
         Waits at most ``timeout`` seconds in all (the server holds the request, then the job is
         long-polled); raises :class:`JobTimeout` (with ``job_id``) if it is not done by then.
         """
+        return self.translation(
+            texts, source=source, target=target, timeout=timeout, glossary_id=glossary_id
+        ).translations
+
+    def translation(
+        self,
+        texts: Sequence[str],
+        *,
+        source: str,
+        target: str,
+        timeout: float = 60.0,
+        glossary_id: str | None = None,
+    ) -> Translation:
+        """:meth:`translate` with everything the answer says: ``translations``, ``errors`` and
+        ``warnings`` per segment, ``cached`` (how many the phrase cache answered) and the job's
+        ``id`` (None when the cache answered all)."""
         return self._run(calls.translate(texts, source, target, timeout, glossary_id))
 
     def languages(self) -> dict[str, Any]:
@@ -249,6 +270,7 @@ class AsyncMTClient:
     ) -> None:
         self.http = httpx.AsyncClient(**_client_kwargs(url, timeout, api_key))
         self.retry = retry or RetryPolicy()
+        self.contacted = False  # whether the API has answered this client yet
 
     async def __aenter__(self) -> AsyncMTClient:
         return self
@@ -260,13 +282,14 @@ class AsyncMTClient:
         await self.http.aclose()
 
     async def _send(self, call: Call[T]) -> T:
-        attempts = self.retry.attempts(call, str(self.http.base_url))
+        attempts = self.retry.attempts(call, str(self.http.base_url), contacted=self.contacted)
         while True:
             try:
                 resp = await self.http.request(call.method, call.path, **_http_kwargs(call))
             except httpx.TransportError as exc:
                 await asyncio.sleep(attempts.after_error(exc))
                 continue
+            self.contacted = True
             delay = attempts.after_response(resp)
             if delay is None:
                 return call.parse(resp)
@@ -343,6 +366,20 @@ class AsyncMTClient:
         timeout: float = 60.0,
         glossary_id: str | None = None,
     ) -> list[str | None]:
+        answer = await self.translation(
+            texts, source=source, target=target, timeout=timeout, glossary_id=glossary_id
+        )
+        return answer.translations
+
+    async def translation(
+        self,
+        texts: Sequence[str],
+        *,
+        source: str,
+        target: str,
+        timeout: float = 60.0,
+        glossary_id: str | None = None,
+    ) -> Translation:
         return await self._run(calls.translate(texts, source, target, timeout, glossary_id))
 
     async def languages(self) -> dict[str, Any]:

@@ -59,11 +59,29 @@ def redis_server_command(port: int, workdir: Path, *, appendonly: bool) -> list[
     ]
 
 
+def port_free(port: int) -> bool:
+    """Whether 127.0.0.1:port can be listened on now."""
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def preferred_port(port: int) -> int:
+    """``port`` when it is free (the documented one), else any free port."""
+    return port if port_free(port) else free_port()
+
+
 @dataclass
 class Proc:
     name: str
     popen: subprocess.Popen[bytes]
     log_path: Path
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    restarts: list[float] = field(default_factory=list)  # when it was restarted
 
     def alive(self) -> bool:
         return self.popen.poll() is None
@@ -88,20 +106,49 @@ class LocalFleet:
     api_key_ids: list[str] = field(default_factory=list)
 
     # -- processes -----------------------------------------------------------------------------
+    def _popen(self, name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+        log: IO[bytes] = open(self.workdir / f"{name}.log", "ab")  # noqa: SIM115 - the child's
+        try:
+            return subprocess.Popen(
+                args,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **self.env, **env},
+                cwd=self.workdir,
+                start_new_session=True,
+            )
+        finally:
+            log.close()  # the child has its own descriptor
+
     def _spawn(self, name: str, args: list[str], env: dict[str, str] | None = None) -> Proc:
-        log_path = self.workdir / f"{name}.log"
-        log: IO[bytes] = open(log_path, "ab")  # noqa: SIM115 - owned by the child
-        popen = subprocess.Popen(
-            args,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, **self.env, **(env or {})},
-            cwd=self.workdir,
-            start_new_session=True,
-        )
-        proc = Proc(name, popen, log_path)
+        popen = self._popen(name, args, env or {})
+        proc = Proc(name, popen, self.workdir / f"{name}.log", args, dict(env or {}))
         self.procs.append(proc)
         return proc
+
+    def restart_dead(self, *, most: int = 5, within_s: float = 60.0) -> list[str]:
+        """Start again, with the same command, every process of this fleet that has exited;
+        one line per process for the operator. A process that died ``most`` times within
+        ``within_s`` is not restarted again: RuntimeError with its log's tail."""
+        said = []
+        now = time.monotonic()
+        for proc in self.procs:
+            if proc.alive():
+                continue
+            code = proc.popen.returncode
+            proc.restarts = [t for t in proc.restarts if now - t < within_s]
+            if len(proc.restarts) >= most:
+                raise RuntimeError(
+                    f"{proc.name} exited {len(proc.restarts) + 1} times within {within_s:.0f}s "
+                    f"(last exit code {code}); not restarting it:\n{proc.log_tail(15)}"
+                )
+            proc.restarts.append(now)
+            proc.popen = self._popen(proc.name, proc.args, proc.env)
+            said.append(
+                f"{proc.name} exited (code {code}); restarted as pid {proc.popen.pid} "
+                f"(log: {proc.log_path})"
+            )
+        return said
 
     def _cli(self, *args: str) -> list[str]:
         return [sys.executable, "-m", "mtfleet.producer.cli", *args]
@@ -117,6 +164,11 @@ class LocalFleet:
         self.redis_url = url
         self.env["MT_REDIS_URL"] = url
         return url
+
+    @property
+    def private_redis(self) -> bool:
+        """Whether this fleet runs its own redis-server (rather than one it was given)."""
+        return any(p.name == "redis" for p in self.procs)
 
     def start_api(self, port: int | None = None) -> str:
         port = port or free_port()

@@ -1,31 +1,196 @@
-"""`mtfleet demo` (what `make demo` runs) prints real Spanish and stops what it started."""
+"""`mtfleet demo` (what `make demo` runs): real Spanish, a private Redis by default, the lines that
+point a shell at it, and nothing left behind however it is stopped."""
 
 from __future__ import annotations
 
 import os
+import queue
+import re
+import signal
 import subprocess
 import sys
+import threading
+import time
+from pathlib import Path
 
+import httpx
+import pytest
 import redis
 
+from mtfleet.core.apikeys import KeyStore
 
-def test_demo_translates_and_cleans_up(redis_server: str) -> None:
-    client = redis.Redis.from_url(redis_server, decode_responses=True)
-    client.flushall()
-    env = {**os.environ, "MT_REDIS_URL": redis_server, "MT_HEARTBEAT_S": "1", "COLUMNS": "160"}
+CLI = [sys.executable, "-m", "mtfleet.producer.cli", "demo"]
+
+
+def demo_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "MT_REDIS_URL"}
+    env.pop("MT_AUTH", None)  # the demo as a user runs it: API keys required
+    return {**env, "MT_HEARTBEAT_S": "1", "COLUMNS": "200", **extra}
+
+
+def processes_in(workdir: str) -> dict[int, str]:
+    """pid -> command line of every process whose working directory is ``workdir`` (every
+    process the demo starts runs there, Celery's children too)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.readlink(entry / "cwd") in (workdir, f"{workdir} (deleted)"):
+                found[int(entry.name)] = (
+                    (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                )
+        except OSError:
+            continue
+    return found
+
+
+def still_running(procs: dict[int, str], within_s: float) -> dict[int, str]:
+    """Those of ``procs`` still there after ``within_s`` (a killed process's children are
+    reaped by init a moment after it)."""
+    deadline = time.monotonic() + within_s
+    while True:
+        left = {p: c for p, c in procs.items() if Path(f"/proc/{p}").exists()}
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)
+
+
+def workdir_of(out: str) -> str:
+    m = re.search(r"logs in (\S+)", out)
+    assert m, out
+    return m.group(1)
+
+
+def test_demo_runs_on_a_private_redis_and_leaves_nothing(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "mtfleet.producer.cli", "demo", "--bulk-lines", "80"],
+        [*CLI, "--bulk-lines", "80"],
         capture_output=True,
         text=True,
         timeout=300,
-        env=env,
+        env=demo_env(),
+        cwd=tmp_path,
     )
     out = proc.stdout
     assert proc.returncode == 0, out + proc.stderr
+    assert re.search(r"Redis\s+redis://127\.0\.0\.1:\d+/0\s+\(private to this demo", out)
     assert "bulk job succeeded: 80/80 lines" in out
     assert "La camisa roja es en la casa." in out  # Apertium's en->es, side by side
-    assert "from the phrase cache (identical: True)" in out
-    assert "Flower" in out and "http://127.0.0.1:" in out
-    # It used the Redis it was given and stopped its worker: no live worker remains.
-    assert client.hlen("mt:pairs") >= 1
+    # a fresh Redis: the first request really was translated, the second came from the cache
+    assert "the first time (translated by the worker)" in out
+    assert re.search(r"again, 8 from the phrase cache \(identical: True\)", out)
+    exports = re.search(r"export MT_API_URL=(\S+) MT_API_KEY=(mt_\S+) MT_REDIS_URL=(\S+)", out)
+    assert exports, out
+    workdir = workdir_of(out)
+    assert not Path(workdir).exists()  # the private Redis's files and the logs are gone
+    assert still_running(processes_in(workdir), within_s=10) == {}
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"{exports.group(1)}/healthz", timeout=2)
+
+
+def test_demo_on_a_given_redis_deletes_what_it_made(redis_server: str) -> None:
+    client = redis.Redis.from_url(redis_server, decode_responses=True)
+    client.flushall()
+    proc = subprocess.run(
+        [*CLI, "--bulk-lines", "40", "--redis-url", redis_server],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=demo_env(),
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"{redis_server}  (yours" in proc.stdout
+    # its jobs (and their phrase-cache entries), glossary and key are deleted; no worker is live
+    assert list(client.scan_iter("mt:job:*")) == []
+    # a deleted glossary's terms stay a while for jobs already accepted, then expire
+    assert all(client.ttl(k) > 0 for k in client.scan_iter("mt:glossary*"))
+    assert list(client.scan_iter("mt:cache:*")) == []
+    assert KeyStore(client, cache_s=0).list_keys() == []
     assert all(client.get(f"mt:worker:{w}") is None for w in client.smembers("mt:workers"))
+
+
+def test_demo_refuses_a_redis_that_does_not_answer() -> None:
+    proc = subprocess.run(
+        [*CLI, "--redis-url", "redis://127.0.0.1:1/0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=demo_env(),
+    )
+    assert proc.returncode == 2 and "no Redis answers at redis://127.0.0.1:1/0" in proc.stdout
+
+
+class Lines:
+    """A process's stdout, line by line, with a deadline on each wait."""
+
+    def __init__(self, stream: object) -> None:
+        self.seen: list[str] = []
+        self.q: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream: object) -> None:
+        for line in stream:  # type: ignore[attr-defined]
+            self.q.put(line)
+
+    def until(self, pattern: str, timeout: float) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self.q.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            self.seen.append(line)
+            m = re.search(pattern, line)
+            if m:
+                return m
+        raise AssertionError(f"no {pattern!r} in:\n{''.join(self.seen)}")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_kept_running_demo_stops_everything_on_a_signal(
+    redis_server: str, sig: signal.Signals
+) -> None:
+    client = redis.Redis.from_url(redis_server, decode_responses=True)
+    client.flushall()
+    demo = subprocess.Popen(
+        [*CLI, "--bulk-lines", "20", "--keep-running", "--redis-url", redis_server],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=demo_env(),
+    )
+    try:
+        out = Lines(demo.stdout)
+        workdir = out.until(r"logs in (\S+)", 120).group(1)
+        api_url = out.until(r"export MT_API_URL=(\S+)", 10).group(1)
+        out.until(r"--keep-running:", 120)
+        started = processes_in(workdir)
+        names = " ".join(started.values())
+        assert " api " in names and " worker " in names and " flower " in names
+        assert "celery" in names or len(started) >= 4, started  # the launcher's Celery worker
+        assert len(KeyStore(client, cache_s=0).list_keys()) == 1
+        if sig is signal.SIGTERM:
+            # a process of the demo that dies is reported and started again
+            api_pid = next(p for p, cmd in started.items() if " api " in cmd)
+            os.kill(api_pid, signal.SIGKILL)
+            out.until(r"api exited \(code -9\); restarted as pid \d+", 30)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                try:
+                    if httpx.get(f"{api_url}/healthz", timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    time.sleep(0.2)
+            else:
+                raise AssertionError("the restarted API never answered")
+            started |= processes_in(workdir)
+        demo.send_signal(sig)
+        assert demo.wait(timeout=60) == 128 + sig
+        out.until("stopping everything the demo started", 5)
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+    left = still_running(started, within_s=10)
+    assert left == {}, left
+    assert processes_in(workdir) == {}
+    assert KeyStore(client, cache_s=0).list_keys() == []  # its key is gone with it

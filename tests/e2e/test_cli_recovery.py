@@ -1,0 +1,254 @@
+"""`mtfleet submit` as people use it on long work: interrupted, resumed, across an API restart,
+over the per-job limit, in another encoding; and the CLI's messages saying what to do.
+
+The worker runs the benchmarks' cost-model engine (20 ms steps, output ``<es> text``), so a job
+of a thousand lines takes long enough to interrupt and its output is known exactly."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from mtfleet.producer import batch
+from mtfleet.producer.localfleet import LocalFleet
+from tests.integration.costfleet import COST_ENGINE
+
+LIMIT = 300  # MT_MAX_SEGMENTS_PER_JOB here: a 700-line file is three jobs
+
+
+@pytest.fixture(scope="module")
+def fleet(redis_server: str) -> Iterator[LocalFleet]:
+    f = LocalFleet(
+        redis_url=redis_server,
+        env={
+            **COST_ENGINE,
+            "MT_REDIS_URL": redis_server,
+            "MT_AUTH": "required",
+            "MT_MAX_SEGMENTS_PER_JOB": str(LIMIT),
+        },
+    )
+    f.start_redis()
+    f.start_worker("--lanes", "interactive,bulk")
+    f.start_api()
+    f.wait_ready(60)
+    f.env["MT_API_KEY"] = f.create_api_key("cli-recovery")
+    f.env["MT_API_URL"] = f.api_url
+    yield f
+    f.stop()
+
+
+def cli_args(*args: str) -> list[str]:
+    return [sys.executable, "-m", "mtfleet.producer.cli", *args]
+
+
+def env_of(fleet: LocalFleet, **extra: str) -> dict[str, str]:
+    return {**os.environ, **fleet.env, "COLUMNS": "200", **extra}
+
+
+def cli(fleet: LocalFleet, *args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        cli_args(*args),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env=env_of(fleet, **env),
+    )
+
+
+def numbered(n: int, tag: str) -> list[str]:
+    return [f"Line {i} of the {tag} catalogue: a warm coat for the winter." for i in range(n)]
+
+
+def test_a_line_file_over_the_job_limit_goes_as_several_jobs_joined_in_order(
+    fleet: LocalFleet, tmp_path: Path
+) -> None:
+    lines = numbered(700, "split")
+    # blank lines and CRLF endings come back exactly where they were
+    text = "\r\n".join(lines[:350]) + "\r\n\r\n   \n" + "\n".join(lines[350:]) + "\n"
+    (tmp_path / "big.txt").write_text(text, encoding="utf-8", newline="")
+    proc = cli(
+        fleet, "submit", "big.txt", "--to", "es", "--from", "en", "--out", "out", cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    ids = proc.stdout.split()
+    assert len(ids) == 3 and all(re.fullmatch(r"[0-9a-f]{32}", i) for i in ids)  # 300+300+100
+    assert f"over the {LIMIT} one job may carry: sent as 3 jobs" in proc.stderr
+    out = (tmp_path / "out" / "big.es.txt").read_bytes().decode("utf-8")
+    es = [f"<es> {line}" for line in lines]
+    assert out == "\r\n".join(es[:350]) + "\r\n\r\n   \n" + "\n".join(es[350:]) + "\n"
+
+
+def test_ctrl_c_says_how_to_pick_up_and_resume_finishes_without_sending_again(
+    fleet: LocalFleet, tmp_path: Path
+) -> None:
+    lines = numbered(250, "resume")
+    (tmp_path / "cat.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    submit = subprocess.Popen(
+        cli_args("submit", "cat.txt", "--to", "es", "--from", "en", "--out", "out"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env=env_of(fleet),
+    )
+    assert submit.stdout is not None
+    job_id = submit.stdout.readline().strip()  # printed as soon as the job is made
+    submit.send_signal(signal.SIGINT)
+    _, err = submit.communicate(timeout=30)
+    assert submit.returncode == 130, err
+    assert "interrupted; the fleet goes on with 1 job(s)" in err and job_id in err
+    again = next(line.strip() for line in err.splitlines() if "--resume" in line)
+    assert shlex.split(again)[:2] == ["mtfleet", "submit"]
+    # the job was not cancelled: it goes on
+    status = httpx.get(
+        f"{fleet.api_url}/v1/jobs/{job_id}",
+        headers={"Authorization": f"Bearer {fleet.env['MT_API_KEY']}"},
+    ).json()["status"]
+    assert status in {"queued", "running", "succeeded"}
+    # the printed command, as printed, picks it up: nothing is sent again
+    resumed = cli(fleet, *shlex.split(again)[1:], cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout == ""  # no new job id
+    assert f"resuming job {job_id}" in resumed.stderr
+    written = (tmp_path / "out" / "cat.es.txt").read_text(encoding="utf-8")
+    assert written == "".join(f"<es> {line}\n" for line in lines)
+    # and any finished job can be written as its file later, from any folder
+    single = cli(fleet, "result", job_id, "--out", "out", cwd=tmp_path)
+    assert single.returncode == 0 and single.stdout.strip() == "out/cat.es.txt"
+    elsewhere = cli(fleet, "result", job_id, "--out", str(tmp_path / "other"), cwd=tmp_path)
+    assert elsewhere.returncode == 0
+    assert (tmp_path / "other" / f"{job_id}.es.txt").read_text() == written
+
+
+def test_an_api_restart_mid_submit_is_ridden_out(fleet: LocalFleet, tmp_path: Path) -> None:
+    lines = numbered(600, "restart")
+    (tmp_path / "a.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    submit = subprocess.Popen(
+        cli_args("submit", "a.txt", "--to", "es", "--from", "en", "--out", "out"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env=env_of(fleet),
+    )
+    assert submit.stdout is not None
+    first = submit.stdout.readline().split()  # the first job exists: the API goes away
+    api = next(p for p in fleet.procs if p.name == "api")
+    api.popen.kill()
+    api.popen.wait()
+    time.sleep(2)
+    assert any("api exited" in line for line in fleet.restart_dead())
+    out, err = submit.communicate(timeout=240)
+    assert submit.returncode == 0, err
+    assert len(first + out.split()) == 2  # each job made once (a retry carries its key)
+    written = (tmp_path / "out" / "a.es.txt").read_text(encoding="utf-8")
+    assert written == "".join(f"<es> {line}\n" for line in lines)
+
+
+def test_a_submit_recorded_in_the_manifest_is_resumable_part_by_part(
+    fleet: LocalFleet, tmp_path: Path
+) -> None:
+    """Interrupted between two parts of a split file: --resume sends only the rest."""
+    lines = numbered(400, "parts")
+    src = tmp_path / "p.txt"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    first = cli(
+        fleet,
+        "submit",
+        "p.txt",
+        "--to",
+        "es",
+        "--from",
+        "en",
+        "--out",
+        "out",
+        "--no-wait",
+        cwd=tmp_path,
+    )
+    assert first.returncode == 0 and len(first.stdout.split()) == 2
+    manifest = batch.Manifest.load(tmp_path / "out")
+    entry = manifest.files[str(src.resolve())]
+    entry.jobs = entry.jobs[:1]  # as if it had stopped after the first part
+    manifest.save(tmp_path / "out")
+    resumed = cli(
+        fleet,
+        "submit",
+        "p.txt",
+        "--to",
+        "es",
+        "--from",
+        "en",
+        "--out",
+        "out",
+        "--resume",
+        cwd=tmp_path,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert len(resumed.stdout.split()) == 1  # only the second part was sent
+    written = (tmp_path / "out" / "p.es.txt").read_text(encoding="utf-8")
+    assert written == "".join(f"<es> {line}\n" for line in lines)
+
+
+def test_messages_say_what_to_do(fleet: LocalFleet, tmp_path: Path) -> None:
+    (tmp_path / "latin.txt").write_bytes("Caf\xe9 with milk for the table.\n".encode("latin-1"))
+    bad = cli(fleet, "submit", "latin.txt", "--to", "es", "--from", "en", cwd=tmp_path)
+    assert bad.returncode == 1 and "--encoding" in bad.stderr and "0xe9" in bad.stderr
+    ok = cli(
+        fleet,
+        "submit",
+        "latin.txt",
+        "--to",
+        "es",
+        "--from",
+        "en",
+        "--encoding",
+        "latin-1",
+        "--out",
+        "o",
+        cwd=tmp_path,
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert (
+        tmp_path / "o" / "latin.es.txt"
+    ).read_bytes() == "<es> Caf\xe9 with milk for the table.\n".encode("latin-1")
+
+    (tmp_path / "notes.weird").write_text("hello\n")
+    unknown = cli(fleet, "submit", "notes.weird", "--to", "es", cwd=tmp_path)
+    assert unknown.returncode == 1
+    assert "--lines" in unknown.stderr and "--format" in unknown.stderr
+
+    nokey = cli(fleet, "translate", "Red shoes", "--to", "es", cwd=tmp_path, MT_API_KEY="")
+    assert nokey.returncode == 1 and "MT_API_KEY" in nokey.stderr and "--api-key" in nokey.stderr
+    assert "Authorization" not in nokey.stderr
+
+    # translate, like submit, detects the source language unless --from names it
+    auto = cli(fleet, "translate", "The warm coat is in the house.", "--to", "es", cwd=tmp_path)
+    assert auto.returncode == 0, auto.stderr
+    assert auto.stdout.strip() == "<es> The warm coat is in the house."
+
+    gone = cli(fleet, "languages", "--url", "http://127.0.0.1:9", cwd=tmp_path)
+    assert (
+        gone.returncode == 1 and "http://127.0.0.1:9" in gone.stderr and "MT_API_URL" in gone.stderr
+    )
+
+    (tmp_path / "slow.txt").write_text("\n".join(numbered(LIMIT, "slow")) + "\n")
+    job = cli(fleet, "submit", "slow.txt", "--to", "es", "--from", "en", "--no-wait", cwd=tmp_path)
+    job_id = job.stdout.strip()
+    running = cli(fleet, "result", job_id, cwd=tmp_path)  # seconds of work: still running
+    assert running.returncode == 1
+    assert "--partial" in running.stderr and "?partial" not in running.stderr
+    # cancel waits for the chunks in flight, then the job is final
+    cancelled = cli(fleet, "cancel", job_id, cwd=tmp_path)
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert '"status": "cancelled"' in cancelled.stdout

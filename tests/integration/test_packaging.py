@@ -53,6 +53,7 @@ def test_the_wheel_installs_one_top_level_package(wheel: Path) -> None:
         "producer",
         "workers",
     }
+    assert "mtfleet/api/static/swagger-ui/swagger-ui-bundle.js" in names  # /docs offline
     lua = [n for n in names if n.endswith(".lua")]
     assert "mtfleet/core/lua/lib.lua" in lua and len(lua) >= 8
     entry = next(n for n in names if n.endswith("entry_points.txt"))
@@ -82,6 +83,8 @@ def test_the_installed_wheel_works_outside_the_source_tree(wheel: Path, tmp_path
         "from mtfleet import MTClient\n"
         "from mtfleet.core import scripts\n"
         "import mtfleet.api.app, mtfleet.workers.scheduler\n"
+        "from mtfleet.api.routes.docs import ASSETS\n"
+        "assert (ASSETS / 'swagger-ui-bundle.js').stat().st_size > 1_000_000\n"
         "assert scripts.source('start_chunk').startswith('-- Shared steps')\n"
         "print(mtfleet.__file__, MTClient.__module__, [u.find_spec(n) for n in "
         "('core', 'api', 'workers', 'producer')])\n"

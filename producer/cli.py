@@ -4,7 +4,7 @@ Components:  ``mtfleet api`` · ``mtfleet worker`` · ``mtfleet flower`` · ``mt
 Clients:     ``mtfleet translate`` · ``mtfleet submit`` · ``mtfleet status`` · ``mtfleet result``
              ``mtfleet cancel`` · ``mtfleet languages``
              ``mtfleet glossary create|list|show|delete``
-Operator:    ``mtfleet keys create|list|revoke`` (API keys, straight in Redis)
+Operator:    ``mtfleet keys create|list|revoke|delete`` (API keys, straight in Redis)
 
 Settings come from ``MT_*`` environment variables (docs/configuration.md); command-line options
 override them for the process they start.
@@ -31,7 +31,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from mtfleet.core.apikeys import KeyStore
+from mtfleet.core.apikeys import KeyStore, is_key_id
 from mtfleet.core.errors import InvalidInput
 from mtfleet.producer import batch
 from mtfleet.producer.client import (
@@ -646,7 +646,7 @@ def glossary_delete(
 # --- API keys (operator: straight to Redis) ---------------------------------------------------
 keys_app = typer.Typer(
     no_args_is_help=True,
-    help="API keys: create, list, revoke (talks to the Redis at MT_REDIS_URL directly).",
+    help="API keys: create, list, revoke, delete (talks to the Redis at MT_REDIS_URL directly).",
 )
 app.add_typer(keys_app, name="keys")
 
@@ -732,6 +732,22 @@ CLI_HINTS = {
     "unauthorized": "set MT_API_KEY (or pass --api-key) to a key from `mtfleet keys create`",
     "job_not_finished": "wait for it (mtfleet status JOB_ID), or pass --partial for what is done",
 }
+
+
+@keys_app.command("delete")
+def keys_delete(key_id: Annotated[str, typer.Argument(help="The key's id (keys list).")]) -> None:
+    """Delete a key for good (revoke keeps it listed): API processes refuse it within
+    MT_AUTH_CACHE_S seconds; its glossaries go with it (kept for jobs already accepted until
+    MT_RESULT_TTL_S), its jobs expire with their results."""
+    from mtfleet.core.settings import get_settings
+
+    store = _key_store()
+    key = store.get(key_id) if is_key_id(key_id) else None
+    if key is None:
+        err_console.print(f"[red]no API key {escape(repr(key_id))}[/red]")
+        raise typer.Exit(1)
+    n = store.delete(key.id, retention_s=get_settings().result_ttl_s)
+    print(f"deleted key {key.id} ({key.name}) and {n} glossary(ies) it owned")
 
 
 def main() -> None:

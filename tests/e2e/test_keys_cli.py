@@ -39,8 +39,8 @@ def api_url(redis_url: str, r: redis.Redis) -> Iterator[str]:
         yield fleet.start_api()
 
 
-def test_operator_makes_lists_and_revokes_keys_that_clients_use(
-    redis_url: str, api_url: str
+def test_operator_makes_lists_revokes_and_deletes_keys_that_clients_use(
+    redis_url: str, api_url: str, r: redis.Redis
 ) -> None:
     made = mtfleet("keys", "create", "--name", "shop1", "--chars-per-day", "1000", "--json")
     assert made.returncode == 0, made.stderr
@@ -84,7 +84,7 @@ def test_operator_makes_lists_and_revokes_keys_that_clients_use(
         assert mt.cancel(second.id, purge=True).id == second.id
         with pytest.raises(MTClientError):
             mt.result(second.id, partial=True)
-        kept = mt.submit(texts, source="en", target="es")
+        kept = mt.submit(texts, source="en", target="es")  # no worker here: nothing in flight
         assert mt.cancel(kept.id).status.value == "cancelled"
         assert mt.get(kept.id).status.value == "cancelled"
 
@@ -110,3 +110,17 @@ def test_operator_makes_lists_and_revokes_keys_that_clients_use(
     assert rows["shop1"]["chars_today"] == 4 * sum(map(len, texts))  # four jobs submitted
     unknown = mtfleet("keys", "revoke", "0" * 16)
     assert unknown.returncode == 1 and "no API key" in unknown.stderr
+
+    # delete: the key is gone from the list, refused, and its glossaries went with it
+    with MTClient(api_url, api_key=other) as them:
+        g = them.create_glossary("brands", source="en", target="es", protected=["iPhone"])
+    shop2 = rows["shop2"]["id"]
+    deleted = mtfleet("keys", "delete", shop2)
+    assert deleted.returncode == 0, deleted.stderr
+    assert f"deleted key {shop2} (shop2) and 1 glossary(ies)" in deleted.stdout
+    names = {row["name"] for row in json.loads(mtfleet("keys", "list", "--json").stdout)}
+    assert names == {"shop1"}
+    gone = mtfleet("languages", "--url", api_url, "--api-key", other)
+    assert gone.returncode == 1 and "401" in gone.stderr
+    assert r.hget(f"mt:glossary:{g.id}", "deleted") == "1"
+    assert mtfleet("keys", "delete", shop2).returncode == 1

@@ -223,7 +223,10 @@ class JobResultPublic(BaseModel):
     id: str
     status: JobStatus
     translations: list[str | None] = Field(
-        description="Aligned with the submitted texts; null where a segment failed or is not done."
+        description="Aligned with the submitted texts; null where a segment failed or is not done. "
+        "For a document job: its sentences as translated, the file's inline markup as numbered "
+        "tags (<gN>...</gN> around formatted text, <xN/> for a code kept in place); the file "
+        "itself is in `document`."
     )
     errors: list[SegmentError] = Field(default_factory=list)
     warnings: list[SegmentWarning] = Field(

@@ -6,6 +6,7 @@ of a thousand lines takes long enough to interrupt and its output is known exact
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -252,3 +253,31 @@ def test_messages_say_what_to_do(fleet: LocalFleet, tmp_path: Path) -> None:
     cancelled = cli(fleet, "cancel", job_id, cwd=tmp_path)
     assert cancelled.returncode == 0, cancelled.stderr
     assert '"status": "cancelled"' in cancelled.stdout
+
+
+def test_work_in_progress_is_visible_in_the_status_and_the_metrics(
+    fleet: LocalFleet, tmp_path: Path
+) -> None:
+    """Where a job's chunks are, and how long the oldest has been held, so "stuck" shows."""
+    (tmp_path / "w.txt").write_text("\n".join(numbered(LIMIT, "visible")) + "\n")
+    job_id = cli(
+        fleet, "submit", "w.txt", "--to", "es", "--from", "en", "--no-wait", cwd=tmp_path
+    ).stdout.strip()
+    deadline = time.monotonic() + 60
+    while True:
+        status = cli(fleet, "status", job_id, cwd=tmp_path)
+        job = json.loads(status.stdout)
+        work = job["work"]
+        if work and work["in_flight"] and work["oldest_in_flight_s"] > 0.2:
+            break
+        assert job["status"] in {"queued", "running"} and time.monotonic() < deadline, job
+        time.sleep(0.1)
+    assert work["queued"] + work["in_flight"] >= 1
+    metrics = httpx.get(f"{fleet.api_url}/metrics", timeout=10).text
+    held = float(re.search(r'^mt_chunks_held\{lane="bulk"\} (\S+)$', metrics, re.M).group(1))
+    age = float(
+        re.search(r'^mt_oldest_held_chunk_seconds\{lane="bulk"\} (\S+)$', metrics, re.M).group(1)
+    )
+    assert held >= 1 and age > 0
+    done = cli(fleet, "cancel", job_id, cwd=tmp_path)
+    assert json.loads(done.stdout)["work"] is None  # final: nothing held any more

@@ -22,6 +22,7 @@ COMPOSE = ROOT / "docker-compose.yml"
 DOCKERFILE = ROOT / "Dockerfile"
 REDIS_SERVICES = ("redis", "redis-cache")
 FLOWER_PASSWORD = "test-only-password"
+REDIS_PASSWORD = "0123456789abcdef"
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +79,7 @@ def test_docker_compose_config_validates() -> None:
     exe = shutil.which("docker-compose")
     if exe is None:
         pytest.skip("docker-compose is not installed (Debian: apt-get install docker-compose)")
-    env = {**os.environ, "MT_FLOWER_PASSWORD": FLOWER_PASSWORD}
+    env = {**os.environ, "MT_FLOWER_PASSWORD": FLOWER_PASSWORD, "MT_REDIS_PASSWORD": REDIS_PASSWORD}
     proc = subprocess.run(
         [exe, "-f", str(COMPOSE), "config"],
         cwd=ROOT,
@@ -91,6 +92,50 @@ def test_docker_compose_config_validates() -> None:
     assert proc.returncode == 0, proc.stderr
     rendered = yaml.safe_load(proc.stdout)
     assert rendered["services"]["flower"]["environment"]["MT_FLOWER_PASSWORD"] == FLOWER_PASSWORD
+    # every Redis requires the password, and every client's URL carries it
+    for name in REDIS_SERVICES:
+        assert _flag(_argv(rendered["services"][name]), "--requirepass") == REDIS_PASSWORD
+    for name, svc in rendered["services"].items():
+        for var, url in _env(svc).items():
+            if var in ("MT_REDIS_URL", "MT_CACHE_URL"):
+                assert url.startswith(f"redis://:{REDIS_PASSWORD}@"), (name, var)
+
+
+def test_docker_compose_requires_a_redis_password() -> None:
+    exe = shutil.which("docker-compose")
+    if exe is None:
+        pytest.skip("docker-compose is not installed (Debian: apt-get install docker-compose)")
+    env = {k: v for k, v in os.environ.items() if k != "MT_REDIS_PASSWORD"}
+    env["MT_FLOWER_PASSWORD"] = FLOWER_PASSWORD
+    proc = subprocess.run(
+        [exe, "-f", str(COMPOSE), "config"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert proc.returncode != 0
+    assert "MT_REDIS_PASSWORD" in proc.stderr
+
+
+def test_workers_have_an_engine_health_check(services: dict[str, dict[str, Any]]) -> None:
+    for name, svc in _workers(services).items():
+        probe = " ".join(svc["healthcheck"]["test"])
+        assert "9100/metrics" in probe and "mt_worker_engine_healthy 1.0" in probe, name
+        assert _env(svc)["MT_WORKER_METRICS_PORT"] == "9100", name
+
+
+def test_prometheus_scrapes_the_api_and_every_worker(services: dict[str, dict[str, Any]]) -> None:
+    config = yaml.safe_load((ROOT / "deploy" / "prometheus" / "prometheus.yml").read_text())
+    targets = {
+        t for job in config["scrape_configs"] for sc in job["static_configs"] for t in sc["targets"]
+    }
+    assert "api:8000" in targets
+    assert {f"{name}:9100" for name in _workers(services)} <= targets
+    assert services["prometheus"]["profiles"] == ["monitoring"]
+    assert services["prometheus"]["ports"] == ["127.0.0.1:9090:9090"]
 
 
 def test_docker_compose_requires_flower_password() -> None:
@@ -98,6 +143,7 @@ def test_docker_compose_requires_flower_password() -> None:
     if exe is None:
         pytest.skip("docker-compose is not installed (Debian: apt-get install docker-compose)")
     env = {k: v for k, v in os.environ.items() if k != "MT_FLOWER_PASSWORD"}
+    env["MT_REDIS_PASSWORD"] = REDIS_PASSWORD
     proc = subprocess.run(
         [exe, "-f", str(COMPOSE), "config"],
         cwd=ROOT,
@@ -156,8 +202,8 @@ def test_app_services_wait_for_healthy_redis(services: dict[str, dict[str, Any]]
 
 def test_api_points_at_both_redis_roles(services: dict[str, dict[str, Any]]) -> None:
     env = _env(services["api"])
-    assert env["MT_REDIS_URL"].startswith("redis://redis:")
-    assert env["MT_CACHE_URL"].startswith("redis://redis-cache:")
+    assert re.fullmatch(r"redis://:\$\{MT_REDIS_PASSWORD[^}]*\}@redis:6379/0", env["MT_REDIS_URL"])
+    assert env["MT_CACHE_URL"] == "redis://:${MT_REDIS_PASSWORD}@redis-cache:6379/0"
     assert services["api"].get("healthcheck", {}).get("test")
 
 
@@ -198,8 +244,8 @@ def test_workers_keep_model_cache_and_shutdown_time(services: dict[str, dict[str
     for name, svc in _workers(services).items():
         env = _env(svc)
         assert _interpolated_default(env["MT_MODEL"]) == "tencent/Hunyuan-MT-7B", name
-        assert env["MT_REDIS_URL"].startswith("redis://redis:"), name
-        assert env["MT_CACHE_URL"].startswith("redis://redis-cache:"), name
+        assert env["MT_REDIS_URL"] == _env(services["api"])["MT_REDIS_URL"], name
+        assert env["MT_CACHE_URL"] == _env(services["api"])["MT_CACHE_URL"], name
         hf_home = env.get("HF_HOME")
         assert hf_home and any(str(v).split(":")[1] == hf_home for v in svc.get("volumes", []))
         assert svc.get("ipc") == "host" or svc.get("shm_size"), f"{name}: vLLM needs shm"

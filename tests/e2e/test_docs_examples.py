@@ -1,0 +1,145 @@
+"""Every example in the README and docs/ runs as printed, against a real fleet.
+
+Each ```bash, ```sh and ```python block is extracted and run, in a folder holding the files the
+examples name (page.html, catalogue.txt, sheet.docx...), with what `make demo` tells a user to
+export: MT_API_URL, MT_API_KEY and MT_REDIS_URL. The fleet requires API keys, like a real one;
+curl runs with --fail-with-body (a .curlrc), so an HTTP error fails the example. A block that
+cannot run here (it needs GPUs or Docker, or it is the set-up itself) says so on the line above
+it: ``<!-- example: not run (why) -->``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import redis
+
+from mtfleet.producer.localfleet import LocalFleet
+from tests.conftest import ROOT
+
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+RUNNABLE = {"bash", "sh", "python"}
+FENCE = re.compile(r"^```(\w*)\s*$")
+NOT_RUN = re.compile(r"^<!-- example: not run \((.+)\) -->$")
+FIXTURES = ROOT / "tests" / "fixtures" / "documents"
+
+
+@dataclass(frozen=True)
+class Example:
+    page: str
+    line: int
+    lang: str
+    code: str
+    not_run: str | None
+
+    @property
+    def id(self) -> str:
+        return f"{self.page}:{self.line}"
+
+
+def examples() -> list[Example]:
+    found = []
+    for page in PAGES:
+        lines = page.read_text(encoding="utf-8").splitlines()
+        i = 0
+        while i < len(lines):
+            m = FENCE.match(lines[i])
+            if not m:
+                i += 1
+                continue
+            start, lang = i, m.group(1)
+            i += 1
+            body = []
+            while i < len(lines) and lines[i] != "```":
+                body.append(lines[i])
+                i += 1
+            i += 1
+            if lang not in RUNNABLE:
+                continue
+            above = next((lines[j] for j in range(start - 1, -1, -1) if lines[j].strip()), "")
+            skip = NOT_RUN.match(above.strip())
+            found.append(
+                Example(
+                    str(page.relative_to(ROOT)),
+                    start + 1,
+                    lang,
+                    "\n".join(body) + "\n",
+                    skip.group(1) if skip else None,
+                )
+            )
+    return found
+
+
+ALL = examples()
+RUN = [e for e in ALL if e.not_run is None]
+
+
+def test_the_docs_have_examples_and_say_why_any_is_not_run() -> None:
+    assert len(RUN) >= 10, [e.id for e in RUN]
+    assert {e.page for e in RUN} >= {"README.md", "docs/api.md", "docs/documents.md"}
+    for e in ALL:
+        assert e.not_run is None or len(e.not_run) > 10, e.id  # a reason, not a shrug
+
+
+@pytest.fixture(scope="module")
+def fleet(redis_server: str) -> Iterator[LocalFleet]:
+    redis.Redis.from_url(redis_server).flushall()
+    f = LocalFleet(
+        redis_url=redis_server,
+        env={"MT_REDIS_URL": redis_server, "MT_AUTH": "required", "MT_HEARTBEAT_S": "1"},
+    )
+    f.start_redis()
+    f.start_worker("--engine", "apertium", "--lanes", "interactive,bulk", "--concurrency", "2")
+    f.start_api()
+    f.wait_ready(60)
+    f.env["MT_API_KEY"] = f.create_api_key("docs-examples")
+    yield f
+    f.stop()
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The files the examples name, as a user would have them."""
+    d = tmp_path_factory.mktemp("examples")
+    shutil.copy(FIXTURES / "html" / "product-page.html", d / "page.html")
+    shutil.copy(FIXTURES / "markdown" / "shipping-faq.md", d / "article.md")
+    shutil.copy(FIXTURES / "json" / "i18next-en.json", d / "strings.json")
+    shutil.copy(FIXTURES / "srt" / "product-video.srt", d / "video.srt")
+    shutil.copy(next((FIXTURES / "xliff").glob("*.xlf")), d / "app.xlf")
+    shutil.copy(FIXTURES / "docx" / "product_sheet.docx", d / "sheet.docx")
+    catalogue = "The red shirt is in the house.\n\nMy sister bought a new table.\nAdd to cart\n"
+    (d / "catalogue.txt").write_text(catalogue, encoding="utf-8")
+    (d / "catalogue").mkdir()
+    (d / "catalogue" / "shoes.txt").write_text("Red running shoes\nBlue shoes\n")
+    (d / "catalogue" / "bags.txt").write_text("A small black bag\n")
+    (d / "curl").mkdir()
+    (d / "curl" / ".curlrc").write_text("fail-with-body\nshow-error\n")
+    return d
+
+
+@pytest.mark.parametrize("example", RUN, ids=[e.id for e in RUN])
+def test_example_runs_as_printed(example: Example, fleet: LocalFleet, folder: Path) -> None:
+    env = {
+        **os.environ,
+        "MT_API_URL": fleet.api_url,
+        "MT_API_KEY": fleet.env["MT_API_KEY"],
+        "MT_REDIS_URL": fleet.env["MT_REDIS_URL"],
+        "CURL_HOME": str(folder / "curl"),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",  # mtfleet
+        "COLUMNS": "200",
+    }
+    env.pop("MT_AUTH", None)
+    if example.lang == "python":
+        cmd = [sys.executable, "-c", example.code]
+    else:
+        cmd = ["bash", "-e", "-o", "pipefail", "-c", example.code]
+    proc = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, f"{example.id}\n{example.code}\n{proc.stdout}\n{proc.stderr}"

@@ -268,17 +268,10 @@ class KeyStore:
         self._cache.pop(key_id, None)
         return self.get(key_id)
 
-    def delete(self, key_id: str, *, retention_s: int = 0) -> int:
-        """Forget a key entirely (``mtfleet keys delete``; the demo removes the key it made),
-        and delete its glossaries (kept ``retention_s`` for jobs already accepted). Returns how
-        many glossaries went with it. Its jobs expire with their results."""
-        from mtfleet.core.glossary.store import GlossaryStore  # it imports this module
-
-        glossaries = GlossaryStore(self.r)
-        owned = glossaries.list_for(key_id)
-        for g in owned:
-            glossaries.delete(g.id, owner=key_id, retention_s=max(retention_s, 1))
-        self.r.delete(keys.glossaries(key_id))
+    def delete(self, key_id: str) -> None:
+        """Forget a key entirely (``mtfleet keys delete``, after deleting its glossaries:
+        :meth:`mtfleet.core.glossary.store.GlossaryStore.delete_owned`; the demo removes the
+        key it made). Its jobs expire with their results."""
         now = self._wall()
         days = {utc_day(now - _DAY_S), utc_day(now)}  # what has not expired yet
         self.r.delete(
@@ -289,7 +282,6 @@ class KeyStore:
         )
         self.r.srem(keys.API_KEYS, key_id)
         self._cache.pop(key_id, None)
-        return len(owned)
 
     # -- API side ------------------------------------------------------------------------------
     def verify(self, token: str) -> ApiKey:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +47,14 @@ class FileJobs(BaseModel):
     jobs: list[str] = Field(default_factory=list, description="The jobs sent so far, in order.")
     dest: str
     written: str | None = Field(None, description="The status the file was written with.")
+    nonce: str = Field(
+        default_factory=lambda: uuid.uuid4().hex,
+        description="Names this submission in its jobs' Idempotency-Keys: a part whose answer "
+        "was lost (Ctrl-C mid-request) is found again by --resume, not made twice.",
+    )
+
+    def idempotency_key(self, part: int) -> str:
+        return f"mtfleet-cli-{self.nonce}-{part}"
 
     @property
     def sent(self) -> bool:
@@ -65,7 +74,13 @@ class Manifest(BaseModel):
         path = out / MANIFEST
         if not path.exists():
             return cls()
-        return cls.model_validate_json(path.read_bytes())
+        try:
+            return cls.model_validate_json(path.read_bytes())
+        except ValueError:
+            raise SourceError(
+                f"{path} is not a manifest this mtfleet can read: move it away, or use "
+                "another --out"
+            ) from None
 
     def save(self, out: Path) -> None:
         """Atomically (a reader never sees half a manifest)."""
@@ -164,6 +179,7 @@ def send(
                 lane=entry.lane,
                 filename=path.name,
                 glossary_id=entry.glossary_id,
+                idempotency_key=entry.idempotency_key(0),
             )
             entry.jobs.append(job.id)
             saved()
@@ -178,6 +194,7 @@ def send(
             target=entry.target_lang,
             lane=entry.lane,
             glossary_id=entry.glossary_id,
+            idempotency_key=entry.idempotency_key(len(entry.jobs)),
         )
         entry.jobs.append(job.id)
         saved()

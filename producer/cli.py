@@ -48,8 +48,9 @@ app = typer.Typer(
     no_args_is_help=True,
     help="mtfleet: a self-hosted machine-translation fleet.",
 )
-console = Console()
-err_console = Console(stderr=True)
+# soft_wrap: a line is never cut at the terminal's width (job ids and paths stay whole in logs)
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
 
 UrlOpt = Annotated[
     str | None,
@@ -302,7 +303,7 @@ def submit(
         encoding=encoding,
         glossary_id=glossary,
     )
-    manifest = batch.Manifest.load(out)
+    manifest = _manifest(out)
     entries: list[batch.FileJobs] = []
     with _client(url, api_key) as mt:
         try:
@@ -320,6 +321,14 @@ def submit(
             _recovery_hint(manifest, out, interrupted=isinstance(exc, KeyboardInterrupt))
             raise typer.Exit(130 if isinstance(exc, KeyboardInterrupt) else 1) from None
     raise typer.Exit(0 if ok else 1)
+
+
+def _manifest(out: Path) -> batch.Manifest:
+    try:
+        return batch.Manifest.load(out)
+    except batch.SourceError as exc:
+        err_console.print(f"[red]{escape(str(exc))}[/red]", soft_wrap=True)
+        raise typer.Exit(1) from None
 
 
 def _send_file(
@@ -471,7 +480,7 @@ def result(
             res = mt.result(job_id, partial=partial)
             print(json.dumps(res.model_dump(mode="json"), ensure_ascii=False, indent=2))
             return
-        manifest = batch.Manifest.load(out)
+        manifest = _manifest(out)
         entry = manifest.entry_for_job(job_id)
         if entry is None:
             written = batch.standalone(mt, job_id, out, partial=partial)
@@ -739,6 +748,7 @@ def keys_delete(key_id: Annotated[str, typer.Argument(help="The key's id (keys l
     """Delete a key for good (revoke keeps it listed): API processes refuse it within
     MT_AUTH_CACHE_S seconds; its glossaries go with it (kept for jobs already accepted until
     MT_RESULT_TTL_S), its jobs expire with their results."""
+    from mtfleet.core.glossary.store import GlossaryStore
     from mtfleet.core.settings import get_settings
 
     store = _key_store()
@@ -746,7 +756,8 @@ def keys_delete(key_id: Annotated[str, typer.Argument(help="The key's id (keys l
     if key is None:
         err_console.print(f"[red]no API key {escape(repr(key_id))}[/red]")
         raise typer.Exit(1)
-    n = store.delete(key.id, retention_s=get_settings().result_ttl_s)
+    n = GlossaryStore(store.r).delete_owned(key.id, retention_s=get_settings().result_ttl_s)
+    store.delete(key.id)
     print(f"deleted key {key.id} ({key.name}) and {n} glossary(ies) it owned")
 
 

@@ -75,9 +75,11 @@ IMPLIED_END = {
     "tr": {"tr", "tbody", "tfoot"}, "td": {"td", "th", "tr"}, "th": {"td", "th", "tr"},
 }  # fmt: skip
 
-_TAG_NAME = re.compile(r"[A-Za-z][^\s/>]*")
-_ATTR_NAME = re.compile(r"[^\s/>][^\s/>=]*")
-_UNQUOTED = re.compile(r"[^\s>]+")
+# HTML's whitespace is WS alone: a regex's \s also takes U+0085, U+00A0 and the rest of
+# Unicode's spaces, which inside a tag are part of a name or value (as browsers read them)
+_TAG_NAME = re.compile(r"[A-Za-z][^ \t\n\r\f/>]*")
+_ATTR_NAME = re.compile(r"[^ \t\n\r\f/>][^ \t\n\r\f/>=]*")
+_UNQUOTED = re.compile(r"[^ \t\n\r\f>]+")
 _CHARREF = re.compile(r"&(?:#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[A-Za-z][A-Za-z0-9]*;?)")
 _LONGEST_ENTITY = max(len(k) for k in html5)
 
@@ -215,7 +217,7 @@ def _raw_end(text: str, pos: int, name: str) -> int:
     """Where the content of a raw-text element that starts at ``pos`` ends."""
     if name == "plaintext":
         return len(text)
-    pattern = re.compile(rf"</{re.escape(name)}(?=[\s/>])", re.I)
+    pattern = re.compile(rf"</{re.escape(name)}(?=[ \t\n\r\f/>])", re.I)
     m = pattern.search(text, pos)
     return m.start() if m else len(text)
 

@@ -136,6 +136,15 @@ class GlossaryStore:
             )
         )
 
+    def delete_owned(self, owner: str, *, retention_s: int) -> int:
+        """Delete every glossary of ``owner`` (an API key being deleted); how many there were.
+        Jobs accepted before still finish with them for ``retention_s``."""
+        owned = self.list_for(owner)
+        for g in owned:
+            self.delete(g.id, owner=owner, retention_s=retention_s)
+        self.r.delete(keys.glossaries(owner))
+        return len(owned)
+
     def for_job(self, glossary_id: str, *, owner: str, source: str, target: str) -> GlossaryInfo:
         """The glossary a job names, checked: 422 when it is unknown to this key or made for
         another language pair."""

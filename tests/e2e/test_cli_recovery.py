@@ -160,7 +160,8 @@ def test_an_api_restart_mid_submit_is_ridden_out(fleet: LocalFleet, tmp_path: Pa
 def test_a_submit_recorded_in_the_manifest_is_resumable_part_by_part(
     fleet: LocalFleet, tmp_path: Path
 ) -> None:
-    """Interrupted between two parts of a split file: --resume sends only the rest."""
+    """Interrupted between two parts of a split file, the second's answer lost: --resume sends
+    only the rest, and the part the fleet had made already is found again, not made twice."""
     lines = numbered(400, "parts")
     src = tmp_path / "p.txt"
     src.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -180,7 +181,8 @@ def test_a_submit_recorded_in_the_manifest_is_resumable_part_by_part(
     assert first.returncode == 0 and len(first.stdout.split()) == 2
     manifest = batch.Manifest.load(tmp_path / "out")
     entry = manifest.files[str(src.resolve())]
-    entry.jobs = entry.jobs[:1]  # as if it had stopped after the first part
+    made = list(entry.jobs)
+    entry.jobs = entry.jobs[:1]  # as if Ctrl-C had cut the second part's answer
     manifest.save(tmp_path / "out")
     resumed = cli(
         fleet,
@@ -196,7 +198,7 @@ def test_a_submit_recorded_in_the_manifest_is_resumable_part_by_part(
         cwd=tmp_path,
     )
     assert resumed.returncode == 0, resumed.stderr
-    assert len(resumed.stdout.split()) == 1  # only the second part was sent
+    assert resumed.stdout.split() == made[1:]  # only the second part, and the same job
     written = (tmp_path / "out" / "p.es.txt").read_text(encoding="utf-8")
     assert written == "".join(f"<es> {line}\n" for line in lines)
 

@@ -86,8 +86,8 @@ def test_cli_submit_files_writes_translations_with_same_lines(
     assert "camisa" in ta and "casa" in ta and "jardín" in ta
     assert tb.endswith("\n") and len(tb.splitlines()) == 2 and "carro" in tb
 
-    job_ids = re.findall(r"job ([0-9a-f]{32})", proc.stdout)
-    assert len(job_ids) == 2
+    job_ids = proc.stdout.split()  # stdout: the job ids alone, one per line
+    assert len(job_ids) == 2 and all(f"job {j}" in proc.stderr for j in job_ids)
     status = cli(fleet, "status", job_ids[0])
     assert json.loads(status.stdout)["status"] == "succeeded"
     result = cli(fleet, "result", job_ids[1])

@@ -53,6 +53,7 @@ V1_CALLS = [
     ("DELETE", "/v1/jobs/abc", None),
     ("POST", "/v1/translate", {**BODY, "timeout": 0.1}),
     ("GET", "/v1/languages", None),
+    ("GET", "/v1/limits", None),
     (
         "POST",
         "/v1/glossaries",

@@ -17,6 +17,7 @@ from mtfleet.core.models import ChunkMessage, ChunkSegment, Lane
 from mtfleet.core.settings import Settings
 from mtfleet.core.store import JobStore
 from mtfleet.producer.localfleet import LocalFleet, free_port
+from tests.integration.costfleet import held
 from tests.integration.test_store import make_job
 
 
@@ -161,9 +162,11 @@ def test_redelivered_chunk_changes_nothing(
     )
     send_chunk(make_celery(settings), msg)
     deadline = time.monotonic() + 20
-    while rd.hget(keys.chunk_deliveries(job_id), "0") != "2":
+    # taken and acknowledged: off the queue and out of every worker's unacked hash
+    while rd.llen(keys.queue("interactive")) or held(rd):
         assert time.monotonic() < deadline
         time.sleep(0.05)
+    assert rd.hget(keys.chunk_deliveries(job_id), "0") == "1"  # a final job's chunk: not started
     job = api.get(f"/v1/jobs/{job_id}").json()
     assert job["progress"] == {"done": 10, "failed": 0, "total": 10}
     assert api.get(f"/v1/jobs/{job_id}/result").json() == before

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import redis
 from fastapi.testclient import TestClient
@@ -16,8 +17,13 @@ from mtfleet.producer.localfleet import LocalFleet
 
 
 def test_worker_with_broken_engine_takes_nothing_and_job_waits(
-    redis_url: str, r: redis.Redis
+    redis_url: str, r: redis.Redis, tmp_path: Path
 ) -> None:
+    # A model folder that passes the launcher's pre-flight check (it has a config.json) and
+    # then fails to load: the worker starts, exits, and is restarted.
+    broken_model = tmp_path / "broken-model"
+    broken_model.mkdir()
+    (broken_model / "config.json").write_text('{"model_type": "no-such-architecture"}')
     # The pair is known (a healthy worker served it before), so the API accepts the job.
     Registry(r).beat(
         WorkerInfo(
@@ -39,7 +45,7 @@ def test_worker_with_broken_engine_takes_nothing_and_job_waits(
                 json={"texts": ["The small dog."], "source_lang": "en", "target_lang": "es"},
             ).json()
             broken = fleet.start_worker(
-                "--engine", "vllm", "--model", "/nonexistent/model", name="broken"
+                "--engine", "vllm", "--model", str(broken_model), name="broken"
             )
             deadline = time.monotonic() + 90
             while (

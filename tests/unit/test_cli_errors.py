@@ -1,4 +1,5 @@
-"""The CLI fails cleanly (exit 1, one line, no traceback) when the API cannot be reached."""
+"""The CLI fails cleanly (exit 1, one line naming the URL tried, no traceback) when the API
+cannot be reached, after a short first-contact retry."""
 
 from __future__ import annotations
 
@@ -18,5 +19,6 @@ def test_unreachable_api_is_a_one_line_error() -> None:
             timeout=60,
         )
         assert proc.returncode == 1
-        assert "cannot talk to the API: ConnectError" in proc.stderr
+        assert f"cannot reach the mtfleet API at {url} (ConnectError" in proc.stderr
+        assert "MT_API_URL" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
         assert "Traceback" not in proc.stderr

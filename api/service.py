@@ -223,7 +223,7 @@ class JobService:
         target = languages.normalize(req.target_lang)
         if source == target:
             raise InvalidInput(f"source_lang and target_lang are both {source!r}")
-        self._check_limits(texts)
+        self._check_limits(texts, document=req.document is not None)
         lane = req.lane or (
             Lane.interactive if len(texts) <= s.interactive_max_segments else Lane.bulk
         )
@@ -323,11 +323,18 @@ class JobService:
         self.store.purge(job.id, storage)
 
     # -- the steps ---------------------------------------------------------------------------
-    def _check_limits(self, texts: list[str]) -> None:
+    def _check_limits(self, texts: list[str], *, document: bool = False) -> None:
         s = self.settings
         if len(texts) > s.max_segments_per_job:
+            if document:
+                raise InvalidInput(
+                    f"the document has {len(texts)} sentences; one job may carry "
+                    f"{s.max_segments_per_job} (MT_MAX_SEGMENTS_PER_JOB): split the file, or "
+                    "ask the operator to raise the limit"
+                )
             raise InvalidInput(
-                f"{len(texts)} texts in one job; the limit is {s.max_segments_per_job}"
+                f"{len(texts)} texts in one job; the limit is {s.max_segments_per_job} "
+                "(GET /v1/limits; mtfleet submit splits a larger line file into several jobs)"
             )
         if texts and max(map(len, texts)) > s.max_segment_chars:
             i = next(i for i, t in enumerate(texts) if len(t) > s.max_segment_chars)

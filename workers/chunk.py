@@ -240,6 +240,14 @@ class ChunkProcessor:
             return {"skipped": "job expired or deleted"}
         if status.final or status is JobStatus.cancelling:
             return {"skipped": f"job {status.value}"}
+        if not pending:
+            # redelivered after it wrote every result (its worker died before the ack): done,
+            # not a poison chunk however often it was delivered
+            final = self.store.record(msg.job_id, [], chunk=msg.chunk)
+            return {
+                "skipped": "every segment has its result",
+                "job_status": final.value if final else None,
+            }
         if deliveries > self.settings.max_deliveries:
             reason = (
                 f"chunk {msg.chunk} was delivered {deliveries} times without finishing "

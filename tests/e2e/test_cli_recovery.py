@@ -283,3 +283,19 @@ def test_work_in_progress_is_visible_in_the_status_and_the_metrics(
     assert held >= 1 and age > 0
     done = cli(fleet, "cancel", job_id, cwd=tmp_path)
     assert json.loads(done.stdout)["work"] is None  # final: nothing held any more
+
+
+def test_over_the_job_limit_the_answer_says_what_to_do(fleet: LocalFleet, tmp_path: Path) -> None:
+    """A line file is split by the CLI; a document cannot be, and a raw request over the limit
+    names where the limit is published."""
+    doc = tmp_path / "long.md"
+    doc.write_text("\n\n".join(f"Paragraph {i} is short." for i in range(LIMIT + 100)) + "\n")
+    proc = cli(fleet, "submit", "long.md", "--to", "es", "--from", "en", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert f"the document has {LIMIT + 100} sentences; one job may carry {LIMIT}" in proc.stderr
+    resp = httpx.post(
+        f"{fleet.api_url}/v1/jobs",
+        headers={"Authorization": f"Bearer {fleet.env['MT_API_KEY']}"},
+        json={"texts": numbered(LIMIT + 1, "raw"), "source_lang": "en", "target_lang": "es"},
+    )
+    assert resp.status_code == 422 and "GET /v1/limits" in resp.json()["error"]["message"]

@@ -17,8 +17,10 @@ from collections.abc import Sequence
 
 import pytest
 
+from mtfleet.core import keys
 from mtfleet.core.errors import EngineError, EngineUnavailable
-from mtfleet.core.models import Lane, SegmentOutcome
+from mtfleet.core.models import JobStatus, Lane, SegmentOutcome
+from mtfleet.core.settings import Settings
 from mtfleet.workers.chunk import Requeue
 from mtfleet.workers.engines.base import Translation, TranslationRequest
 from tests.support import ChunkRun, ScriptedEngine, echo, run_chunk
@@ -278,3 +280,24 @@ def test_a_chunk_past_its_budget_is_requeued_and_records_nothing_it_did_not_fini
     finally:
         release.set()
         bench.close()
+
+
+def test_a_redelivered_chunk_whose_results_are_written_is_done_not_dead_lettered() -> None:
+    """Its worker wrote every result and died before the ack: however often it comes back
+    (past MT_MAX_DELIVERIES here), it is acknowledged as done, never listed as poison."""
+    run = ChunkRun(ScriptedEngine(), settings=Settings(check_language=False, max_deliveries=1,
+                                                       chunk_size=2))  # fmt: skip
+    try:
+        job, messages = run.submit(["The red shirt.", "A blue lamp.", "An old book."])
+        assert len(messages) == 2
+        first = run.processor.process(messages[0])
+        assert first["segments"] == 2
+        for _ in range(3):  # redelivered: deliveries 2, 3, 4 > max_deliveries
+            again = run.processor.process(messages[0], redelivered=True)
+            assert again["skipped"] == "every segment has its result"
+        assert run.redis.llen(keys.DEAD_LETTER) == 0
+        assert run.store.get(job.id).status is JobStatus.running
+        run.processor.process(messages[1])
+        assert run.store.get(job.id).status is JobStatus.succeeded
+    finally:
+        run.close()

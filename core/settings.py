@@ -178,6 +178,14 @@ class Settings(BaseSettings):
         "make bench), so larger chunks cost less per segment; a chunk that kills its worker "
         "every time is dead-lettered whole, so smaller ones lose less to a poison segment.",
     )
+    process_per_lane: bool = Field(
+        False,
+        description="mtfleet worker: run each lane in a Celery worker process of its own, the "
+        "bulk one at the lowest CPU priority, so the interactive lane's Python never waits "
+        "behind the bulk lane's (its own GIL, the CPU first). For engines that can run twice on "
+        "one host (apertium, CPU plugins); refused with --gpus, where each process would load "
+        "the model again.",
+    )
     interactive_max_segments: int = Field(
         50, ge=1, description="Jobs up to this many segments default to the interactive lane."
     )

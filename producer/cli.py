@@ -122,7 +122,7 @@ def worker(
     from mtfleet.core.errors import ConfigError
     from mtfleet.workers.gpus import gpu_groups, parse_gpus
     from mtfleet.workers.preflight import problems
-    from mtfleet.workers.supervisor import run_workers
+    from mtfleet.workers.supervisor import run_workers, worker_plan
 
     overrides = {
         k: v
@@ -141,6 +141,7 @@ def worker(
     try:
         gpu_ids = parse_gpus(gpus)
         groups = gpu_groups(gpu_ids, tp)
+        plan = worker_plan(groups, list(settings.lanes), settings.process_per_lane)
     except ConfigError as exc:
         err_console.print(f"[red]{escape(exc.message)}[/red]")
         raise typer.Exit(2) from None
@@ -153,7 +154,7 @@ def worker(
         )
         raise typer.Exit(2)
     err_console.print(
-        f"starting {len(groups)} worker(s): {', '.join(g.name for g in groups)} "
+        f"starting {len(plan)} worker(s): {', '.join(name for name, _, _ in plan)} "
         f"engine={settings.engine} lanes={','.join(settings.lanes)}"
     )
     code = run_workers(
@@ -164,6 +165,7 @@ def worker(
         loglevel=loglevel,
         env_overrides=overrides,
         interactive_prefetch=settings.interactive_prefetch,
+        process_per_lane=settings.process_per_lane,
     )
     raise typer.Exit(code)
 

@@ -77,6 +77,7 @@ def worker_command(
     concurrency: int,
     loglevel: str,
     interactive_prefetch: int = 0,
+    name: str | None = None,
 ) -> list[str]:
     """The Celery worker command line. With both lanes, Celery's own consumer takes bulk only
     and interactive chunks get their own consumer and ``interactive_prefetch`` extra threads
@@ -98,7 +99,7 @@ def worker_command(
         "--queues",
         ",".join(queues),
         "--hostname",
-        f"{group.name}@%h",
+        f"{name or group.name}@%h",
         "--loglevel",
         loglevel,
         "--without-gossip",

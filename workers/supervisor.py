@@ -14,7 +14,9 @@ import threading
 import time
 from types import FrameType
 
-from mtfleet.workers.gpus import gpu_groups, parse_gpus, worker_command, worker_env
+from mtfleet.core.errors import ConfigError
+from mtfleet.workers import priority
+from mtfleet.workers.gpus import GpuGroup, gpu_groups, parse_gpus, worker_command, worker_env
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +45,14 @@ class Supervisor:
     are redelivered by the broker).
     """
 
-    def __init__(self, commands: list[tuple[str, list[str], dict[str, str]]]) -> None:
+    def __init__(
+        self,
+        commands: list[tuple[str, list[str], dict[str, str]]],
+        niceness: dict[str, int] | None = None,
+    ) -> None:
+        """``niceness``: how much lower some workers run (by name; their sessions too)."""
         self.commands = {name: (cmd, env) for name, cmd, env in commands}
+        self.niceness = niceness or {}
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.failures: dict[str, int] = {}
         self.started: dict[str, float] = {}
@@ -58,9 +66,18 @@ class Supervisor:
         if name in self.started:
             env = {**env, ROOT_WARNED: "1"}  # Celery's root warning was shown at the first start
         log.info("starting worker %s", name)
+        nice = self.niceness.get(name, 0)
+
+        def prepare() -> None:
+            _die_with_parent()
+            if nice:
+                priority.nice_self(nice)
+
         self.procs[name] = subprocess.Popen(
-            cmd, env=env, start_new_session=True, preexec_fn=_die_with_parent
+            cmd, env=env, start_new_session=True, preexec_fn=prepare
         )
+        if nice:
+            priority.lower(self.procs[name].pid, nice)
         self.started[name] = time.monotonic()
 
     def _signal(self, _signum: int, _frame: FrameType | None) -> None:
@@ -115,15 +132,34 @@ def run_workers(
     loglevel: str,
     env_overrides: dict[str, str],
     interactive_prefetch: int = 0,
+    process_per_lane: bool = False,
 ) -> int:
     groups = gpu_groups(parse_gpus(gpus), tp)
     base = {**os.environ, **env_overrides}
+    plan = worker_plan(groups, lanes, process_per_lane)
     commands = [
         (
-            g.name,
-            worker_command(g, lanes, concurrency, loglevel, interactive_prefetch),
-            worker_env(g, base, tp, i),
+            name,
+            worker_command(g, group_lanes, concurrency, loglevel, interactive_prefetch, name),
+            {**worker_env(g, base, tp, i), "MT_LANES": ",".join(group_lanes)},
         )
-        for i, g in enumerate(groups)
+        for i, (name, g, group_lanes) in enumerate(plan)
     ]
-    return Supervisor(commands).run()
+    niceness = {name: priority.BULK_NICENESS for name, _, ls in plan if ls == ["bulk"]}
+    return Supervisor(commands, niceness if process_per_lane else None).run()
+
+
+def worker_plan(
+    groups: list[GpuGroup], lanes: list[str], process_per_lane: bool
+) -> list[tuple[str, GpuGroup, list[str]]]:
+    """(worker name, its GPU group, its lanes) for every worker process: one per group, or
+    with ``process_per_lane`` one per group and lane (``cpu-interactive``, ``cpu-bulk``)."""
+    if not process_per_lane or len(lanes) < 2:
+        return [(g.name, g, list(lanes)) for g in groups]
+    if any(g.gpus for g in groups):
+        raise ConfigError(
+            "MT_PROCESS_PER_LANE runs the engine once per lane on one device: it is for CPU "
+            "engines (apertium, CPU plugins), not with --gpus, where each process would load "
+            "the model again"
+        )
+    return [(f"{g.name}-{lane}", g, [lane]) for g in groups for lane in lanes]

@@ -6,13 +6,17 @@ import os
 import signal
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import psutil
 import pytest
 import redis
 
+from mtfleet.core.errors import ConfigError
 from mtfleet.core.registry import Registry, WorkerInfo
 from mtfleet.producer.localfleet import LocalFleet, Proc
+from mtfleet.workers.gpus import gpu_groups
+from mtfleet.workers.supervisor import worker_plan
 
 
 @pytest.fixture
@@ -77,3 +81,39 @@ def test_uneven_gpu_split_is_refused_before_anything_starts(redis_url: str) -> N
     assert out.returncode == 2
     assert "3 GPUs cannot be split into tensor-parallel groups of 2" in out.stderr
     assert not redis.Redis.from_url(redis_url).keys("mt:worker:*")
+
+
+def test_a_process_per_lane_runs_bulk_at_the_lowest_priority(
+    redis_url: str, r: redis.Redis
+) -> None:
+    """MT_PROCESS_PER_LANE: one Celery worker per lane, the bulk one niced (its session too)."""
+    env = {"MT_REDIS_URL": redis_url, "MT_HEARTBEAT_S": "1", "MT_PROCESS_PER_LANE": "true"}
+    with LocalFleet(redis_url=redis_url, env=env) as fleet:
+        fleet.start_redis()
+        fleet.start_worker("--engine", "apertium", "--lanes", "interactive,bulk")
+        workers = live(Registry(r), 2)
+        assert {name: w.lanes for name, w in workers.items()} == {
+            "cpu-interactive": ["interactive"],
+            "cpu-bulk": ["bulk"],
+        }
+        mine = psutil.Process().nice()
+        assert psutil.Process(workers["cpu-interactive"].pid).nice() == mine
+        assert psutil.Process(workers["cpu-bulk"].pid).nice() == min(19, mine + 19)
+        group = Path(f"/proc/{workers['cpu-bulk'].pid}/autogroup")
+        if group.exists():  # the kernel groups sessions: the bulk worker's is lowered as a whole
+            assert group.read_text().split()[-1] == "19"
+
+
+def test_a_process_per_lane_is_refused_with_gpus() -> None:
+    groups = gpu_groups([0, 1], 1)
+    assert [name for name, _, _ in worker_plan(groups, ["interactive", "bulk"], False)] == [
+        "gpu0",
+        "gpu1",
+    ]
+    with pytest.raises(ConfigError, match="not with --gpus"):
+        worker_plan(groups, ["interactive", "bulk"], True)
+    cpu = worker_plan(gpu_groups([], 1), ["interactive", "bulk"], True)
+    assert [(name, lanes) for name, _, lanes in cpu] == [
+        ("cpu-interactive", ["interactive"]),
+        ("cpu-bulk", ["bulk"]),
+    ]

@@ -31,6 +31,7 @@ from mtfleet.core import languages
 from mtfleet.core.documents.base import TAG
 from mtfleet.core.errors import EngineError
 from mtfleet.core.settings import Settings
+from mtfleet.workers import priority
 from mtfleet.workers.engines.base import Engine, EngineLimits, TranslationRequest
 
 log = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ _RESERVED = set("\\[]^$/@<>{}")
 _TAIL = ".[]"
 #: The bulk pipelines' niceness (their processes' and, under autogroup, their session's):
 #: they yield the CPU to anything else that wants it.
-BULK_NICENESS = 19
+BULK_NICENESS = priority.BULK_NICENESS
 
 
 def escape(text: str) -> str:
@@ -124,17 +125,6 @@ def null_flush_command(mode_file: Path) -> str:
     return " | ".join(stages)
 
 
-def _lower_autogroup(pid: int, niceness: int) -> None:
-    """Give the session ``pid`` leads the niceness as a whole, where the kernel groups
-    sessions (Linux autogroup, on by default on desktops and many servers): there a process's
-    nice value only ranks it inside its own session, and a session competes with every other
-    at equal weight — a bulk pipeline in a session of its own would take half the CPU from
-    the worker, the API and Redis whatever its nice value. Without autogroup (systemd units,
-    containers: cgroups) the processes' own nice value does the work."""
-    with contextlib.suppress(OSError):
-        Path(f"/proc/{pid}/autogroup").write_text(f"{niceness}\n")
-
-
 class _Pipeline:
     """One long-lived null-flush pipeline for one mode. A call has no time limit of its own:
     the scheduler's deadline ends it through :meth:`ApertiumEngine.interrupt`, which kills the
@@ -157,7 +147,7 @@ class _Pipeline:
                 start_new_session=True,  # its own process group, killed whole
             )
             if self.niceness:
-                _lower_autogroup(self.proc.pid, self.niceness)
+                priority.lower(self.proc.pid, self.niceness)
         return self.proc
 
     def close(self) -> None:

@@ -211,6 +211,17 @@ class Written:
     repairs: int
     note: str = ""
 
+    def describe(self) -> str:
+        """``DEST [status]`` and what the operator should know about it."""
+        msg = f"{self.dest} [{self.status}]"
+        if self.failed:
+            msg += f" ({self.failed} segment(s) failed)"
+        if self.repairs:
+            msg += f" ({self.repairs} markup repair(s))"
+        if self.note:
+            msg += f" ({self.note})"
+        return msg
+
 
 def combined_status(statuses: Iterable[str]) -> str:
     """One status for a file sent as several jobs."""

@@ -436,13 +436,7 @@ def _follow(
                 written = batch.write(mt, entry)
                 entry.written = written.status
                 manifest.save(out)
-                msg = f"{entry.source} -> {written.dest} [{written.status}]"
-                if written.failed:
-                    msg += f" ({written.failed} segment(s) failed; source kept there)"
-                if written.repairs:
-                    msg += f" ({written.repairs} markup repair(s))"
-                if written.note:
-                    msg += f" ({written.note})"
+                msg = f"{entry.source} -> {written.describe()}"
                 if written.failed or written.status != "succeeded":
                     all_ok = False
                 bar.console.print(msg, markup=False, highlight=False)
@@ -501,12 +495,7 @@ def result(
             if written.status in {"succeeded", "partial", "failed", "cancelled"}:
                 entry.written = written.status
                 manifest.save(out)
-    msg = f"{written.dest} [{written.status}]"
-    if written.failed:
-        msg += f" ({written.failed} segment(s) failed)"
-    if written.note:
-        msg += f" ({written.note})"
-    err_console.print(msg, markup=False, highlight=False)
+    err_console.print(written.describe(), markup=False, highlight=False)
     print(written.dest)
 
 

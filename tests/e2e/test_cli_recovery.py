@@ -67,6 +67,18 @@ def cli(fleet: LocalFleet, *args: str, cwd: Path, **env: str) -> subprocess.Comp
     )
 
 
+def background_submit(fleet: LocalFleet, cwd: Path, name: str) -> subprocess.Popen[str]:
+    """``mtfleet submit NAME --to es --from en --out out`` running, its output piped."""
+    return subprocess.Popen(
+        cli_args("submit", name, "--to", "es", "--from", "en", "--out", "out"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=cwd,
+        env=env_of(fleet),
+    )
+
+
 def numbered(n: int, tag: str) -> list[str]:
     return [f"Line {i} of the {tag} catalogue: a warm coat for the winter." for i in range(n)]
 
@@ -95,14 +107,7 @@ def test_ctrl_c_says_how_to_pick_up_and_resume_finishes_without_sending_again(
 ) -> None:
     lines = numbered(250, "resume")
     (tmp_path / "cat.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    submit = subprocess.Popen(
-        cli_args("submit", "cat.txt", "--to", "es", "--from", "en", "--out", "out"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=tmp_path,
-        env=env_of(fleet),
-    )
+    submit = background_submit(fleet, tmp_path, "cat.txt")
     assert submit.stdout is not None
     job_id = submit.stdout.readline().strip()  # printed as soon as the job is made
     submit.send_signal(signal.SIGINT)
@@ -135,14 +140,7 @@ def test_ctrl_c_says_how_to_pick_up_and_resume_finishes_without_sending_again(
 def test_an_api_restart_mid_submit_is_ridden_out(fleet: LocalFleet, tmp_path: Path) -> None:
     lines = numbered(600, "restart")
     (tmp_path / "a.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    submit = subprocess.Popen(
-        cli_args("submit", "a.txt", "--to", "es", "--from", "en", "--out", "out"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=tmp_path,
-        env=env_of(fleet),
-    )
+    submit = background_submit(fleet, tmp_path, "a.txt")
     assert submit.stdout is not None
     first = submit.stdout.readline().split()  # the first job exists: the API goes away
     api = next(p for p in fleet.procs if p.name == "api")

@@ -75,12 +75,12 @@ def _gpu_devices(svc: dict[str, Any]) -> list[dict[str, Any]]:
 # --- docker-compose itself -------------------------------------------------------------------
 
 
-def test_docker_compose_config_validates() -> None:
+def compose_config(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``docker-compose config`` of the file with ``env`` (skips where it is not installed)."""
     exe = shutil.which("docker-compose")
     if exe is None:
         pytest.skip("docker-compose is not installed (Debian: apt-get install docker-compose)")
-    env = {**os.environ, "MT_FLOWER_PASSWORD": FLOWER_PASSWORD, "MT_REDIS_PASSWORD": REDIS_PASSWORD}
-    proc = subprocess.run(
+    return subprocess.run(
         [exe, "-f", str(COMPOSE), "config"],
         cwd=ROOT,
         env=env,
@@ -89,6 +89,11 @@ def test_docker_compose_config_validates() -> None:
         timeout=30,
         check=False,
     )
+
+
+def test_docker_compose_config_validates() -> None:
+    env = {**os.environ, "MT_FLOWER_PASSWORD": FLOWER_PASSWORD, "MT_REDIS_PASSWORD": REDIS_PASSWORD}
+    proc = compose_config(env)
     assert proc.returncode == 0, proc.stderr
     rendered = yaml.safe_load(proc.stdout)
     assert rendered["services"]["flower"]["environment"]["MT_FLOWER_PASSWORD"] == FLOWER_PASSWORD
@@ -102,20 +107,9 @@ def test_docker_compose_config_validates() -> None:
 
 
 def test_docker_compose_requires_a_redis_password() -> None:
-    exe = shutil.which("docker-compose")
-    if exe is None:
-        pytest.skip("docker-compose is not installed (Debian: apt-get install docker-compose)")
     env = {k: v for k, v in os.environ.items() if k != "MT_REDIS_PASSWORD"}
     env["MT_FLOWER_PASSWORD"] = FLOWER_PASSWORD
-    proc = subprocess.run(
-        [exe, "-f", str(COMPOSE), "config"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    proc = compose_config(env)
     assert proc.returncode != 0
     assert "MT_REDIS_PASSWORD" in proc.stderr
 
@@ -139,20 +133,9 @@ def test_prometheus_scrapes_the_api_and_every_worker(services: dict[str, dict[st
 
 
 def test_docker_compose_requires_flower_password() -> None:
-    exe = shutil.which("docker-compose")
-    if exe is None:
-        pytest.skip("docker-compose is not installed (Debian: apt-get install docker-compose)")
     env = {k: v for k, v in os.environ.items() if k != "MT_FLOWER_PASSWORD"}
     env["MT_REDIS_PASSWORD"] = REDIS_PASSWORD
-    proc = subprocess.run(
-        [exe, "-f", str(COMPOSE), "config"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    proc = compose_config(env)
     assert proc.returncode != 0
     assert "MT_FLOWER_PASSWORD" in proc.stderr
 

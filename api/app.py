@@ -12,18 +12,21 @@ from fastapi import Depends, FastAPI, Request
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mtfleet.api import errors, metrics
+from mtfleet.api import deepl, errors, libretranslate, metrics
 from mtfleet.api.deps import Services
 from mtfleet.api.guard import RequestGuard
 from mtfleet.api.parsing import DocumentPool
 from mtfleet.api.results import Results
-from mtfleet.api.routes import docs, glossaries, jobs, meta, translate
+from mtfleet.api.routes import docs, events, glossaries, jobs, meta, ops, pages, translate
 from mtfleet.api.service import JobService
+from mtfleet.api.surfaces import V1
+from mtfleet.api.webhooks.deliverer import WebhookDeliverer
 from mtfleet.core.apikeys import KeyStore
 from mtfleet.core.broker import make_celery
 from mtfleet.core.cache import PhraseCache
 from mtfleet.core.events import CompletionWaiter
 from mtfleet.core.heap import freeze_startup_heap
+from mtfleet.core.outbox import WebhookOutbox
 from mtfleet.core.redis_conn import connect, connect_async
 from mtfleet.core.registry import Registry
 from mtfleet.core.settings import Settings, get_settings
@@ -85,7 +88,13 @@ def build_services(settings: Settings) -> Services:
     asyncio Redis clients belong to that loop; :func:`close_services` closes them)."""
     r = connect(settings.redis_url)
     ar = connect_async(settings.redis_url)
-    store = JobStore(r, result_ttl_s=settings.result_ttl_s)
+    store = JobStore(
+        r,
+        result_ttl_s=settings.result_ttl_s,
+        aclient=ar,
+        min_replicas=settings.redis_min_replicas,
+        replica_timeout_ms=settings.redis_replica_timeout_ms,
+    )
     registry = Registry(r, ar)
     apikeys = KeyStore(r, cache_s=settings.auth_cache_s, aclient=ar)
     same = settings.effective_cache_url == settings.redis_url
@@ -98,8 +107,16 @@ def build_services(settings: Settings) -> Services:
     celery = make_celery(settings, name="mtfleet-api")
     pool = DocumentPool(settings)
     jobs = JobService(settings, store, cache, registry, celery, apikeys, pool)
+    waiter = CompletionWaiter(r)
     return Services(
-        settings, store, registry, apikeys, jobs, Results(store, pool), CompletionWaiter(r)
+        settings,
+        store,
+        registry,
+        apikeys,
+        jobs,
+        Results(store, pool, waiter),
+        waiter,
+        WebhookOutbox(r, kept_s=settings.result_ttl_s),
     )
 
 
@@ -119,10 +136,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         anyio.to_thread.current_default_thread_limiter().total_tokens = 256
         services = build_services(settings)
         services.waiter.start()
+        deliverer = WebhookDeliverer(settings, services.outbox, services.apikeys)
+        deliverer.start()  # every API process sends the fleet's webhooks (docs/webhooks.md)
         app.state.services = services
         metrics.FLEET.r = services.store.r
         freeze_startup_heap()
         yield
+        await deliverer.stop()
         services.waiter.stop()
         services.jobs.documents.close()
         await close_services(services)
@@ -138,12 +158,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     errors.install(app)
     docs.install(app)
+    pages.install(app, settings)
     app.include_router(jobs.router)
     app.include_router(jobs.uploads)
+    app.include_router(events.router)
     app.include_router(translate.router)
     app.include_router(glossaries.router)
     app.include_router(meta.router)
+    # the drop-in surfaces: other services' contracts, documented in docs/deepl.md and
+    # docs/libretranslate.md, not in mtfleet's own OpenAPI schema
+    app.include_router(deepl.router, include_in_schema=False)
+    app.include_router(libretranslate.router, include_in_schema=False)
+    app.include_router(ops.router)
 
     app.add_middleware(Timing)
-    app.add_middleware(RequestGuard, settings=settings)
+    app.add_middleware(
+        RequestGuard, settings=settings, surfaces=(V1, deepl.SURFACE, libretranslate.SURFACE)
+    )
+    app.add_middleware(libretranslate.Preflight, prefix=libretranslate.PREFIX)
     return app

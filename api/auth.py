@@ -3,7 +3,9 @@
 ``MT_AUTH=required`` (default): a missing, unknown, malformed or revoked key is 401 with
 ``WWW-Authenticate: Bearer``; a key over its rate is 429 with ``Retry-After``. ``MT_AUTH=off``
 (local development): every request is let through as an anonymous caller whose jobs have no
-owner. ``/healthz``, ``/readyz``, ``/metrics`` and the docs take no key.
+owner. ``/healthz``, ``/readyz``, ``/metrics``, the docs and the pages (``/``, ``/ops``: they
+sign in from the browser, :mod:`api.routes.pages`) take no key. ``/v1/ops`` needs an operator
+key (403 for a user key); with ``MT_AUTH=off`` it is open like everything else.
 
 The dependency is ``async`` and reads Redis only when it must: a key not cached in this
 process from the thread pool, a key's rate on the event loop (an asyncio client: the hot path
@@ -23,7 +25,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from mtfleet.api.deps import Services
 from mtfleet.core.apikeys import ApiKey
-from mtfleet.core.errors import Unauthorized
+from mtfleet.core.errors import Forbidden, Unauthorized
 from mtfleet.core.store import JobRecord
 
 log = logging.getLogger(__name__)
@@ -58,13 +60,23 @@ async def authenticate(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> Caller:
+    return await caller_for(
+        request,
+        credentials.credentials if credentials is not None else None,
+        "an API key is required: send Authorization: Bearer <key>",
+    )
+
+
+async def caller_for(request: Request, token: str | None, missing: str) -> Caller:
+    """The caller behind ``token`` (however its surface sends it: a Bearer header here, a
+    DeepL-Auth-Key header, LibreTranslate's ``api_key`` field), its rate checked;
+    :class:`Unauthorized` (``missing`` when there is no token) unless ``MT_AUTH=off``."""
     services: Services = request.app.state.services
     if services.settings.auth == "off":
         return ANONYMOUS
-    if credentials is None:
-        raise Unauthorized("an API key is required: send Authorization: Bearer <key>")
+    if not token:
+        raise Unauthorized(missing)
     store = services.apikeys
-    token = credentials.credentials
     cached = store.verify_cached(token)
     key = cached if cached is not None else await anyio.to_thread.run_sync(store.verify, token)
     if key.rate is not None:
@@ -80,3 +92,16 @@ async def authenticate(
 
 
 CallerDep = Annotated[Caller, Depends(authenticate)]
+
+
+async def operator(caller: CallerDep) -> Caller:
+    """The caller, if its key is an operator's (``mtfleet keys create --role operator``)."""
+    if caller.key is not None and caller.key.role != "operator":
+        raise Forbidden(
+            "this needs an operator key (mtfleet keys create --role operator); this key's "
+            f"role is {caller.key.role}"
+        )
+    return caller
+
+
+OperatorDep = Annotated[Caller, Depends(operator)]

@@ -11,6 +11,7 @@ from mtfleet.api.results import Results
 from mtfleet.api.service import JobService
 from mtfleet.core.apikeys import KeyStore
 from mtfleet.core.events import CompletionWaiter
+from mtfleet.core.outbox import WebhookOutbox
 from mtfleet.core.registry import Registry
 from mtfleet.core.settings import Settings
 from mtfleet.core.store import JobStore
@@ -25,6 +26,7 @@ class Services:
     jobs: JobService
     results: Results
     waiter: CompletionWaiter
+    outbox: WebhookOutbox
 
 
 async def _services(request: Request) -> Services:

@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from mtfleet.core.errors import (
+    Forbidden,
     IdempotencyConflict,
     InvalidInput,
     JobNotFinished,
@@ -35,6 +36,7 @@ STATUS: list[tuple[type[MTError], int]] = [
     (JobNotFinished, 409),
     (Unavailable, 503),
     (Unauthorized, 401),
+    (Forbidden, 403),
     (RateLimited, 429),
 ]
 

@@ -7,7 +7,9 @@ in size and in time, failed keys throttled per client.
    last minute is 429 ``rate_limited`` (per client address, in this API process);
 2. a ``/v1`` request is authenticated from its headers (:meth:`KeyStore.verify`, cached per
    process) **before a byte of its body is read**: an unauthenticated upload is 401 at once and
-   costs no memory;
+   costs no memory (a DeepL ``/v2`` request the same way, from ``Authorization:
+   DeepL-Auth-Key``, and 403: each surface answers in its own words,
+   :mod:`mtfleet.api.surfaces`);
 3. a body over ``MT_MAX_REQUEST_BYTES`` is 413 (at once with a Content-Length; a chunked one
    is read up to the limit);
 4. the whole body must arrive within ``MT_BODY_TIMEOUT_S``: a client that trickles it, or
@@ -35,7 +37,7 @@ import redis
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from mtfleet.api import errors
+from mtfleet.api.surfaces import V1, Render, Surface, surface_for
 from mtfleet.core.apikeys import KeyStore
 from mtfleet.core.errors import Unauthorized, Unavailable
 from mtfleet.core.settings import Settings, get_settings
@@ -82,34 +84,43 @@ class AuthFailures:
 
 
 class RequestGuard:
-    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+    def __init__(
+        self, app: ASGIApp, settings: Settings, surfaces: tuple[Surface, ...] = (V1,)
+    ) -> None:
         self.app = app
         self.limit = settings.max_request_bytes
         self.body_timeout_s = settings.body_timeout_s
         self.auth = settings.auth == "required"
         self.failures = AuthFailures(settings.auth_failures_per_minute)
+        self.surfaces = surfaces
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers", ()))
-        v1 = scope["path"].startswith("/v1/") or scope["path"] == "/v1"
-        if self.auth and v1 and not await self._authenticated(scope, headers, send):
+        surface = surface_for(self.surfaces, scope["path"])
+        render = surface.render if surface is not None else V1.render
+        if (
+            self.auth
+            and surface is not None
+            and surface.schemes
+            and not await self._authenticated(scope, headers, send, surface)
+        ):
             return
         length = headers.get(b"content-length")
         if length is not None and (not length.isdigit() or int(length) > self.limit):
             await self._error(
-                send, 413, "payload_too_large", f"request body over {self.limit} bytes"
+                send, render, 413, "payload_too_large", f"request body over {self.limit} bytes"
             )
             return
         if scope["method"] not in _BODY_METHODS and length is None:
             await self.app(scope, receive, send)
             return
-        body = await self._read(receive, send)
+        body = await self._read(receive, send, render)
         if body is None:
             return
-        if v1 and body and not await self._json_declared(scope, headers, body, send):
+        if surface is V1 and body and not await self._json_declared(scope, headers, body, send):
             return
         replayed = False
 
@@ -139,6 +150,7 @@ class RequestGuard:
             declared = f"declared {media!r}" if media else "declared no Content-Type"
             await self._error(
                 send,
+                V1.render,
                 415,
                 "unsupported_media_type",
                 f"the request body must be JSON, sent with Content-Type: application/json "
@@ -151,13 +163,18 @@ class RequestGuard:
         ] + [(b"content-type", b"application/json")]
         return True
 
-    async def _authenticated(self, scope: Scope, headers: dict[bytes, bytes], send: Send) -> bool:
-        """Check the key before anything else; answer 401 or 429 and return False if not."""
+    async def _authenticated(
+        self, scope: Scope, headers: dict[bytes, bytes], send: Send, surface: Surface
+    ) -> bool:
+        """Check the key before anything else; answer 401 (in the surface's words) or 429 and
+        return False if not."""
         client = (scope.get("client") or ("?", 0))[0]
+        render = surface.render
         wait = self.failures.retry_after(client)
         if wait:
             await self._error(
                 send,
+                render,
                 429,
                 "rate_limited",
                 f"too many requests with an invalid API key from this address; retry in {wait} s",
@@ -165,15 +182,10 @@ class RequestGuard:
             )
             return False
         scheme, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        if scheme.lower() not in surface.schemes or not token.strip():
             if scope["method"] in _BODY_METHODS:
                 self.failures.add(client)
-                await self._error(
-                    send,
-                    401,
-                    "unauthorized",
-                    "an API key is required: send Authorization: Bearer <key>",
-                )
+                await self._error(send, render, 401, "unauthorized", surface.missing_key)
                 return False
             return True  # the route answers 401 (or serves an open page)
         store: KeyStore = scope["app"].state.services.apikeys
@@ -182,15 +194,15 @@ class RequestGuard:
                 await anyio.to_thread.run_sync(store.verify, token.strip())
         except Unauthorized as exc:
             self.failures.add(client)
-            await self._error(send, 401, exc.code, exc.message)
+            await self._error(send, render, 401, exc.code, exc.message)
             return False
         except redis.RedisError as exc:
             err = Unavailable.because("the key store", exc)
-            await self._error(send, 503, err.code, err.message)
+            await self._error(send, render, 503, err.code, err.message)
             return False
         return True
 
-    async def _read(self, receive: Receive, send: Send) -> bytearray | None:
+    async def _read(self, receive: Receive, send: Send, render: Render) -> bytearray | None:
         """The whole body within the deadline and the size limit (else answered, None)."""
         body = bytearray()
         with anyio.move_on_after(self.body_timeout_s) as scope:
@@ -201,7 +213,11 @@ class RequestGuard:
                 body += message.get("body", b"")
                 if len(body) > self.limit:
                     await self._error(
-                        send, 413, "payload_too_large", f"request body over {self.limit} bytes"
+                        send,
+                        render,
+                        413,
+                        "payload_too_large",
+                        f"request body over {self.limit} bytes",
                     )
                     return None
                 if not message.get("more_body", False):
@@ -209,6 +225,7 @@ class RequestGuard:
         assert scope.cancelled_caught
         await self._error(
             send,
+            render,
             408,
             "request_timeout",
             f"the request body did not arrive within {self.body_timeout_s:g} s (MT_BODY_TIMEOUT_S)",
@@ -218,13 +235,20 @@ class RequestGuard:
 
     @staticmethod
     async def _error(
-        send: Send, status: int, type_: str, message: str, *, close: bool = False, **extra: Any
+        send: Send,
+        render: Render,
+        status: int,
+        type_: str,
+        message: str,
+        *,
+        close: bool = False,
+        **extra: Any,
     ) -> None:
-        resp = errors.error_response(status, type_, message, **extra)
+        resp = render(status, type_, message, **extra)
         headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in resp.headers.items()]
         if close:
             headers.append((b"connection", b"close"))
-        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.start", "status": resp.status_code, "headers": headers})
         await send({"type": "http.response.body", "body": resp.body})
 
 

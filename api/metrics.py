@@ -9,19 +9,21 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from mtfleet.api.fleet import read_fleet
 from mtfleet.core import keys
-from mtfleet.core.registry import Registry
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
-JOBS = Counter("mt_api_jobs_total", "Jobs accepted", ["lane"], registry=REGISTRY)
+JOBS = Counter("mt_api_jobs_total", "Jobs accepted", ["pool", "lane"], registry=REGISTRY)
 REJECTED = Counter(
     "mt_api_rejected_total",
-    "Submissions refused with 429 because the lane's queue was past its limit",
-    ["lane"],
+    "Submissions refused with 429 because the pool's lane queue was past its limit",
+    ["pool", "lane"],
     registry=REGISTRY,
 )
-SEGMENTS = Counter("mt_api_segments_total", "Segments accepted", ["lane"], registry=REGISTRY)
+SEGMENTS = Counter(
+    "mt_api_segments_total", "Segments accepted", ["pool", "lane"], registry=REGISTRY
+)
 CACHE_LOOKUPS = Counter(
     "mt_api_cache_lookups_total",
     "Phrase-cache lookups at submission",
@@ -52,10 +54,28 @@ JOB_LATENCY = Histogram(
     registry=REGISTRY,
 )
 
+WEBHOOK_ATTEMPTS = Counter(
+    "mt_webhook_attempts_total",
+    "Webhook delivery attempts by how they went: delivered (2xx), gone (410: no more "
+    "attempts), http_error (another status), network_error, timeout, refused (the target "
+    "resolved to an address webhooks may not go to), no_secret (nothing to sign with)",
+    ["outcome"],
+    registry=REGISTRY,
+)
+WEBHOOK_EVENTS = Counter(
+    "mt_webhook_events_total",
+    "Webhook events ended, by how: delivered, gone (the receiver answered 410) or failed "
+    "(given up)",
+    ["state"],
+    registry=REGISTRY,
+)
+
 
 class FleetCollector(Collector):
-    """Queue depth, chunks held by workers and the oldest's age per lane, live workers and
-    dead letters, read when Prometheus scrapes."""
+    """Per pool and lane: chunks waiting and the oldest's wait, chunks held by workers and the
+    oldest's age, the two together (the lane's depth, which autoscaling reads), live workers;
+    live workers per pool; dead letters and pending webhooks in all. Read when Prometheus
+    scrapes (:func:`mtfleet.api.fleet.read_fleet`, which ``/v1/ops`` reads too)."""
 
     def __init__(self) -> None:
         self.r: redis.Redis | None = None  # set by the app's lifespan
@@ -63,43 +83,83 @@ class FleetCollector(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         if self.r is None:
             return
-        depth = GaugeMetricFamily("mt_queue_depth", "Chunks waiting per lane", labels=["lane"])
-        workers = GaugeMetricFamily("mt_live_workers", "Workers with a fresh heartbeat")
+        where = ["pool", "lane"]
+        depth = GaugeMetricFamily(
+            "mt_queue_depth", "Chunks waiting per pool and lane", labels=where
+        )
+        waited = GaugeMetricFamily(
+            "mt_oldest_queued_chunk_seconds",
+            "Seconds the oldest chunk waiting on the pool and lane's queue has waited (0: none "
+            "waits)",
+            labels=where,
+        )
+        workers = GaugeMetricFamily(
+            "mt_live_workers", "Workers with a fresh heartbeat, per pool", labels=["pool"]
+        )
+        lane_workers = GaugeMetricFamily(
+            "mt_lane_live_workers",
+            "Live, healthy workers of the pool that consume the lane (0: its chunks wait for "
+            "nobody)",
+            labels=where,
+        )
         dead = GaugeMetricFamily("mt_dead_letter_chunks", "Chunks in the dead-letter list")
         held = GaugeMetricFamily(
             "mt_chunks_held",
-            "Chunks workers fetched and have not finished, per lane (queued + held is the "
-            "lane's real depth)",
-            labels=["lane"],
+            "Chunks workers fetched and have not finished, per pool and lane (queued + held is "
+            "the lane's real depth)",
+            labels=where,
+        )
+        lane_depth = GaugeMetricFamily(
+            "mt_lane_depth",
+            "Chunks of the pool and lane not finished: waiting on its queue plus held by "
+            "workers (mt_queue_depth + mt_chunks_held). What an autoscaler scales a pool on: "
+            "the queue alone reads 0 while workers still hold the work",
+            labels=where,
         )
         oldest = GaugeMetricFamily(
             "mt_oldest_held_chunk_seconds",
-            "Seconds the longest-held chunk has been in a worker, per lane (0: none): far "
-            "above a chunk's usual time, work is stuck",
-            labels=["lane"],
+            "Seconds the longest-held chunk has been in a worker, per pool and lane (0: none): "
+            "far above a chunk's usual time, work is stuck",
+            labels=where,
+        )
+        webhooks = GaugeMetricFamily(
+            "mt_webhooks_pending",
+            "Webhook events not yet delivered nor given up (the outbox), in the whole fleet",
         )
         try:
-            pipe = self.r.pipeline(transaction=False)
-            for lane in keys.LANES:
-                pipe.llen(keys.queue(lane))
-            pipe.llen(keys.DEAD_LETTER)
-            *depths, n_dead = pipe.execute()
-            for lane, n in zip(keys.LANES, depths, strict=True):
-                depth.add_metric([lane], n)
-            registry = Registry(self.r)
-            workers.add_metric([], len(registry.live_workers()))
-            dead.add_metric([], n_dead)
-            for lane, (n, age) in registry.held().items():
-                held.add_metric([lane], n)
-                oldest.add_metric([lane], round(age, 3))
+            fleet = read_fleet(self.r)
+            webhooks.add_metric([], self.r.zcard(keys.WEBHOOKS_DUE))
         except redis.RedisError:
             return
+        for row in fleet.lanes:
+            at = [row.pool, row.lane]
+            depth.add_metric(at, row.queued)
+            waited.add_metric(at, row.oldest_queued_s or 0.0)
+            held.add_metric(at, row.in_flight)
+            lane_depth.add_metric(at, row.queued + row.in_flight)
+            oldest.add_metric(at, row.oldest_in_flight_s or 0.0)
+            lane_workers.add_metric(at, row.workers)
+        for pool in fleet.pools:
+            workers.add_metric([pool], sum(1 for w in fleet.workers if w.pool_name == pool))
+        dead.add_metric([], fleet.dead_letters)
         yield depth
+        yield waited
         yield workers
+        yield lane_workers
         yield dead
         yield held
+        yield lane_depth
         yield oldest
+        yield webhooks
 
 
 FLEET = FleetCollector()
 REGISTRY.register(FLEET)
+
+# The series whose labels are known at start exist from the start (at 0), so a dashboard or an
+# alert that reads one finds it before the first event (Prometheus's advice for labelled
+# counters); a pool's series appear with its first job (its refusals' too: Routing.admit).
+for _lane in keys.LANES:
+    JOB_LATENCY.labels(_lane)
+for _result in ("hit", "miss"):
+    CACHE_LOOKUPS.labels(_result)

@@ -35,6 +35,7 @@ from pebble import ProcessExpired, ProcessPool
 
 from mtfleet.api import metrics
 from mtfleet.core import documents
+from mtfleet.core.documents import fragments
 from mtfleet.core.documents.base import DocumentError, Unit
 from mtfleet.core.documents.pipeline import assemble, plan
 from mtfleet.core.errors import Unavailable
@@ -95,6 +96,24 @@ def _render(
             f"the document now has {len(p.segments)} segments, the job {len(translations)}"
         )
     return fmt.render(content, assemble(p, translations), target_lang=target_lang)
+
+
+def _cut_fragments(texts: list[str], lang: str, how: fragments.Cutting) -> list[list[str]]:
+    try:
+        return fragments.cut(texts, lang, how)
+    except (DocumentError, MemoryError):
+        raise
+    except Exception as exc:
+        raise DocumentError(f"cannot read this {how.markup}: {exc}") from exc
+
+
+def _render_fragments(
+    texts: list[str],
+    lang: str,
+    how: fragments.Cutting,
+    translations: list[list[str | None]],
+) -> list[str]:
+    return fragments.render(texts, lang, how, translations)
 
 
 # --- the pool, in the API process ----------------------------------------------------------------
@@ -197,6 +216,36 @@ class DocumentPool:
             list(translations),
             target_lang,
         )
+
+    def cut_fragments(
+        self, texts: Sequence[str], lang: str, how: fragments.Cutting
+    ) -> list[list[str]]:
+        """Each short text's segments (:func:`mtfleet.core.documents.fragments.cut`). Markup is
+        read here, in a document worker; plain text in the calling thread (sentence splitting
+        only: it needs neither the deadline nor a worker a large document may hold)."""
+        if not how.in_markup:
+            return _cut_fragments(list(texts), lang, how)
+        what = f"reading these texts as {how.markup}"
+        result: list[list[str]] = self._run("read", what, _cut_fragments, list(texts), lang, how)
+        return result
+
+    def render_fragments(
+        self,
+        texts: Sequence[str],
+        lang: str,
+        how: fragments.Cutting,
+        translations: Sequence[Sequence[str | None]],
+    ) -> list[str]:
+        """The texts put back from their segments' translations (the same split as
+        :meth:`cut_fragments`)."""
+        done = [list(t) for t in translations]
+        if not how.in_markup:
+            return _render_fragments(list(texts), lang, how, done)
+        what = f"putting these {how.markup} texts back together"
+        result: list[str] = self._run(
+            "render", what, _render_fragments, list(texts), lang, how, done
+        )
+        return result
 
     def close(self) -> None:
         with self._lock:

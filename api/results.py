@@ -8,9 +8,14 @@ reading a final job's result or download again costs one Redis read and no parsi
 
 from __future__ import annotations
 
+from functools import partial
+
+from fastapi.concurrency import run_in_threadpool
+
 from mtfleet.api import documents
 from mtfleet.api.parsing import DocumentPool
 from mtfleet.core.errors import JobNotFound
+from mtfleet.core.events import CompletionWaiter
 from mtfleet.core.models import SegmentOutcome
 from mtfleet.core.schemas import DocumentOut, JobResultPublic, SegmentError, SegmentWarning
 from mtfleet.core.store import JobRecord, JobStore
@@ -50,9 +55,35 @@ def assemble(job: JobRecord, outcomes: list[SegmentOutcome | None]) -> JobResult
 
 
 class Results:
-    def __init__(self, store: JobStore, pool: DocumentPool) -> None:
+    def __init__(self, store: JobStore, pool: DocumentPool, waiter: CompletionWaiter) -> None:
         self.store = store
         self.pool = pool
+        self.waiter = waiter
+
+    async def settled(
+        self, job: JobRecord, timeout: float, known: dict[int, SegmentOutcome] | None = None
+    ) -> tuple[JobRecord, JobResultPublic | None]:
+        """A job just submitted, once final, with its result (None: not final after
+        ``timeout``). ``known``: the outcomes found at submission; when they are every text's,
+        nothing is read. Otherwise the wait, the job and its outcomes happen on the event
+        loop (asyncio Redis, one round trip for the reads): no thread-pool hop."""
+        if known is not None and len(known) == job.progress.total:
+            return job, self.result(job, known)
+        final = partial(self.store.afinal, job.id)
+        await self.waiter.wait_async(job.id, final, 0 if job.status.final else timeout)
+        job, outcomes = await self.store.aget_with_results(job.id)
+        if not job.status.final:
+            return job, None
+        if job.document_format is not None:  # rendered in the thread pool
+            return job, await run_in_threadpool(self.result, job)
+        return job, assemble(job, outcomes)
+
+    async def wait_final(self, job: JobRecord, timeout: float) -> JobRecord:
+        """The job once it is final, or as it is after ``timeout`` (waited on the event loop)."""
+        if job.status.final:
+            return job
+        await self.waiter.wait_async(job.id, partial(self.store.afinal, job.id), timeout)
+        return await self.store.aget(job.id)
 
     def outcomes(
         self, job: JobRecord, known: dict[int, SegmentOutcome] | None = None

@@ -1,24 +1,72 @@
-"""Which engine a job's pair goes to, and whether its lane takes more work.
+"""Which pool a job's pair goes to, and whether that pool's lane takes more work.
 
-* :meth:`Routing.route`: the registry's entry for a pair (remembered for a second when it
-  exists; a pair nobody serves is asked again each time, so a worker that just registered is
-  seen at once), or 422 listing the pairs the fleet serves;
-* :meth:`Routing.admit`: backpressure: 429 with ``Retry-After`` for a lane whose queue is past
-  its limit.
+* :meth:`Routing.route`: the pool for a pair: the one the job names (422 ``unknown_pool`` when
+  the fleet has no such pool, or it does not serve the pair or the adapter), else the route
+  :func:`choose_pool` picks among the pools that serve the pair (``MT_ROUTES``), else 422
+  ``unsupported_language`` listing the pairs the fleet serves. What the registry says is
+  remembered for a second when a pool serves the pair; a pair nobody serves is asked again each
+  time, so a worker that just registered is seen at once.
+* :meth:`Routing.admit`: backpressure: 429 with ``Retry-After`` for a pool's lane whose queue
+  is past its limit.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import redis
 
 from mtfleet.api import metrics
 from mtfleet.core import keys
-from mtfleet.core.errors import Overloaded, Unavailable, UnsupportedLanguage
+from mtfleet.core.errors import Overloaded, Unavailable, UnknownPool, UnsupportedLanguage
 from mtfleet.core.models import Lane
-from mtfleet.core.registry import PairInfo, Registry
+from mtfleet.core.registry import PoolInfo, Registry
 from mtfleet.core.settings import Settings
+
+#: Seconds a registry answer (the pools, who serves a pair) is trusted by an API process.
+REMEMBER_S = 1.0
+#: Pairs a refusal lists at most (an LLM pool serves ~1,400).
+LISTED = 60
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where a job goes: its pool, and the phrase-cache fingerprint of the model (or LoRA
+    adapter) that translates it there."""
+
+    pool: PoolInfo
+    fingerprint: str
+    adapter: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.pool.name
+
+
+def patterns(source: str, target: str) -> tuple[str, ...]:
+    """MT_ROUTES patterns that match a pair, most specific first."""
+    return (f"{source}:{target}", f"{source}:*", f"*:{target}", "*")
+
+
+def choose_pool(
+    routes: dict[str, str],
+    source: str,
+    target: str,
+    serving: list[str],
+    pools: dict[str, PoolInfo],
+    now: float | None = None,
+) -> str:
+    """The pool a pair goes to among those that serve it (``serving``, not empty): the most
+    specific route whose pool serves the pair, else a pool with a live worker, else the first
+    by name."""
+    for pattern in patterns(source, target):
+        pool = routes.get(pattern)
+        if pool in serving:
+            return pool
+    ranked = sorted(serving)
+    live = [p for p in ranked if p in pools and pools[p].live(now)]
+    return (live or ranked)[0]
 
 
 class Routing:
@@ -26,71 +74,145 @@ class Routing:
         self.settings = settings
         self.r = client
         self.registry = registry
-        self._pairs: dict[tuple[str, str], tuple[float, PairInfo]] = {}
-        self._depths: dict[Lane, tuple[float, int]] = {}
+        self._pools: tuple[float, dict[str, PoolInfo]] = (0.0, {})
+        self._serving: dict[tuple[str, str], tuple[float, list[str]]] = {}
+        self._depths: dict[tuple[str, Lane], tuple[float, int]] = {}
 
-    def route(self, source: str, target: str) -> PairInfo:
-        """The registry's entry for the pair; 422 listing the served pairs when none serves it."""
+    # -- routing -----------------------------------------------------------------------------
+    def route(
+        self, source: str, target: str, pool: str | None = None, adapter: str | None = None
+    ) -> Route:
+        """The pool a job of this pair goes to (see the module docs); 422 when there is none."""
         try:
-            pair = self.pair(source, target)
-            if pair is not None:
-                return pair
-            served = sorted(f"{a}->{b}" for a, b in self.registry.pairs())
+            if pool is not None:
+                return self._named(pool, source, target, adapter)
+            serving = self.serving(source, target)
+            if not serving:
+                served = self._served_pairs()
+            else:
+                pools = self.pools()
+                name = choose_pool(self.settings.routes, source, target, serving, pools)
+                return self._with_adapter(pools[name], adapter)
         except redis.RedisError as exc:
             raise Unavailable.because("the job store", exc) from exc
         raise UnsupportedLanguage(
-            f"no engine serves {source}->{target}; served pairs: "
-            + (", ".join(served) if served else "none yet (no worker has registered)"),
-            served=served,
+            f"no pool serves {source}->{target}; served pairs: "
+            + (_listed(served) if served else "none yet (no worker has registered)"),
+            served=served[:LISTED],
         )
 
-    def admit(self, lane: Lane) -> None:
-        """Backpressure: refuse new work for a lane whose queue is past its limit (429). The
-        depth is read at most every 0.2 s per process, so the queue may overshoot the limit by
-        what the API processes accept in that time."""
+    async def aroute(
+        self, source: str, target: str, pool: str | None = None, adapter: str | None = None
+    ) -> Route | None:
+        """:meth:`route` on the event loop, for the cache-only hot path: None where
+        :meth:`route` would refuse (that path then goes the whole way and says why)."""
+        now = time.monotonic()
+        expires, pools = self._pools
+        if expires <= now:
+            pools = await self.registry.apools()
+            self._pools = (now + REMEMBER_S, pools)
+        hit = self._serving.get((source, target))
+        if hit is not None and hit[0] > now:
+            serving = hit[1]
+        else:
+            serving = await self.registry.aserving(sorted(pools), source, target)
+            if not serving:
+                return None
+            self._serving[(source, target)] = (now + REMEMBER_S, serving)
+        if pool is None:
+            pool = choose_pool(self.settings.routes, source, target, serving, pools)
+        if pool not in serving or pool not in pools:
+            return None
+        fingerprint = pools[pool].fingerprint_for(adapter)
+        return Route(pools[pool], fingerprint, adapter) if fingerprint is not None else None
+
+    def pools(self, *, fresh: bool = False) -> dict[str, PoolInfo]:
+        """Every pool the registry knows (remembered for a second unless ``fresh``)."""
+        now = time.monotonic()
+        expires, pools = self._pools
+        if fresh or expires <= now:
+            pools = self.registry.pools()
+            self._pools = (now + REMEMBER_S, pools)
+        return pools
+
+    def serving(self, source: str, target: str) -> list[str]:
+        """The pools that serve a pair (remembered for a second when there are some)."""
+        now = time.monotonic()
+        hit = self._serving.get((source, target))
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        serving = self.registry.serving(sorted(self.pools()), source, target)
+        if not serving:  # a pool that registered this second is seen at once
+            serving = self.registry.serving(sorted(self.pools(fresh=True)), source, target)
+        if serving:
+            self._serving[(source, target)] = (now + REMEMBER_S, serving)
+        return serving
+
+    def _named(self, pool: str, source: str, target: str, adapter: str | None) -> Route:
+        pools = self.pools()
+        if pool not in pools:
+            pools = self.pools(fresh=True)
+        if pool not in pools:
+            raise UnknownPool(
+                f"the fleet has no pool {pool!r}; pools: "
+                + (", ".join(sorted(pools)) or "none yet (no worker has registered)"),
+                pools=sorted(pools),
+            )
+        if pool not in self.serving(source, target):
+            served = sorted(f"{a}->{b}" for a, b in self.registry.pairs([pool])[pool])
+            raise UnknownPool(
+                f"pool {pool!r} does not serve {source}->{target}; it serves: "
+                + (_listed(served) or "no pair"),
+                served=served[:LISTED],
+            )
+        return self._with_adapter(pools[pool], adapter)
+
+    @staticmethod
+    def _with_adapter(pool: PoolInfo, adapter: str | None) -> Route:
+        fingerprint = pool.fingerprint_for(adapter)
+        if fingerprint is None:
+            raise UnknownPool(
+                f"pool {pool.name!r} has no LoRA adapter {adapter!r}; its adapters: "
+                + (", ".join(sorted(pool.adapters)) or "none (MT_LORA_ADAPTERS on its workers)"),
+                adapters=sorted(pool.adapters),
+            )
+        return Route(pool, fingerprint, adapter)
+
+    def _served_pairs(self) -> list[str]:
+        return sorted(f"{a}->{b}" for a, b in self.registry.served_pairs())
+
+    # -- backpressure ------------------------------------------------------------------------
+    def admit(self, pool: str, lane: Lane) -> None:
+        """Backpressure: refuse new work for a pool's lane whose queue is past its limit (429).
+        The depth is read at most every 0.2 s per process, so the queue may overshoot the limit
+        by what the API processes accept in that time."""
         limit = (
             self.settings.max_queue_interactive
             if lane is Lane.interactive
             else self.settings.max_queue_bulk
         )
         now = time.monotonic()
-        seen = self._depths.get(lane)
+        seen = self._depths.get((pool, lane))
         if seen is None or seen[0] < now:
             try:
-                depth = int(self.r.llen(keys.queue(lane.value)))
+                depth = int(self.r.llen(keys.queue(pool, lane.value)))
             except redis.RedisError as exc:
                 raise Unavailable.because("the job store", exc) from exc
-            seen = self._depths[lane] = (now + 0.2, depth)
+            if seen is None:  # the pool lane's first job here: its refusals count from 0
+                metrics.REJECTED.labels(pool, lane.value)
+            seen = self._depths[(pool, lane)] = (now + 0.2, depth)
         depth = seen[1]
         if depth >= limit:
-            metrics.REJECTED.labels(lane.value).inc()
+            metrics.REJECTED.labels(pool, lane.value).inc()
             raise Overloaded(
-                f"the {lane.value} lane has {depth} chunks waiting (limit "
+                f"pool {pool}'s {lane.value} lane has {depth} chunks waiting (limit "
                 f"MT_MAX_QUEUE_{lane.value.upper()}={limit}); retry later",
                 retry_after=1 if lane is Lane.interactive else 10,
                 lane=lane.value,
+                pool=pool,
             )
 
-    async def apair(self, source: str, target: str) -> PairInfo | None:
-        """:meth:`pair` on the event loop (the registry's asyncio client), remembered alike."""
-        now = time.monotonic()
-        hit = self._pairs.get((source, target))
-        if hit is not None and hit[0] > now:
-            return hit[1]
-        pair = await self.registry.apair(source, target)
-        if pair is not None:
-            self._pairs[(source, target)] = (now + 1.0, pair)
-        return pair
 
-    def pair(self, source: str, target: str) -> PairInfo | None:
-        """The registry's entry for a pair, remembered for a second when it exists (it is asked
-        on every request; a pair nobody serves is asked again each time, so a worker that just
-        registered is seen at once)."""
-        now = time.monotonic()
-        hit = self._pairs.get((source, target))
-        if hit is not None and hit[0] > now:
-            return hit[1]
-        pair = self.registry.pair(source, target)
-        if pair is not None:
-            self._pairs[(source, target)] = (now + 1.0, pair)
-        return pair
+def _listed(pairs: list[str]) -> str:
+    shown = ", ".join(pairs[:LISTED])
+    return shown + (f" and {len(pairs) - LISTED} more" if len(pairs) > LISTED else "")

@@ -28,7 +28,8 @@ from mtfleet.api import detection, documents, metrics
 from mtfleet.api.chunking import plan_chunks
 from mtfleet.api.documents import PreparedDocument
 from mtfleet.api.parsing import DocumentPool
-from mtfleet.api.routing import Routing
+from mtfleet.api.routing import Route, Routing
+from mtfleet.api.webhooks import targets
 from mtfleet.core import keys, languages
 from mtfleet.core.apikeys import ApiKey, Charge, KeyStore, Storage
 from mtfleet.core.broker import send_chunk
@@ -52,7 +53,7 @@ from mtfleet.core.models import (
     Progress,
     SegmentOutcome,
 )
-from mtfleet.core.registry import PairInfo, Registry
+from mtfleet.core.registry import Registry
 from mtfleet.core.schemas import JobCreate
 from mtfleet.core.settings import Settings
 from mtfleet.core.store import JobRecord, JobStore, new_job_id
@@ -67,6 +68,7 @@ class Submitted:
     # the outcomes known at submission (phrase-cache hits) of a job created now: a fully cached
     # job's result needs no read from Redis
     cached: dict[int, SegmentOutcome] | None = None
+    chars: int = 0  # the characters of the job's texts (what a new job charges its key)
 
 
 @dataclass
@@ -119,23 +121,30 @@ class JobService:
         key: ApiKey | None = None,
         idempotency_key: str | None = None,
         hits: dict[str, str] | None = None,
+        idempotency_ttl_s: int | None = None,
     ) -> Submitted:
         """Submit as ``owner`` (the API key id, '' without auth). ``key``'s characters are
         charged first (atomically, 429 when over its daily quota) and given back when the
         request is refused (422, 409, 429, 503) or an Idempotency-Key returns an earlier job.
-        An Idempotency-Key is scoped to the owner: two keys using the same one get two jobs.
+        An Idempotency-Key is scoped to the owner: two keys using the same one get two jobs;
+        it is remembered ``idempotency_ttl_s`` (default ``MT_IDEMPOTENCY_TTL_S``).
         ``hits``: what :meth:`answer_from_cache` found in the phrase cache for these texts."""
+        if req.callback_url is not None:
+            self.check_callback(req.callback_url, key)
         inputs = self.texts_of(req)
         charge = self._charge(key, inputs.texts, owner, idempotency_key)
         storage = self.apikeys.storage(key, self.settings.key_storage_mb) if key else None
         try:
-            submitted = self._submit(req, inputs, owner, idempotency_key, storage, hits)
+            submitted = self._submit(
+                req, inputs, owner, idempotency_key, storage, hits, idempotency_ttl_s
+            )
         except BaseException:
             if charge is not None:
                 charge.refund()
             raise
         if charge is not None and not submitted.created:
             charge.refund()
+        submitted.chars = sum(len(t) for t in inputs.texts)
         return submitted
 
     async def answer_from_cache(
@@ -143,15 +152,15 @@ class JobService:
     ) -> FromCache:
         """The hot path of ``POST /v1/translate``: texts the phrase cache holds every one of
         answer on the event loop with one Redis round trip (``MGET``; a second one charges
-        the caller's key; the pair's engine is read once a second) and no job is stored:
+        the caller's key; the pair's pool is read once a second) and no job is stored:
         nothing was queued, so there is nothing to follow, and a storefront asking the same
         strings all day does not leave a job behind per request. Anything this path does not
-        cover (a glossary, ``auto``, a pair nobody serves, a text past a limit, one miss)
-        goes the whole way (:meth:`submit`), with the hits found here."""
+        cover (a glossary, ``auto``, a callback_url, a pair nobody serves, a text past a limit,
+        one miss) goes the whole way (:meth:`submit`), with the hits found here."""
         none = FromCache(None, None)
         texts = req.texts
-        if not texts or req.document is not None or req.glossary_id:
-            return none
+        if not texts or req.document is not None or req.glossary_id or req.callback_url:
+            return none  # (a callback_url is checked, and gets a job to report on)
         if detection.is_auto(req.source_lang):
             return none
         try:
@@ -163,14 +172,14 @@ class JobService:
         if source == target or self.cache.ar is None:
             return none
         try:
-            pair = await self.routing.apair(source, target)
+            route = await self.routing.aroute(source, target, req.pool, req.adapter)
         except redis.RedisError:
             return none  # submit() answers 503
-        if pair is None:
-            return none  # submit() lists the served pairs
+        if route is None:
+            return none  # submit() says why (no pool serves the pair, an unknown pool...)
         norms = [normalize(t) for t in texts]
         hits = await self.cache.aget_many(
-            pair.fingerprint, source, target, norms, scope=self.cache_scope(owner)
+            route.fingerprint, source, target, norms, scope=self.cache_scope(owner)
         )
         if len(hits) < len(set(norms)):
             return FromCache(None, hits)
@@ -179,7 +188,7 @@ class JobService:
                 await self.apikeys.acharge(key, sum(len(t) for t in texts))
             except redis.RedisError as exc:
                 raise Unavailable.because("the job store", exc) from exc
-        metrics.SEGMENTS.labels(Lane.interactive.value).inc(len(texts))
+        metrics.SEGMENTS.labels(route.name, Lane.interactive.value).inc(len(texts))
         metrics.CACHE_LOOKUPS.labels("hit").inc(len(texts))
         return FromCache([rewrap(t, hits[n]) for t, n in zip(texts, norms, strict=True)], hits)
 
@@ -216,6 +225,7 @@ class JobService:
         idempotency_key: str | None,
         storage: Storage | None,
         hits: dict[str, str] | None = None,
+        idempotency_ttl_s: int | None = None,
     ) -> Submitted:
         s = self.settings
         texts = inputs.texts
@@ -227,13 +237,15 @@ class JobService:
         lane = req.lane or (
             Lane.interactive if len(texts) <= s.interactive_max_segments else Lane.bulk
         )
-        pair = self.routing.route(source, target)
+        route = self.routing.route(source, target, req.pool, req.adapter)
         glossary = self._glossary(req.glossary_id, owner, source, target) if texts else None
         norms = [normalize(t) for t in texts]
         scope = self.cache_scope(owner)
-        cached, plan = self._plan(texts, norms, source, target, pair, glossary, inputs, scope, hits)
+        cached, plan = self._plan(
+            texts, norms, source, target, route, glossary, inputs, scope, hits
+        )
         if plan:
-            self.routing.admit(lane)
+            self.routing.admit(route.name, lane)
         job_id = new_job_id()
         now = time.time()
         messages = [
@@ -248,6 +260,8 @@ class JobService:
                 glossary_id=glossary.id if glossary and src == source else None,
                 glossary_version=glossary.version if glossary and src == source else None,
                 cache_scope=scope,
+                pool=route.name,
+                adapter=route.adapter,
             )
             for n, (src, segs) in enumerate(plan)
         ]
@@ -260,6 +274,8 @@ class JobService:
             source_lang=source,
             target_lang=target,
             lane=lane,
+            pool=route.name,
+            adapter=route.adapter,
             progress=Progress(done=done, failed=0, total=len(texts)),
             cached=sum(1 for o in cached.values() if o.cached),
             created_at=now,
@@ -270,9 +286,10 @@ class JobService:
             document_name=doc.filename if doc is not None else None,
             detected_source_lang=inputs.detected,
             segment_langs=inputs.segment_langs,
+            callback_url=req.callback_url,
         )
         ledger = {m.chunk: m.model_dump_json() for m in messages}  # also what is sent
-        idem = self._idempotency(req, job_id, owner, idempotency_key)
+        idem = self._idempotency(req, job_id, owner, idempotency_key, idempotency_ttl_s)
         try:
             existing = self.store.create(
                 job,
@@ -299,8 +316,8 @@ class JobService:
                     "send the request with a new key to make another"
                 ) from None
         self._enqueue(job_id, messages, ledger, idem[0] if idem else "")
-        metrics.JOBS.labels(lane.value).inc()
-        metrics.SEGMENTS.labels(lane.value).inc(len(texts))
+        metrics.JOBS.labels(route.name, lane.value).inc()
+        metrics.SEGMENTS.labels(route.name, lane.value).inc(len(texts))
         metrics.CACHE_LOOKUPS.labels("hit").inc(job.cached)
         metrics.CACHE_LOOKUPS.labels("miss").inc(len(texts) - job.cached)
         return Submitted(job, created=True, cached=cached)
@@ -323,6 +340,30 @@ class JobService:
         self.store.purge(job.id, storage)
 
     # -- the steps ---------------------------------------------------------------------------
+    def check_callback(self, url: str, key: ApiKey | None) -> None:
+        """A job may carry ``url`` as its callback_url: it points at a public address (unless
+        MT_WEBHOOK_ALLOW_PRIVATE), checked again at every attempt, and there is a secret to
+        sign its webhook with (422 otherwise)."""
+        if key is not None and not self._webhook_secrets(key.id):
+            raise InvalidInput(
+                "this API key has no webhook signing secret (it was made before webhooks "
+                f"existed); the operator gives it one with: mtfleet keys rotate-webhook-secret "
+                f"{key.id}"
+            )
+        if key is None and self.settings.webhook_secret is None:
+            raise InvalidInput(
+                "callback_url needs a signing secret: with MT_AUTH=off the operator sets "
+                "MT_WEBHOOK_SECRET (a whsec_ secret)"
+            )
+        targets.check_callback(url, allow_private=self.settings.webhook_allow_private)
+
+    def _webhook_secrets(self, key_id: str) -> list[str]:
+        """Read now, not from the key as authentication cached it: a rotation counts at once."""
+        try:
+            return self.apikeys.webhook_secrets(key_id)
+        except redis.RedisError as exc:
+            raise Unavailable.because("the job store", exc) from exc
+
     def _check_limits(self, texts: list[str], *, document: bool = False) -> None:
         s = self.settings
         if len(texts) > s.max_segments_per_job:
@@ -361,7 +402,7 @@ class JobService:
         norms: list[str],
         source: str,
         target: str,
-        pair: PairInfo,
+        route: Route,
         glossary: GlossaryInfo | None,
         inputs: Texts,
         scope: str | None,
@@ -372,7 +413,8 @@ class JobService:
         the phrase-cache hits of the job's own source language, looked up already."""
         cached: dict[int, SegmentOutcome] = {}
         plan: list[tuple[str, list[ChunkSegment]]] = []
-        for src, indices in self._source_groups(len(texts), source, target, inputs).items():
+        groups = self._source_groups(len(texts), source, target, route.name, inputs)
+        for src, indices in groups.items():
             if src == target:
                 for i in indices:
                     cached[i] = SegmentOutcome(
@@ -385,14 +427,12 @@ class JobService:
                         ],
                     )
                 continue
-            src_pair = pair if src == source else self.routing.pair(src, target)
-            assert src_pair is not None  # _source_groups keeps served pairs only
             gv = glossary.version if glossary and src == source else None
             if known is not None and src == source and gv is None:
                 hits = known
             else:
                 hits = self.cache.get_many(
-                    src_pair.fingerprint,
+                    route.fingerprint,
                     src,
                     target,
                     (norms[i] for i in indices),
@@ -409,23 +449,28 @@ class JobService:
         return cached, plan
 
     def _source_groups(
-        self, n: int, source: str, target: str, inputs: Texts
+        self, n: int, source: str, target: str, pool: str, inputs: Texts
     ) -> dict[str, list[int]]:
         """Text indices by the language they are translated from (mixed content: a text
-        detected in another served language is translated from it)."""
+        detected in another language that the job's pool serves is translated from it)."""
         langs = inputs.segment_langs
         if not langs:
             return {source: list(range(n))}
         groups: dict[str, list[int]] = {}
         for i in range(n):
             lang = langs[i]
-            if lang and lang != target and self.routing.pair(lang, target) is None:
-                lang = None  # nobody serves it: translate from the job's language
+            if lang and lang != target and pool not in self.routing.serving(lang, target):
+                lang = None  # the pool does not serve it: translate from the job's language
             groups.setdefault(lang or source, []).append(i)
         return groups
 
     def _idempotency(
-        self, req: JobCreate, job_id: str, owner: str, idempotency_key: str | None
+        self,
+        req: JobCreate,
+        job_id: str,
+        owner: str,
+        idempotency_key: str | None,
+        ttl_s: int | None = None,
     ) -> tuple[str, str, int] | None:
         """(Redis key, "<job id> <body digest>", ttl) for an Idempotency-Key, else None."""
         if not idempotency_key:
@@ -435,7 +480,7 @@ class JobService:
         return (
             self.idempotency_redis_key(idempotency_key, owner),
             f"{job_id} {digest}",
-            self.settings.idempotency_ttl_s,
+            ttl_s or self.settings.idempotency_ttl_s,
         )
 
     @staticmethod
@@ -467,5 +512,5 @@ class JobService:
             log.error("could not enqueue job %s: %s", job_id, exc)
             err = Unavailable("the broker is unavailable; the job was not accepted, retry shortly")
             with contextlib.suppress(redis.RedisError):
-                self.store.fail(job_id, err.as_dict(), idempotency_key=idem_key)
+                self.store.fail(job_id, err.as_dict(), idempotency_key=idem_key, notify=False)
             raise err from exc

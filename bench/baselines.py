@@ -35,8 +35,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from bench.costengine import CostModelEngine, CostParams
 from bench.fleet import cost_env, patched_environ, run_bulk, running_fleet, warm_up
 from bench.loadgen import latency_summary, poisson_stream
@@ -182,17 +180,15 @@ def _fleet(ctx: Context, env: dict[str, str], n_stream: int) -> dict[str, Any]:
         bulk = run_bulk(fleet.api_url, backlog)
         stream = segments(n_stream, seed=ctx.seed, tag="blstream")
 
-        async def go() -> dict[str, Any]:
-            async with httpx.AsyncClient(base_url=fleet.api_url, timeout=60) as http:
-                return await poisson_stream(
-                    http,
-                    [[t] for t in stream],
-                    rate_per_s=RATE_PER_S,
-                    duration_s=n_stream / RATE_PER_S * 3,
-                    seed=ctx.seed,
-                )
-
-        lat = asyncio.run(go())
+        lat = asyncio.run(
+            poisson_stream(
+                fleet.api_url,
+                [[t] for t in stream],
+                rate_per_s=RATE_PER_S,
+                duration_s=n_stream / RATE_PER_S * 3,
+                seed=ctx.seed,
+            )
+        )
     ctx.log(f"baselines: fleet: {bulk['segments_per_s']:.0f} seg/s, p95 {lat['p95_ms']:.0f} ms")
     return {
         "backlog": len(backlog),

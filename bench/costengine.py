@@ -17,6 +17,10 @@ finishes a prompt emits the first), so a request costs ``in + out − 1`` tokens
 prompt fits one step, ``out`` steps in the batch. Running sequences are never preempted
 (vLLM's priority policy preempts only when KV-cache memory runs out).
 
+The step model's figures and arithmetic (:class:`~mtfleet.core.gpucost.CostParams`, the
+presets) live in :mod:`mtfleet.core.gpucost`, where ``mtfleet plan`` sizes fleets with the
+same model; this module is the engine that sleeps through its steps.
+
 **Preset ``h200-7b``**: a ~7B dense model in bf16 on one H200 (4.8 TB/s HBM, ≈989 TFLOP/s
 dense bf16).
 
@@ -59,19 +63,18 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import heapq
-import itertools
 import math
 import os
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, InvalidStateError
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
-from mtfleet.core.errors import ConfigError, EngineError, EngineUnavailable
+from mtfleet.core.errors import EngineError, EngineUnavailable
+from mtfleet.core.gpucost import PRESETS, CostParams, EngineSequence, Step, StepBatch
 from mtfleet.core.languages import LANGUAGES
 from mtfleet.core.settings import Settings
 from mtfleet.workers.engines.base import (
@@ -84,8 +87,10 @@ from mtfleet.workers.engines.base import (
     estimate_tokens,
 )
 
+#: Re-exported: the benchmarks and their tests take the step model from here.
+__all__ = ["PRESETS", "CostModelEngine", "CostParams", "SimulatedGPU", "direct_throughput"]
+
 T = TypeVar("T")
-MODES = ("continuous", "batch")
 _STATS = (
     "busy_s",
     "steps",
@@ -97,89 +102,10 @@ _STATS = (
 )
 
 
-@dataclass(frozen=True)
-class CostParams:
-    step_fixed_s: float  # one step regardless of batch size (weight reads)
-    per_token_s: float  # compute per token processed in a step (prefill or decode)
-    max_num_seqs: int  # sequences running at once
-    max_num_batched_tokens: int  # tokens per step; prefill is chunked to fit
-    out_ratio: float = 1.0  # output tokens = ceil(input tokens × out_ratio), at least 1
-    max_model_len: int = 4096
-    mode: str = "continuous"
-    preset: str = "custom"
-
-    def __post_init__(self) -> None:
-        if self.step_fixed_s < 0 or self.per_token_s < 0 or self.out_ratio <= 0:
-            raise ConfigError("cost model: times must be >= 0 and out_ratio > 0")
-        if not 1 <= self.max_num_seqs <= self.max_num_batched_tokens:
-            raise ConfigError("cost model: need 1 <= max_num_seqs <= max_num_batched_tokens")
-        if self.max_model_len < 2:
-            raise ConfigError("cost model: max_model_len must be at least 2")
-        if self.mode not in MODES:
-            raise ConfigError(f"cost model: mode must be one of {MODES}, not {self.mode!r}")
-
-    @property
-    def free(self) -> bool:
-        """Zero cost: requests complete at once, no steps are simulated."""
-        return self.step_fixed_s == 0 and self.per_token_s == 0
-
-    def out_tokens(self, in_tokens: int) -> int:
-        return max(1, math.ceil(in_tokens * self.out_ratio))
-
-    def ceiling(self, in_tokens: int, out_tokens: int) -> float:
-        """Requests/s at full batch for uniform requests (steady state of the step model)."""
-        tokens = in_tokens + out_tokens - 1
-        steps = max(out_tokens / self.max_num_seqs, tokens / self.max_num_batched_tokens)
-        per_request_s = max(steps * self.step_fixed_s, tokens * self.per_token_s)
-        return math.inf if per_request_s == 0 else 1 / per_request_s
-
-    def step_budget(self, slowdown: float) -> dict[str, str]:
-        """The fleet settings that hold each step within ``slowdown`` x an idle one: step
-        tokens at the knee times the slowdown, running sequences at most three quarters of
-        them (a step keeps room for new prompts)."""
-        knee = self.step_fixed_s / self.per_token_s if self.per_token_s else 0.0
-        tokens = max(16, math.floor(knee * slowdown))
-        return {"MT_MAX_STEP_TOKENS": str(tokens), "MT_MAX_SEQS": str(tokens * 3 // 4)}
-
-    @classmethod
-    def from_env(cls) -> CostParams:
-        name = os.environ.get("MTBENCH_PRESET", "h200-7b")
-        if name not in PRESETS:
-            raise ConfigError(f"MTBENCH_PRESET={name!r}: choose one of {sorted(PRESETS)}")
-        overrides: dict[str, Any] = {}
-        for field, kind in (
-            ("step_fixed_s", float),
-            ("per_token_s", float),
-            ("max_num_seqs", int),
-            ("max_num_batched_tokens", int),
-            ("out_ratio", float),
-            ("mode", str),
-        ):
-            raw = os.environ.get(f"MTBENCH_{field.upper()}")
-            if raw is not None:
-                try:
-                    overrides[field] = kind(raw)
-                except ValueError as exc:
-                    raise ConfigError(f"MTBENCH_{field.upper()}={raw!r}: {exc}") from exc
-        return dataclasses.replace(PRESETS[name], **overrides)
-
-
-PRESETS: dict[str, CostParams] = {
-    "h200-7b": CostParams(0.003, 15e-6, 256, 8192, 1.0, 4096, preset="h200-7b"),
-    "zero": CostParams(0.0, 0.0, 1 << 16, 1 << 24, 1.0, 1 << 20, preset="zero"),
-    # A ~0.5B model on a few CPU cores: slow steps, small batches.
-    "cpu-small": CostParams(0.02, 5e-4, 16, 2048, 1.0, 2048, preset="cpu-small"),
-}
-
-
 @dataclass(eq=False)
-class _Seq:
-    in_tokens: int
-    out_tokens: int
-    done: Callable[[Any], None]  # called once with the result, or an exception
-    result: Any
-    prefilled: int = 0
-    emitted: int = 0
+class _Seq(EngineSequence):
+    done: Callable[[Any], None] = field(default=lambda _: None)  # once: the result or an error
+    result: Any = None
 
 
 def _ignore(_: Any) -> None:
@@ -201,9 +127,7 @@ class SimulatedGPU:
         self.params = params
         self._cond = threading.Condition()
         self._stop = threading.Event()
-        self._order = itertools.count()
-        self._waiting: list[tuple[int, int, _Seq]] = []
-        self._running: list[_Seq] = []
+        self._batch = StepBatch(params)
         self._closed = False
         self.stalled = False  # fault injection: the GPU stops stepping (a hung device)
         self.busy_s = 0.0
@@ -234,8 +158,8 @@ class SimulatedGPU:
                 self.tokens_out += out_tokens
                 self.completed += 1
             else:
-                seq = _Seq(in_tokens, out_tokens, done or _ignore, result)
-                heapq.heappush(self._waiting, (priority, next(self._order), seq))
+                seq = _Seq(in_tokens, out_tokens, done=done or _ignore, result=result)
+                self._batch.add(seq, priority)
                 self._cond.notify()
                 return seq
         if done is not None:
@@ -253,9 +177,7 @@ class SimulatedGPU:
         if seq is None:
             return
         with self._cond:
-            self._waiting = [w for w in self._waiting if w[2] is not seq]
-            heapq.heapify(self._waiting)
-            self._running = [s for s in self._running if s is not seq]
+            self._batch.remove(seq)
 
     def stall(self) -> None:
         with self._cond:
@@ -275,69 +197,49 @@ class SimulatedGPU:
             self._cond.notify_all()
         if self._thread is not None:
             self._thread.join()
-        pending = [s for _, _, s in self._waiting] + self._running
-        self._waiting, self._running = [], []
+        batch = self._batch
+        pending = [s for _, _, s in batch.waiting] + batch.running
+        batch.waiting, batch.running = [], []
         for seq in pending:
+            assert isinstance(seq, _Seq)
             seq.done(EngineUnavailable("simulated GPU closed"))
 
-    def _plan(self) -> tuple[list[tuple[_Seq, int]], int, float]:
-        """Admit and schedule one step (lock held): prefill chunks, decoders, step time."""
-        p = self.params
-        decoding = sum(1 for s in self._running if s.prefilled >= s.in_tokens)
-        budget = p.max_num_batched_tokens - decoding
-        chunks: list[tuple[_Seq, int]] = []
-        for seq in self._running:
-            if budget > 0 and seq.prefilled < seq.in_tokens:
-                take = min(seq.in_tokens - seq.prefilled, budget)
-                chunks.append((seq, take))
-                budget -= take
-        while self._waiting and budget > 0 and len(self._running) < p.max_num_seqs:
-            seq = heapq.heappop(self._waiting)[2]
-            self._running.append(seq)
-            take = min(seq.in_tokens, budget)
-            chunks.append((seq, take))
-            budget -= take
-        self.peak_running = max(self.peak_running, len(self._running))
-        prefill = sum(take for _, take in chunks)
-        self.peak_step_tokens = max(self.peak_step_tokens, prefill + decoding)
-        return chunks, prefill, max(p.step_fixed_s, p.per_token_s * (prefill + decoding))
+    def _plan(self) -> Step:
+        """Admit and schedule one step (lock held)."""
+        step = self._batch.plan()
+        self.peak_running = max(self.peak_running, len(self._batch.running))
+        self.peak_step_tokens = max(self.peak_step_tokens, step.prefill + step.decoding)
+        return step
 
     def _loop(self) -> None:
         deadline: float | None = None  # end of the current step; None while idle
+        batch = self._batch
         while True:
             with self._cond:
                 while not self._closed and (
-                    self.stalled or (not self._waiting and not self._running)
+                    self.stalled or (not batch.waiting and not batch.running)
                 ):
                     deadline = None
                     self._cond.wait()
                 if self._closed:
                     return
-                chunks, prefill, step_s = self._plan()
-                if not self._running:
+                step = self._plan()
+                if not batch.running:
                     continue  # everything that waited had been cancelled
             # The deadline clock keeps sleep jitter from adding up; when behind, no sleep.
-            deadline = (time.monotonic() if deadline is None else deadline) + step_s
+            deadline = (time.monotonic() if deadline is None else deadline) + step.seconds
             delay = deadline - time.monotonic()
             if delay > 0 and self._stop.wait(delay):
                 return
-            done: list[_Seq] = []
             with self._cond:
-                decoding = [s for s in self._running if s.prefilled >= s.in_tokens]
-                for seq, take in chunks:
-                    seq.prefilled += take
-                emitting = decoding + [s for s, _ in chunks if s.prefilled >= s.in_tokens]
-                for seq in emitting:
-                    seq.emitted += 1
-                    if seq.emitted >= seq.out_tokens:
-                        done.append(seq)
-                self._running = [s for s in self._running if s.emitted < s.out_tokens]
-                self.busy_s += step_s
+                done, emitted = batch.advance(step)
+                self.busy_s += step.seconds
                 self.steps += 1
-                self.tokens_in += prefill
-                self.tokens_out += len(emitting)
+                self.tokens_in += step.prefill
+                self.tokens_out += emitted
                 self.completed += len(done)
             for seq in done:  # outside the lock: callbacks may submit again
+                assert isinstance(seq, _Seq)
                 seq.done(seq.result)
 
 

@@ -23,6 +23,8 @@ import httpx
 import psutil
 
 from bench.workload import SOURCE, TARGET
+from mtfleet.core import keys
+from mtfleet.core.settings import default_pool
 from mtfleet.producer.localfleet import LocalFleet
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,6 +97,13 @@ def _pythonpath() -> str:
 @dataclass
 class BenchFleet:
     fleet: LocalFleet
+
+    @property
+    def bulk_queue(self) -> str:
+        """The broker queue of the worker's pool that carries bulk chunks."""
+        env = self.fleet.env
+        pool = env.get("MT_POOL") or default_pool(env.get("MT_ENGINE", "apertium"))
+        return keys.queue(pool, "bulk")
 
     @property
     def api_url(self) -> str:

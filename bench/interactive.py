@@ -42,7 +42,6 @@ from bench.loadgen import poisson_stream
 from bench.report import Check, Outcome
 from bench.run_context import Context
 from bench.workload import SOURCE, TARGET, interactive_requests, segments
-from mtfleet.core import keys
 from mtfleet.core.settings import Settings
 
 RATE_PER_S = 8.0
@@ -74,7 +73,9 @@ async def _phase(
         task = None
         if stream is not None:
             task = asyncio.create_task(
-                poisson_stream(http, stream, rate_per_s=RATE_PER_S, duration_s=window_s, seed=seed)
+                poisson_stream(
+                    fleet.api_url, stream, rate_per_s=RATE_PER_S, duration_s=window_s, seed=seed
+                )
             )
         await asyncio.sleep(window_s)
         done1, t1 = await _done(http, job_ids), time.monotonic()
@@ -99,7 +100,7 @@ def _queue_len(fleet: BenchFleet) -> int:
     """Chunks waiting in the broker's bulk queue."""
     r = redis.Redis.from_url(fleet.fleet.redis_url or "")
     try:
-        return int(r.llen(keys.queue("bulk")))
+        return int(r.llen(fleet.bulk_queue))
     finally:
         r.close()
 

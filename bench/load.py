@@ -39,7 +39,6 @@ import redis
 from bench.fleet import BenchFleet, cost_env, process_tree, running_fleet
 from bench.loadgen import latency_summary
 from bench.workload import SHORT, SOURCE, TARGET, sentence
-from mtfleet.core import keys
 
 MIB = 1 << 20
 ROUTES = ("translate", "jobs", "status")
@@ -190,7 +189,12 @@ class Client:
 
 
 async def _sample(
-    report: LoadReport, pids: dict[str, int], redis_url: str, stop: asyncio.Event, every_s: float
+    report: LoadReport,
+    pids: dict[str, int],
+    redis_url: str,
+    queue: str,
+    stop: asyncio.Event,
+    every_s: float,
 ) -> None:
     """Every ``every_s``: RSS of each component and the bulk queue's depth (from a thread)."""
     r = redis.Redis.from_url(redis_url)
@@ -199,7 +203,7 @@ async def _sample(
         for name, pid in pids.items():
             report.rss_mib.setdefault(name, []).append(tree_rss(pid))
         with contextlib.suppress(redis.RedisError):
-            report.max_bulk_queue = max(report.max_bulk_queue, int(r.llen(keys.queue("bulk"))))
+            report.max_bulk_queue = max(report.max_bulk_queue, int(r.llen(queue)))
 
     try:
         while True:
@@ -220,6 +224,7 @@ async def run_clients(
     duration_s: float,
     pids: dict[str, int],
     redis_url: str,
+    bulk_queue: str,
     seed: int = 0,
     sample_every_s: float = 2.0,
 ) -> LoadReport:
@@ -229,7 +234,9 @@ async def run_clients(
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     timeout = httpx.Timeout(60.0, connect=30.0)
     stop = asyncio.Event()
-    sampler = asyncio.create_task(_sample(report, pids, redis_url, stop, sample_every_s))
+    sampler = asyncio.create_task(
+        _sample(report, pids, redis_url, bulk_queue, stop, sample_every_s)
+    )
     async with httpx.AsyncClient(base_url=api_url, limits=limits, timeout=timeout) as http:
         t0 = time.monotonic()
         deadline = t0 + duration_s
@@ -252,6 +259,7 @@ def run_on(fleet: BenchFleet, *, clients: int, duration_s: float, seed: int = 0)
             duration_s=duration_s,
             pids=pids,
             redis_url=redis_url,
+            bulk_queue=fleet.bulk_queue,
             seed=seed,
         )
     )

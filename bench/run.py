@@ -25,7 +25,9 @@ from bench.cache_hits import cache
 from bench.efficiency import fleet_efficiency, naive_baseline
 from bench.fleet import ROOT
 from bench.interactive import interactive_under_load
+from bench.openai_engine import openai_engine
 from bench.overhead import overhead
+from bench.plan_check import plan_check
 from bench.projection import projection
 from bench.report import Outcome, ScenarioRun, print_table, write_json
 from bench.run_context import Context
@@ -38,6 +40,8 @@ SCENARIOS: dict[str, Callable[[Context], Outcome]] = {
     "overhead": overhead,
     "cache": cache,
     "projection": projection,
+    "openai_engine": openai_engine,
+    "plan_check": plan_check,
 }
 DEFAULT_OUT = ROOT / "bench" / "results" / "latest.json"
 

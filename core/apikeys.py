@@ -14,6 +14,8 @@ are atomic in Redis, so any number of API processes share one budget per key.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import math
@@ -21,7 +23,7 @@ import secrets
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import redis
 import redis.asyncio
@@ -45,6 +47,35 @@ _USAGE_TTL_S = 2 * _DAY_S
 #: What an unknown key's secret is compared with (no secret has this digest).
 _UNKNOWN_DIGEST = "0" * 64
 
+#: What a key may do: ``user`` calls the translation API; ``operator`` also reads the fleet's
+#: operations data (``GET /v1/ops``, the panel at ``/ops``).
+Role = Literal["user", "operator"]
+ROLES: tuple[Role, ...] = ("user", "operator")
+#: What a webhook signing secret looks like: ``whsec_`` and the base64 of 24-64 random bytes
+#: (the Standard Webhooks form, what ``standardwebhooks.Webhook`` takes).
+WEBHOOK_SECRET_PREFIX = "whsec_"
+_WEBHOOK_SECRET_BYTES = 32
+
+
+def new_webhook_secret() -> str:
+    return (
+        WEBHOOK_SECRET_PREFIX
+        + base64.b64encode(secrets.token_bytes(_WEBHOOK_SECRET_BYTES)).decode()
+    )
+
+
+def check_webhook_secret(secret: str) -> str:
+    """``secret`` if it is a ``whsec_`` secret of 24-64 bytes, else ValueError."""
+    body = secret.removeprefix(WEBHOOK_SECRET_PREFIX)
+    try:
+        raw = base64.b64decode(body, validate=True)
+    except (binascii.Error, ValueError):
+        raw = b""
+    if not secret.startswith(WEBHOOK_SECRET_PREFIX) or not 24 <= len(raw) <= 64:
+        raise ValueError("a webhook secret is whsec_ followed by the base64 of 24-64 bytes")
+    return secret
+
+
 # The rate check is a GCRA (core/lua/key_rate.lua): one stored number per key, the theoretical
 # arrival time of the next request; a request may come ``burst`` intervals early. The charge
 # checks and counts in one step (core/lua/key_charge.lua).
@@ -61,9 +92,13 @@ class ApiKey(BaseModel):
     storage_mb: int | None = Field(
         None, description="MiB the key may keep in Redis; None: MT_KEY_STORAGE_MB."
     )
+    role: Role = Field("user", description="user, or operator: may also read /v1/ops.")
     revoked: bool = False
     revoked_at: float | None = None
     secret_sha256: str = Field("", exclude=True, repr=False)
+    webhook_secret: str = Field(
+        "", exclude=True, repr=False, description="Signs the key's webhooks ('' : none yet)."
+    )
 
 
 def parse_token(token: str) -> tuple[str, str] | None:
@@ -109,9 +144,11 @@ def _parse(raw: dict[str, str]) -> ApiKey:
         chars_per_day=int(chars) if chars else None,
         rate=float(rate) if rate else None,
         storage_mb=int(storage) if storage else None,
+        role="operator" if raw.get("role") == "operator" else "user",  # keys made before roles
         revoked=raw.get("revoked") == "1",
         revoked_at=float(revoked_at) if revoked_at else None,
         secret_sha256=raw.get("secret_sha256", ""),
+        webhook_secret=raw.get("webhook_secret", ""),
     )
 
 
@@ -148,6 +185,14 @@ class Storage:
             storage_bytes=self.limit,
             stored_bytes=used,
         )
+
+    def recent_jobs(self, limit: int, now: float | None = None) -> list[str]:
+        """Ids of the key's jobs whose data has not expired, newest first (at most ``limit``).
+        The quota's sorted set is the key's index of its jobs: a job is scored when its data
+        expires (its creation time + ``MT_RESULT_TTL_S``), a live glossary +inf (left out)."""
+        now = time.time() if now is None else now
+        ids = self.r.zrevrangebyscore(self.redis_keys()[0], "(inf", f"({now}", start=0, num=limit)
+        return [str(i) for i in ids]
 
     def release(self, member: str) -> None:
         self._release(keys=list(self.redis_keys()), args=[member])
@@ -204,8 +249,12 @@ class KeyStore:
         chars_per_day: int | None = None,
         rate: float | None = None,
         storage_mb: int | None = None,
+        role: str = "user",
     ) -> tuple[ApiKey, str]:
         """A new key and its token (shown once: only the secret's sha256 is stored)."""
+        if role not in ROLES:
+            raise InvalidInput(f"a key's role is one of {', '.join(ROLES)}, not {role!r}")
+        checked_role: Role = "operator" if role == "operator" else "user"
         name = name.strip()
         if not name or len(name) > 64 or not name.isprintable():
             raise InvalidInput("a key name is 1-64 printable characters")
@@ -224,14 +273,18 @@ class KeyStore:
             chars_per_day=chars_per_day,
             rate=rate,
             storage_mb=storage_mb,
+            role=checked_role,
             secret_sha256=_digest(secret),
+            webhook_secret=new_webhook_secret(),
         )
         fields = [
             *("id", key.id, "name", key.name, "created_at", repr(key.created_at)),
             *("chars_per_day", "" if chars_per_day is None else str(chars_per_day)),
             *("rate", "" if rate is None else repr(rate)),
             *("storage_mb", "" if storage_mb is None else str(storage_mb)),
+            *("role", key.role),
             *("revoked", "0", "secret_sha256", key.secret_sha256),
+            *("webhook_secret", key.webhook_secret),
         ]
         pipe = self.r.pipeline(transaction=True)
         pipe.hset(keys.api_key(key_id), items=fields)
@@ -267,6 +320,37 @@ class KeyStore:
         self.r.hset(keys.api_key(key_id), items=["revoked", "1", "revoked_at", self._wall()])
         self._cache.pop(key_id, None)
         return self.get(key_id)
+
+    def rotate_webhook_secret(self, key_id: str, *, keep_old_s: float = 0) -> str | None:
+        """A new webhook signing secret for the key (None: no such key). For ``keep_old_s``
+        seconds webhooks carry a signature by the previous secret too (the spec's space-separated
+        list), so receivers can switch over without missing an event."""
+        if not is_key_id(key_id) or not self.r.exists(keys.api_key(key_id)):
+            return None
+        old = str(self.r.hget(keys.api_key(key_id), "webhook_secret") or "")
+        secret = new_webhook_secret()
+        fields: list[Any] = ["webhook_secret", secret]
+        if old and keep_old_s > 0:
+            fields += ["webhook_secret_previous", old]
+            fields += ["webhook_secret_previous_until", repr(self._wall() + keep_old_s)]
+        pipe = self.r.pipeline(transaction=True)
+        pipe.hdel(keys.api_key(key_id), "webhook_secret_previous", "webhook_secret_previous_until")
+        pipe.hset(keys.api_key(key_id), items=fields)
+        pipe.execute()
+        self._cache.pop(key_id, None)
+        return secret
+
+    def webhook_secrets(self, key_id: str) -> list[str]:
+        """The secrets a webhook of the key is signed with now: its own, and the previous one
+        while a rotation's grace period lasts (none: the key is gone or has no secret)."""
+        current, previous, until = self.r.hmget(
+            keys.api_key(key_id),
+            ["webhook_secret", "webhook_secret_previous", "webhook_secret_previous_until"],
+        )
+        found = [str(current)] if current else []
+        if previous and until and float(until) > self._wall():
+            found.append(str(previous))
+        return found
 
     def delete(self, key_id: str) -> None:
         """Forget a key entirely (``mtfleet keys delete``, after deleting its glossaries:

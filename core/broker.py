@@ -14,17 +14,16 @@ from kombu import Queue
 
 from mtfleet.core import keys
 from mtfleet.core.models import ChunkMessage
-from mtfleet.core.redis_conn import split_tls
+from mtfleet.core.redis_conn import kombu_broker
 from mtfleet.core.settings import Settings
 
 
 def make_celery(settings: Settings, name: str = "mtfleet") -> Celery:
-    # TLS options go in broker_use_ssl, not the URL: kombu alone would not verify a rediss://
-    # server, and Flower's broker view reads only broker_use_ssl (core.redis_conn.split_tls).
-    broker_url, tls = split_tls(settings.redis_url)
-    app = Celery(name, broker=broker_url, set_as_current=False)
+    # TLS options in broker_use_ssl, a Sentinel URL as kombu's own (core.redis_conn.kombu_broker)
+    broker = kombu_broker(settings.redis_url)
+    app = Celery(name, broker=broker.url, set_as_current=False)
     app.conf.update(
-        broker_use_ssl=tls or False,
+        broker_use_ssl=broker.use_ssl or False,
         # JSON only: no pickle anywhere, so a message can never run code. A worker refuses a
         # message in another format before decoding it (tests/integration/test_redis_security).
         task_serializer="json",
@@ -35,9 +34,12 @@ def make_celery(settings: Settings, name: str = "mtfleet") -> Celery:
         # Results live in our job store; Celery's result backend is not used.
         task_ignore_result=True,
         result_backend=None,
-        task_queues=[Queue(keys.queue(lane)) for lane in keys.LANES],
-        task_default_queue=keys.queue("bulk"),
-        task_create_missing_queues=False,
+        # A queue per pool and lane; pools come and go, so a queue is made when first used
+        # (the API sends to the queue of the pool it routed a job to; a worker consumes its
+        # pool's, given by name on its command line).
+        task_queues=[Queue(keys.queue(settings.pool_name, lane)) for lane in keys.LANES],
+        task_default_queue=keys.queue(settings.pool_name, "bulk"),
+        task_create_missing_queues=True,
         # At-least-once: ack after the chunk is done; a lost worker's chunk comes back.
         task_acks_late=True,
         task_reject_on_worker_lost=True,
@@ -49,6 +51,7 @@ def make_celery(settings: Settings, name: str = "mtfleet") -> Celery:
         # expired chunks every restore_interval_s (kombu's own default scans only every tenth
         # sweep: ~100 s); a dead worker's come back through the reconciler's rescue.
         broker_transport_options={
+            **broker.transport_options,
             "visibility_timeout": settings.visibility_timeout_s,
             "unacked_restore_interval": settings.restore_interval_s,
             "unacked_restore_throttle": 1,
@@ -72,7 +75,7 @@ def make_celery(settings: Settings, name: str = "mtfleet") -> Celery:
 def send_chunk(
     app: Celery, msg: ChunkMessage, *, payload: str | None = None, producer: Any = None
 ) -> str:
-    """Publish one chunk on its lane's queue; returns the task id, which starts with
+    """Publish one chunk on its pool's queue of its lane; returns the task id, which starts with
     :func:`core.keys.task_id_prefix` so the reconciler can find the chunk among broker
     messages.
 
@@ -81,12 +84,15 @@ def send_chunk(
     text kept in the ledger and sent, and the worker parses it in one call
     (``model_validate_json``) rather than through kombu's per-object JSON hook and a model built
     from dicts (measured: 1.8 µs per segment less, API and worker together)."""
+    if msg.pool is None:
+        # only a chunk queued before pools existed: its ledger entry names no pool
+        raise ValueError(f"chunk {msg.chunk} of job {msg.job_id} names no pool")
     task_id = keys.task_id(msg.job_id, msg.chunk, uuid.uuid4().hex[:12])
     app.send_task(
         keys.TRANSLATE_TASK,
         args=[payload if payload is not None else msg.model_dump_json()],
         task_id=task_id,
-        queue=keys.queue(msg.lane.value),
+        queue=keys.queue(msg.pool, msg.lane.value),
         producer=producer,
         # Flower shows this instead of customer text.
         argsrepr=f"({msg.summary()})",

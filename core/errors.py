@@ -38,6 +38,20 @@ class UnsupportedLanguage(InvalidInput):
     code = "unsupported_language"
 
 
+class TooLarge(InvalidInput):
+    """A request carries more than one request may (more texts than a drop-in surface takes:
+    HTTP 413 there, 422 on /v1)."""
+
+    code = "too_large"
+
+
+class UnknownPool(InvalidInput):
+    """A job names a pool the fleet does not have, or one that does not serve its pair or
+    its LoRA adapter (HTTP 422, listing what there is)."""
+
+    code = "unknown_pool"
+
+
 class IdempotencyConflict(MTError):
     """An Idempotency-Key was reused with a different request body (HTTP 409)."""
 
@@ -62,6 +76,14 @@ class JobNotFinished(MTError):
     code = "job_not_finished"
 
 
+class StillTranslating(JobNotFinished):
+    """A synchronous drop-in request (DeepL's /v2/translate, LibreTranslate's /translate) waited
+    its deadline and its job is still running (``retry_after`` s); the same request sent again
+    joins the job (DeepL: HTTP 429, which its clients retry; LibreTranslate: 503)."""
+
+    code = "still_translating"
+
+
 class Unavailable(MTError):
     """A backing service (Redis, the broker) cannot take the request now (HTTP 503)."""
 
@@ -73,6 +95,14 @@ class Unavailable(MTError):
         log, the client gets a plain sentence."""
         _log.warning("%s unavailable: %s", what, exc)
         return cls(f"{what} is unavailable; retry shortly")
+
+
+class NotReplicated(Unavailable):
+    """A new job was not confirmed on the replicas ``MT_REDIS_MIN_REPLICAS`` asks for in time
+    (HTTP 503): it was not accepted, so a failover cannot lose a job the client was told
+    exists."""
+
+    code = "not_replicated"
 
 
 class EngineError(MTError):
@@ -129,6 +159,13 @@ class Unauthorized(MTError):
     """No API key, or one that is unknown, malformed or revoked (HTTP 401)."""
 
     code = "unauthorized"
+
+
+class Forbidden(MTError):
+    """A valid API key without the role a route needs (HTTP 403): ``/v1/ops`` is for operator
+    keys."""
+
+    code = "forbidden"
 
 
 class RateLimited(MTError):

@@ -19,9 +19,8 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
-import anyio.to_thread
 import redis
 
 from mtfleet.core import keys
@@ -96,10 +95,13 @@ class CompletionWaiter:
         self._listener.stop()
         self._wake_all()
 
-    async def wait_async(self, job_id: str, is_final: Callable[[], bool], timeout: float) -> bool:
-        """Wait until ``is_final()`` is true or ``timeout`` passes; returns the last check. The
-        request holds no thread while it waits (only the short status reads run in the thread
-        pool), so thousands of requests can wait at once without starving the pool."""
+    async def wait_async(
+        self, job_id: str, is_final: Callable[[], Awaitable[bool]], timeout: float
+    ) -> bool:
+        """Wait until ``await is_final()`` is true or ``timeout`` passes; returns the last
+        check. The request holds no thread while it waits, and its status reads run on the
+        event loop (an asyncio Redis client): thousands of requests can wait at once, and a
+        wait costs no thread-pool hop."""
         loop = asyncio.get_running_loop()
         woken = asyncio.Event()
         deadline = time.monotonic() + timeout
@@ -108,7 +110,7 @@ class CompletionWaiter:
             self._loops[id(woken)] = loop
         try:
             while True:
-                if await anyio.to_thread.run_sync(is_final):
+                if await is_final():
                     return True
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:

@@ -26,10 +26,18 @@ TRANSLATE_TASK = "mtfleet.translate_chunk"
 
 LANES = ("interactive", "bulk")
 
+#: What a pool's name looks like: it becomes part of queue names, Redis keys and metric labels.
+_POOL = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
 
-def queue(lane: str) -> str:
-    """Celery queue (a Redis list on the broker) that carries a lane's chunks."""
-    return f"mt.{lane}"
+
+def is_pool(name: str) -> bool:
+    """Whether ``name`` can name a pool (lowercase letters, digits, ``-`` and ``_``; 1-32)."""
+    return _POOL.fullmatch(name) is not None
+
+
+def queue(pool: str, lane: str) -> str:
+    """Celery queue (a Redis list on the broker) that carries one pool's chunks of one lane."""
+    return f"mt.{pool}.{lane}"
 
 
 def job(job_id: str) -> str:
@@ -63,6 +71,8 @@ def job_all(job_id: str) -> list[str]:
         job_chunks(job_id),
         job_document(job_id),
         job_rendered(job_id),
+        document_access(job_id),
+        webhook(job_id),  # its event, delivered or not: a purged job's end is nobody's news
     ]
 
 
@@ -100,9 +110,17 @@ def job_phrases(job_id: str) -> str:
     return f"{PREFIX}cache:job:{job_id}"
 
 
-#: Hash: "src:tgt" -> JSON {engine, model, fingerprint, updated}. Survives worker shutdown so a
-#: fleet that scaled to zero still accepts jobs (they wait in the queue).
-PAIRS = f"{PREFIX}pairs"
+#: Hash: pool name -> JSON :class:`~mtfleet.core.registry.PoolInfo` (engine, model, phrase-cache
+#: fingerprints, lanes, when a worker of the pool last beat). Rewritten at every heartbeat; never
+#: expires, so a pool scaled to zero still takes jobs (they wait in its queues) until an operator
+#: forgets it (``mtfleet pools forget``).
+POOLS = f"{PREFIX}pools"
+
+
+def pool_pairs(pool: str) -> str:
+    """Set: the pairs a pool's workers have served, as ``"src:tgt"`` (kept like :data:`POOLS`)."""
+    return f"{PREFIX}pool:{pool}:pairs"
+
 
 #: Set of worker instances (one per process) that may hold broker messages; liveness is the
 #: per-instance key below.
@@ -133,23 +151,37 @@ def unacked_mutex(instance: str) -> str:
 #: Pub/sub channel: a job id is published here once, when the job reaches a final state.
 JOB_DONE_CHANNEL = f"{PREFIX}events:job-done"
 
+
+def webhook(job_id: str) -> str:
+    """Hash: the webhook event of a job that carries a ``callback_url``, written by the script
+    that makes the job final (lib.lua ``outbox_add``): its webhook-id, type, a snapshot of the
+    job (``job.<field>``), the body once built (sent byte for byte on every attempt), the
+    delivery state and attempts. No expiry while it is pending; kept ``MT_RESULT_TTL_S`` after
+    it is delivered or given up, so it outlives the job's own keys when those expire first. A
+    purge deletes it with the job (``job_all``), delivered or not."""
+    return f"{PREFIX}webhook:{job_id}"
+
+
+#: Sorted set: job id -> when its webhook event's next attempt is due (the outbox). A deliverer
+#: that claims an event moves it to the end of its lease, so one that dies mid-attempt leaves it
+#: due again (core/lua/webhook_claim.lua); it leaves when delivered or given up.
+WEBHOOKS_DUE = f"{PREFIX}webhooks:due"
+
 #: List: chunks that exhausted their deliveries, as JSON {job_id, chunk, reason, at}.
 DEAD_LETTER = f"{PREFIX}dead-letter"
 
 
-def active(lane: str) -> str:
-    """Sorted set: the lane's unfinished jobs, scored by creation time (what the reconciler
-    scans for lost chunks)."""
-    return f"{PREFIX}active:{lane}"
+def active(pool: str, lane: str) -> str:
+    """Sorted set: the unfinished jobs of one pool and lane, scored by creation time (what the
+    reconciler scans for lost chunks)."""
+    return f"{PREFIX}active:{pool}:{lane}"
 
 
-ACTIVE_KEYS = [f"{PREFIX}active:{lane}" for lane in LANES]
-
-
-def lane_started(lane: str) -> str:
-    """String: the newest ``enqueued_at`` of any chunk first started on the lane (a chunk
-    enqueued well before it has been fetched at least once: the queue is first in, first out)."""
-    return f"{PREFIX}lane:{lane}:started"
+def lane_started(pool: str, lane: str) -> str:
+    """String: the newest ``enqueued_at`` of any chunk first started from the pool's lane queue
+    (a chunk enqueued well before it has been fetched at least once: the queue is first in,
+    first out)."""
+    return f"{PREFIX}lane:{pool}:{lane}:started"
 
 
 #: Hash: "job_id:chunk" -> when the reconciler first found the chunk in neither the queue nor a
@@ -175,7 +207,9 @@ API_KEYS = f"{PREFIX}apikeys"
 
 def api_key(key_id: str) -> str:
     """Hash: one API key: name, sha256 of its secret (never the secret), created_at,
-    chars_per_day, rate, revoked."""
+    chars_per_day, rate, storage_mb, role (user or operator), revoked; its webhook signing
+    secret (``whsec_...``, kept as it is: it signs) and, for a while after a rotation, the
+    previous one and until when it still signs."""
     return f"{PREFIX}apikey:{key_id}"
 
 
@@ -213,3 +247,23 @@ def glossaries(owner: str) -> str:
     """Sorted set: the live glossary ids of an API key ('' : made with MT_AUTH=off), scored by
     creation time."""
     return f"{PREFIX}glossaries:{owner or '-'}"
+
+
+def document_access(job_id: str) -> str:
+    """Hash (expires with the job): what reads a document job without the API key that made
+    it: ``token``, the secret of DeepL's ``document_key`` and of LibreTranslate's download
+    link, and ``chars``, the characters billed for it."""
+    return f"{PREFIX}docaccess:{job_id}"
+
+
+def glossary_set(set_id: str) -> str:
+    """Hash: a multilingual glossary (DeepL's v3 glossaries): ``name``, ``owner``,
+    ``created_at``, and per language pair ``dict:<source>:<target>`` -> the id of the glossary
+    (:func:`glossary`) that holds that dictionary's entries."""
+    return f"{PREFIX}glossaryset:{set_id}"
+
+
+def glossary_sets(owner: str) -> str:
+    """Sorted set: the multilingual glossary ids of an API key ('' : MT_AUTH=off), scored by
+    creation time."""
+    return f"{PREFIX}glossarysets:{owner or '-'}"

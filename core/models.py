@@ -69,11 +69,18 @@ class ChunkMessage(BaseModel):
     glossary_version: str | None = None
     # whose phrase-cache entries the chunk reads and writes (the API key; None: shared)
     cache_scope: str | None = None
+    # the pool whose queues carry the chunk (the API routed the job's pair to it), and the
+    # LoRA adapter the job named (vLLM pools), if any
+    pool: str | None = None
+    adapter: str | None = None
 
     def summary(self) -> str:
         """Short description shown in Flower instead of customer text."""
         n = sum(len(s.indices) for s in self.segments)
-        return f"job={self.job_id} chunk={self.chunk} {self.source}->{self.target} segments={n}"
+        return (
+            f"job={self.job_id} chunk={self.chunk} {self.source}->{self.target} "
+            f"pool={self.pool} segments={n}"
+        )
 
 
 class Finding(StrEnum):

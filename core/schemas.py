@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import re
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -23,6 +24,8 @@ from pydantic import (
 from mtfleet.core.models import JobStatus, Lane, Progress
 
 LangCode = Annotated[str, StringConstraints(min_length=2, max_length=16)]
+PoolName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$")]
+AdapterName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][\w.-]{0,63}$")]
 
 # Characters that never belong in text to translate (422 naming the text and the code point):
 # NUL and the C0/C1 controls (Unicode category Cc) other than tab, newline and carriage return;
@@ -65,6 +68,36 @@ def check_text(text: str, index: int) -> str:
     return text
 
 
+def check_callback_url(url: str | None) -> str | None:
+    """A ``callback_url`` must be an absolute http(s) URL with a host (where it points is
+    checked by the API: :mod:`mtfleet.api.webhooks.targets`)."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("callback_url must be an absolute http:// or https:// URL with a host")
+    try:
+        parts.port  # noqa: B018 - raises on a port that is not a number in range
+    except ValueError as exc:
+        raise ValueError(f"callback_url has a bad port: {exc}") from None
+    if any(c.isspace() or ord(c) < 0x20 for c in url):
+        raise ValueError("callback_url must not contain whitespace or control characters")
+    return url
+
+
+CallbackUrl = Annotated[
+    str | None,
+    Field(
+        max_length=2048,
+        description="An http(s) URL that gets one signed POST when the job is final (Standard "
+        "Webhooks: job.succeeded, job.partial, job.failed or job.cancelled; see "
+        "docs/webhooks.md). Private and loopback addresses are refused unless the operator "
+        "allows them (MT_WEBHOOK_ALLOW_PRIVATE).",
+        examples=["https://shop.example.com/hooks/mtfleet"],
+    ),
+]
+
+
 class TextsIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -83,6 +116,17 @@ class TextsIn(BaseModel):
         max_length=64,
         description="A glossary (/v1/glossaries) for this language pair: its terms come out as "
         "the glossary says and its protected terms untranslated, in their canonical casing.",
+    )
+    pool: PoolName | None = Field(
+        None,
+        description="The pool (a group of workers running one engine and model) to translate "
+        "with; it must serve the pair. Default: the fleet's route for the pair (MT_ROUTES).",
+        examples=["apertium"],
+    )
+    adapter: AdapterName | None = Field(
+        None,
+        description="A LoRA adapter the pool's vLLM workers serve (MT_LORA_ADAPTERS) to "
+        "translate with instead of the base model.",
     )
 
     @field_validator("texts")
@@ -150,6 +194,9 @@ class JobCreate(TextsIn):
         description="interactive (latency first) or bulk (throughput first). Default: "
         "interactive for small jobs, bulk for large ones.",
     )
+    callback_url: CallbackUrl = None
+
+    _callback = field_validator("callback_url")(check_callback_url)
 
     @field_validator("texts")
     @classmethod
@@ -167,6 +214,15 @@ class TranslateCreate(TextsIn):
     timeout: float | None = Field(
         None, gt=0, le=300, description="Seconds to wait before answering 202 with the job id."
     )
+    callback_url: str | None = Field(
+        None,
+        max_length=2048,
+        description="Like a job's: a request with a callback_url always makes a job (even when "
+        "the phrase cache answers every text), whose final state is POSTed there, whether the "
+        "answer was 200 or 202.",
+    )
+
+    _callback = field_validator("callback_url")(check_callback_url)
 
 
 class ChunksPublic(BaseModel):
@@ -181,12 +237,34 @@ class ChunksPublic(BaseModel):
     )
 
 
+WebhookState = Literal["waiting", "pending", "delivered", "gone", "failed"]
+
+
+class WebhookPublic(BaseModel):
+    """Where a job's webhook stands: ``waiting`` (the job is not final), ``pending`` (being
+    sent, or waiting for its next attempt), ``delivered`` (a 2xx), ``gone`` (the receiver
+    answered 410: no more attempts) or ``failed`` (given up: MT_WEBHOOK_RETRY_FOR_S passed)."""
+
+    url: str
+    state: WebhookState
+    id: str | None = Field(None, description="The webhook-id header, the same on every attempt.")
+    type: str | None = Field(None, description="The event: job.succeeded, job.partial, ...")
+    attempts: int = 0
+    last_attempt_at: float | None = None
+    last_status: int | None = Field(None, description="The HTTP status of the last attempt.")
+    last_error: str | None = Field(None, description="What went wrong with the last attempt.")
+    next_attempt_at: float | None = None
+    delivered_at: float | None = None
+
+
 class JobPublic(BaseModel):
     id: str
     status: JobStatus
     lane: Lane
     source_lang: str
     target_lang: str
+    pool: str | None = Field(None, description="The pool whose workers translate the job.")
+    adapter: str | None = Field(None, description="The LoRA adapter the job named.")
     progress: Progress
     cached: int = Field(description="Segments answered from the phrase cache at submission.")
     created_at: float
@@ -202,11 +280,62 @@ class JobPublic(BaseModel):
     work: ChunksPublic | None = Field(
         None, description="Unfinished jobs (GET /v1/jobs/{id}): where their chunks are."
     )
+    callback_url: str | None = Field(None, description="Where the job's final state is POSTed.")
+    webhook: WebhookPublic | None = Field(
+        None, description="A job with a callback_url (GET /v1/jobs/{id}): its webhook's attempts."
+    )
 
     @property
     def final(self) -> bool:
         """The job will not change any more (succeeded, partial, failed or cancelled)."""
         return self.status.final
+
+
+class JobSummaryPublic(JobPublic):
+    """A job in a list of jobs (``GET /v1/jobs``)."""
+
+    document_name: str | None = Field(None, description="A document job's file name.")
+
+
+class JobListPublic(BaseModel):
+    jobs: list[JobSummaryPublic] = Field(description="Newest first.")
+
+
+class JobLinks(BaseModel):
+    """Where to read more about a job, relative to the API's base URL."""
+
+    job: str
+    result: str
+    events: str
+    document: str | None = None
+
+    @classmethod
+    def of(cls, job_id: str, document: bool) -> JobLinks:
+        base = f"/v1/jobs/{job_id}"
+        return cls(
+            job=base,
+            result=f"{base}/result",
+            events=f"{base}/events",
+            document=f"{base}/document" if document else None,
+        )
+
+
+class JobEventData(JobPublic):
+    """A job in an event (a webhook's ``data``, an event stream's ``data``): its public fields
+    and links."""
+
+    links: JobLinks
+
+
+WebhookEventType = Literal["job.succeeded", "job.partial", "job.failed", "job.cancelled"]
+
+
+class WebhookEvent(BaseModel):
+    """The body of a webhook POST (the Standard Webhooks payload shape)."""
+
+    type: WebhookEventType
+    timestamp: str = Field(description="When the job became final (ISO 8601, UTC).")
+    data: JobEventData
 
 
 class SegmentError(BaseModel):
@@ -258,9 +387,23 @@ class TranslatePublic(BaseModel):
 class PairPublic(BaseModel):
     source: str
     target: str
+    pool: str = Field(description="The pool that serves the pair (a pair may have several).")
     engine: str
     model: str
-    live: bool = Field(description="A live worker serves this pair right now.")
+    live: bool = Field(description="A live worker of the pool serves this pair right now.")
+    routed: bool = Field(
+        description="The pool a job for this pair goes to when it names none (MT_ROUTES)."
+    )
+
+
+class PoolPublic(BaseModel):
+    name: str
+    engine: str
+    model: str
+    pairs: int = Field(description="Language pairs the pool serves.")
+    live_workers: int = Field(description="Workers of the pool with a fresh heartbeat.")
+    lanes: list[str] = Field(description="Lanes its live workers consume.")
+    adapters: list[str] = Field(default_factory=list, description="LoRA adapters it serves.")
 
 
 class LanguagePublic(BaseModel):
@@ -271,6 +414,7 @@ class LanguagePublic(BaseModel):
 class LanguagesPublic(BaseModel):
     pairs: list[PairPublic]
     languages: list[LanguagePublic]
+    pools: list[PoolPublic] = Field(default_factory=list)
 
 
 class LimitsPublic(BaseModel):

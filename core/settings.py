@@ -10,12 +10,98 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 _PLUGIN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+#: The engines mtfleet ships (workers/engines/); anything else is a plugin (module:Class).
+ENGINES = frozenset({"vllm", "openai", "transformers", "apertium"})
+
+#: Settings the vLLM engine sets from a first-class MT_* setting: not through MT_VLLM_ARGS.
+VLLM_OWNED_ARGS = {
+    "model": "MT_MODEL",
+    "tensor_parallel_size": "MT_TENSOR_PARALLEL_SIZE (mtfleet worker --tp)",
+    "pipeline_parallel_size": "MT_PIPELINE_PARALLEL_SIZE (mtfleet worker --pp)",
+    "dtype": "MT_DTYPE",
+    "seed": "MT_SEED",
+    "trust_remote_code": "MT_TRUST_REMOTE_CODE",
+    "gpu_memory_utilization": "MT_GPU_MEMORY_UTILIZATION",
+    "enforce_eager": "MT_ENFORCE_EAGER",
+    "max_model_len": "MT_MAX_MODEL_LEN",
+    "max_num_batched_tokens": "MT_MAX_STEP_TOKENS",
+    "max_num_seqs": "MT_MAX_SEQS",
+    "quantization": "MT_QUANTIZATION",
+    "kv_cache_dtype": "MT_KV_CACHE_DTYPE",
+    "enable_prefix_caching": "MT_ENABLE_PREFIX_CACHING",
+    "enable_lora": "MT_LORA_ADAPTERS",
+    "max_loras": "MT_LORA_ADAPTERS",
+    "max_lora_rank": "MT_LORA_ADAPTERS",
+    "scheduling_policy": "(always priority: interactive work first)",
+}
+
+
+def default_pool(engine: str) -> str:
+    """The pool a worker joins when ``MT_POOL`` is not set: its engine's name (a plugin
+    ``module:Class``: the class name, lowercased)."""
+    name = engine.rpartition(":")[2].lower()
+    return re.sub(r"[^a-z0-9_-]", "-", name)[:32] or "default"
+
+
+def _mapping(v: object, what: str) -> object:
+    """``a=b,c=d`` or a JSON object -> dict (anything else is left to pydantic)."""
+    if not isinstance(v, str):
+        return v
+    text = v.strip()
+    if text.startswith("{"):
+        return json.loads(text)
+    out: dict[str, str] = {}
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ValueError(f"{what}: expected name=value items separated by commas, got {part!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def parse_pair(text: str) -> tuple[str, str]:
+    """``"en-es"`` -> ("en", "es"), both codes normalised (ValueError for an unknown one)."""
+    from mtfleet.core import languages
+    from mtfleet.core.errors import UnsupportedLanguage
+
+    src, sep, tgt = text.strip().partition("-")
+    if not sep:
+        src, sep, tgt = text.strip().partition(":")
+    if not sep or not src or not tgt:
+        raise ValueError(f"{text!r} is not a language pair like en-es")
+    try:
+        return languages.normalize(src), languages.normalize(tgt)
+    except UnsupportedLanguage as exc:
+        raise ValueError(f"{text!r}: {exc.message}") from None
+
+
+def route_pattern(text: str) -> str:
+    """A route's pattern, normalised: ``*``, ``src-*``, ``*-tgt`` or ``src-tgt`` (ValueError
+    otherwise). ``-`` separates the two sides; ``zh-Hant`` is written ``zh_Hant`` or with
+    ``:`` (``en:zh-Hant``)."""
+    from mtfleet.core import languages
+    from mtfleet.core.errors import UnsupportedLanguage
+
+    text = text.strip()
+    if text == "*":
+        return "*"
+    sep = ":" if ":" in text else "-"
+    src, found, tgt = text.partition(sep)
+    if not found or not src or not tgt:
+        raise ValueError(f"route {text!r}: use *, src-*, *-tgt or src-tgt (e.g. en-zh)")
+    try:
+        sides = [s if s == "*" else languages.normalize(s.replace("_", "-")) for s in (src, tgt)]
+    except UnsupportedLanguage as exc:
+        raise ValueError(f"route {text!r}: {exc.message}") from None
+    return f"{sides[0]}:{sides[1]}"
 
 
 class Settings(BaseSettings):
@@ -24,15 +110,36 @@ class Settings(BaseSettings):
     # --- Redis -------------------------------------------------------------------------------
     redis_url: str = Field(
         "redis://127.0.0.1:6379/0",
-        description="Job state and Celery broker (durable: AOF, noeviction).",
+        description="Job state and Celery broker (durable: AOF, noeviction). With Redis "
+        "Sentinel: sentinel://[USER:PASSWORD@]HOST:26379,HOST2:26379/0?master=NAME (add "
+        "sentinel_password=... when the Sentinels require one; sentinels:// for TLS, with the "
+        "ssl_* options of rediss://).",
     )
     cache_url: str | None = Field(
         None, description="Phrase cache (may be an allkeys-lru instance). Default: MT_REDIS_URL."
     )
 
+    redis_min_replicas: int = Field(
+        0,
+        ge=0,
+        le=16,
+        description="Replicas that must hold a new job before the API accepts it: the job is "
+        "written, then WAIT-ed for (Redis WAIT); a job fewer replicas confirm within "
+        "MT_REDIS_REPLICA_TIMEOUT_MS is refused with 503 not_replicated. With Sentinel, 1 "
+        "means a failover to a replica cannot lose an accepted job (docs/reliability.md). 0: "
+        "no wait (asynchronous replication).",
+    )
+    redis_replica_timeout_ms: int = Field(
+        1000,
+        ge=1,
+        le=60_000,
+        description="Milliseconds the API waits for MT_REDIS_MIN_REPLICAS to confirm a new job.",
+    )
+
     # --- Redis TLS / remote control ----------------------------------------------------------
-    # TLS options live in a rediss:// URL's query (ssl_ca_certs, ssl_certfile, ssl_keyfile,
-    # ssl_cert_reqs, ssl_check_hostname): checked here, applied by core.redis_conn.split_tls.
+    # TLS options live in a rediss:// (or sentinels://) URL's query (ssl_ca_certs, ssl_certfile,
+    # ssl_keyfile, ssl_cert_reqs, ssl_check_hostname), Sentinel ones in a sentinel:// URL's:
+    # checked here, applied by core.redis_conn.
     worker_remote_control: bool = Field(
         True,
         description="Workers answer Celery remote control (ping, inspect: Flower's worker "
@@ -43,27 +150,88 @@ class Settings(BaseSettings):
     @classmethod
     def _redis_tls(cls, v: str | None) -> str | None:
         if v is not None:
-            from mtfleet.core.redis_conn import split_tls
+            from mtfleet.core.redis_conn import check_url
 
-            split_tls(v)  # raises ValueError on a bad or missing TLS option
+            check_url(v)  # raises ValueError on a bad TLS or Sentinel option
         return v
 
     # --- engine ------------------------------------------------------------------------------
     engine: str = Field(
         "apertium",
-        description="Engine a worker runs: vllm, apertium, or a plugin as module:Class "
-        "(a workers.engines.Engine subclass built with the settings).",
+        description="Engine a worker runs: vllm, openai (an OpenAI-compatible server), "
+        "transformers, apertium, or a plugin as module:Class (a workers.engines.Engine subclass "
+        "built with the settings). docs/engines.md says which for which model and machine.",
     )
     model: str = Field(
-        "tencent/Hunyuan-MT-7B", description="vLLM model name or local path (vllm engine)."
+        "tencent/Hunyuan-MT-7B",
+        description="Model name or local path (vllm, transformers engines); openai engine: the "
+        "model's name at the server (as its /v1/models lists it).",
+    )
+    pool: str | None = Field(
+        None,
+        description="The pool a worker joins (mtfleet worker --pool): it consumes that pool's "
+        "queues, and the API routes a pair to a pool that serves it (MT_ROUTES). Lowercase "
+        "letters, digits, - and _. Default: the engine's name (vllm, apertium; a plugin's class "
+        "name, lowercased).",
+    )
+    pairs: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Language pairs a worker offers, comma-separated (en-es,es-en); a pair its "
+        "engine cannot translate is refused at start-up. Default: every pair the engine "
+        "translates.",
     )
     prompt_style: Literal["auto", "hunyuan", "chat"] = Field(
         "auto",
         description="auto: Hunyuan-MT templates when the model name says hunyuan-mt, else the "
         "model's chat template.",
     )
-    tensor_parallel_size: int = Field(1, ge=1, le=64, description="GPUs per engine (vllm).")
-    dtype: str = Field("auto", description="vLLM dtype (auto, bfloat16, float16, float32).")
+    tensor_parallel_size: int = Field(
+        1, ge=1, le=64, description="GPUs per pipeline stage of an engine (vllm; --tp)."
+    )
+    pipeline_parallel_size: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Pipeline stages of an engine (vllm; --pp): a worker gets tensor x pipeline "
+        "GPUs. For a model that does not fit one GPU's memory even with tensor parallelism, or "
+        "GPUs without a fast link between them.",
+    )
+    quantization: str | None = Field(
+        None,
+        description="vLLM quantization method (awq, awq_marlin, gptq, gptq_marlin, fp8, "
+        "bitsandbytes, compressed-tensors, ...; checked against the installed vLLM at start-up). "
+        "Unset: what the model's config says (a pre-quantized AWQ/GPTQ/FP8 checkpoint is "
+        "detected by vLLM itself); fp8 quantizes bf16 weights when they load.",
+    )
+    kv_cache_dtype: str = Field(
+        "auto",
+        description="vLLM KV-cache dtype (auto: the model's; fp8, fp8_e4m3, fp8_e5m2: half the "
+        "cache memory, so twice the sequences at once; checked against the installed vLLM).",
+    )
+    enable_prefix_caching: bool | None = Field(
+        None,
+        description="vLLM automatic prefix caching: every request of a pair starts with the "
+        "same prompt template, whose KV is then computed once and shared. Unset: vLLM's "
+        "default (on in vLLM's V1 engine).",
+    )
+    lora_adapters: Annotated[dict[str, str], NoDecode] = Field(
+        default_factory=dict,
+        description="LoRA adapters a vLLM worker serves beside its base model, name=path "
+        "(comma-separated, or a JSON object). A job names one (adapter) and is translated "
+        "with it; each adapter has its own phrase-cache fingerprint.",
+    )
+    vllm_args: Annotated[dict[str, Any], NoDecode] = Field(
+        default_factory=dict,
+        description="Any other vLLM engine argument, as a JSON object ("
+        '{"block_size": 32, "cpu_offload_gb": 4}); names vLLM\'s EngineArgs does not have are '
+        "refused at start-up with the list of valid ones; arguments that have an MT_* setting "
+        "must be set there.",
+    )
+    dtype: str = Field(
+        "auto",
+        description="Weights' dtype (auto, bfloat16, float16, float32): vllm, transformers "
+        "(auto: float32 on the CPU, bfloat16 on GPUs that have it, else float16).",
+    )
     max_model_len: int | None = Field(None, gt=0, description="vLLM max_model_len override.")
     max_step_tokens: int | None = Field(
         None,
@@ -73,14 +241,16 @@ class Settings(BaseSettings):
         "near the knee where the two meet (interactive slowdown x weight read / compute per "
         "token, about 260 for a 7B model in bf16 on an H200) bulk loses no throughput and an "
         "interactive request's steps are at most that much slower. Unset: the engine's own "
-        "default (vLLM's is thousands: prefill-heavy steps of 100 ms and more).",
+        "default (vLLM's is thousands: prefill-heavy steps of 100 ms and more). transformers "
+        "engine: padded tokens x beams of one generate call (unset: 8192).",
     )
     max_seqs: int | None = Field(
         None,
         ge=1,
         description="Sequences an engine runs at once (vLLM max_num_seqs). Keep it at most "
         "three quarters of MT_MAX_STEP_TOKENS, so a step always has room to start a new "
-        "request (interactive ones first). Unset: the engine's own default.",
+        "request (interactive ones first). Unset: the engine's own default. transformers "
+        "engine: segments in one generate call (unset: 64).",
     )
     gpu_memory_utilization: float = Field(0.90, gt=0, le=1, description="vLLM memory share.")
     enforce_eager: bool = Field(
@@ -108,6 +278,69 @@ class Settings(BaseSettings):
         gt=0,
         description="Shortest engine deadline, whatever the estimate (never more than a quarter "
         "of the visibility timeout: a chunk's own budget is half of it).",
+    )
+
+    # --- OpenAI-compatible server engine (openai) -------------------------------------------
+    openai_base_url: str | None = Field(
+        None,
+        description="openai engine: the server's OpenAI API base URL, /v1 included (vLLM's "
+        "server, TGI, SGLang, llama.cpp), e.g. http://127.0.0.1:8000/v1.",
+    )
+    openai_api_key: SecretStr | None = Field(
+        None, description="openai engine: the server's API key (sent as a Bearer token)."
+    )
+    openai_concurrency: int = Field(
+        64,
+        ge=1,
+        le=4096,
+        description="openai engine: requests open at the server at once; the worker holds the "
+        "rest, interactive first. Keep it at most what the server runs at once (vLLM "
+        "--max-num-seqs, SGLang --max-running-requests, TGI --max-concurrent-requests, "
+        "llama.cpp --parallel), so no request waits in the server's queue behind bulk work.",
+    )
+    openai_timeout_s: float = Field(
+        120.0,
+        gt=0,
+        description="openai engine: seconds one request may wait for its answer (the worker's "
+        "engine deadline usually ends a slow request sooner).",
+    )
+    openai_retries: int = Field(
+        4,
+        ge=0,
+        le=20,
+        description="openai engine: retries of a request the server answered 429 or 5xx, or "
+        "that could not reach it, with exponential backoff (0.5 s doubling, at most 8 s; a "
+        "Retry-After up to 30 s is followed). Still failing: the server is down (the chunk goes "
+        "back to the queue and the worker reports itself unhealthy); a 500 fails the segment.",
+    )
+    openai_wait_s: float = Field(
+        300.0,
+        ge=0,
+        description="openai engine: seconds a worker's engine (re)start waits for the server to "
+        "answer GET /v1/models (a server still loading its model, or restarting) before it "
+        "gives up.",
+    )
+    openai_tokenizer: str | None = Field(
+        None,
+        description="openai engine: the served model's tokenizer (local folder or Hugging Face "
+        "id) for exact token counts, context checks and max_tokens computed as the vllm engine "
+        "does. Unset: MT_MODEL, or the model root the server reports, when either is a local "
+        "folder; otherwise word-based estimates.",
+    )
+
+    # --- transformers engine -----------------------------------------------------------------
+    device: str = Field(
+        "auto",
+        pattern=r"^(auto|cpu|cuda(:\d+)?)$",
+        description="transformers engine: cuda:N, cpu, or auto (cuda:0 when a GPU is visible, "
+        "else cpu). Each worker of mtfleet worker --gpus sees its own GPUs, numbered from 0.",
+    )
+    num_beams: int | None = Field(
+        None,
+        ge=1,
+        le=16,
+        description="transformers engine: beams of encoder-decoder models (OPUS-MT, NLLB, "
+        "M2M100, MADLAD). Unset: the model's generation config (OPUS-MT's: 4 to 6).",
     )
 
     # --- worker ------------------------------------------------------------------------------
@@ -189,6 +422,14 @@ class Settings(BaseSettings):
     interactive_max_segments: int = Field(
         50, ge=1, description="Jobs up to this many segments default to the interactive lane."
     )
+    routes: Annotated[dict[str, str], NoDecode] = Field(
+        default_factory=dict,
+        description="Which pool a pair goes to where several serve it, pattern=pool "
+        "(comma-separated, or a JSON object): en-zh=hunyuan,en-*=nllb,*=apertium. The most "
+        "specific pattern whose pool serves the pair wins (src-tgt, then src-*, then *-tgt, then "
+        "*); without one, a pool with a live worker, then the first by name. A job that names "
+        "its pool skips this.",
+    )
     max_queue_interactive: int = Field(
         2_000,
         ge=1,
@@ -249,6 +490,108 @@ class Settings(BaseSettings):
     translate_timeout_s: float = Field(
         10.0, gt=0, le=300, description="/v1/translate waits this long before answering 202."
     )
+
+    # --- drop-in surfaces (DeepL v2, LibreTranslate) -------------------------------------------
+    deepl_wait_s: float = Field(
+        8.0,
+        gt=0,
+        le=60,
+        description="Seconds POST /v2/translate waits for its job before answering 429 with "
+        "Retry-After. The official DeepL clients give an attempt 10 s, then send the same "
+        "request again, which joins the same job: keep this under 10.",
+    )
+    libretranslate_wait_s: float = Field(
+        60.0,
+        gt=0,
+        le=600,
+        description="Seconds LibreTranslate's /translate and /translate_file wait for their job "
+        "(LibreTranslate answers synchronously). Past it /translate is 503 (the same request "
+        "sent again joins the job) and /translate_file answers with its download link, which "
+        "waits as long again.",
+    )
+    dropin_retry_window_s: int = Field(
+        600,
+        ge=10,
+        le=7 * 24 * 3600,
+        description="Seconds an identical DeepL or LibreTranslate request (the same API key and "
+        "the same body) joins the job the first one made instead of making another: those "
+        "clients resend a request after a timeout, a 429 or a 5xx without an Idempotency-Key.",
+    )
+
+    # --- webhooks and event streams ----------------------------------------------------------
+    webhook_retry_for_s: int = Field(
+        3 * 24 * 3600,
+        ge=60,
+        description="Seconds a job's webhook is retried after the job became final (at least 24 h "
+        "in production: 86400); then it is given up (state failed).",
+    )
+    webhook_backoff_first_s: float = Field(
+        5.0,
+        gt=0,
+        description="Webhook retries back off with full jitter: the n-th waits a random time up "
+        "to this x 2^(n-1) seconds, capped by MT_WEBHOOK_BACKOFF_MAX_S (a longer Retry-After "
+        "is honoured).",
+    )
+    webhook_backoff_max_s: float = Field(
+        3600.0, gt=0, description="The longest wait between two attempts of a webhook."
+    )
+    webhook_timeout_s: float = Field(
+        15.0,
+        gt=0,
+        le=120,
+        description="Seconds one webhook attempt may take (connect, send, answer); past it the "
+        "attempt failed and is retried.",
+    )
+    webhook_concurrency: int = Field(
+        16, ge=1, le=1024, description="Webhook attempts an API process makes at once."
+    )
+    webhook_poll_s: float = Field(
+        1.0,
+        gt=0,
+        le=60,
+        description="Seconds between an API process's looks at the webhook outbox for events "
+        "that are due.",
+    )
+    webhook_allow_private: bool = Field(
+        False,
+        description="Allow callback URLs that resolve to private, loopback, link-local or other "
+        "non-public addresses (checked at submission and again at each attempt). Tests and "
+        "single-network deployments only.",
+    )
+    webhook_secret: SecretStr | None = Field(
+        None,
+        description="The whsec_ secret that signs webhooks of jobs made with MT_AUTH=off (with "
+        "API keys, each key has its own: mtfleet keys create). Unset: callback_url is refused "
+        "with MT_AUTH=off.",
+    )
+    sse_ping_s: float = Field(
+        15.0,
+        gt=0,
+        le=300,
+        description="Seconds between keep-alive comments on GET /v1/jobs/{id}/events.",
+    )
+    sse_progress_s: float = Field(
+        0.5,
+        ge=0.05,
+        le=60,
+        description="Shortest time between two progress events of a job's event stream (the "
+        "final event is sent at once).",
+    )
+    sse_max_s: float = Field(
+        3600.0,
+        gt=0,
+        description="Seconds an event stream stays open; then it ends and a client reconnects "
+        "with Last-Event-ID.",
+    )
+
+    @field_validator("webhook_secret")
+    @classmethod
+    def _whsec(cls, v: SecretStr | None) -> SecretStr | None:
+        if v is not None:
+            from mtfleet.core.apikeys import check_webhook_secret
+
+            check_webhook_secret(v.get_secret_value())
+        return v
 
     # --- Flower ------------------------------------------------------------------------------
     flower_host: str = Field("127.0.0.1", description="Flower bind address.")
@@ -311,15 +654,91 @@ class Settings(BaseSettings):
     @field_validator("redis_url", "cache_url")
     @classmethod
     def _redis_scheme(cls, v: str | None) -> str | None:
-        if v is not None and not v.startswith(("redis://", "rediss://", "unix://")):
-            raise ValueError("must be a redis://, rediss:// or unix:// URL")
+        schemes = ("redis://", "rediss://", "unix://", "sentinel://", "sentinels://")
+        if v is not None and not v.startswith(schemes):
+            raise ValueError(
+                "must be a redis://, rediss://, unix://, sentinel:// or sentinels:// URL"
+            )
         return v
 
     @field_validator("engine")
     @classmethod
     def _engine_name(cls, v: str) -> str:
-        if v not in {"vllm", "apertium"} and not _PLUGIN.match(v):
-            raise ValueError("must be vllm, apertium or module:Class")
+        if v not in ENGINES and not _PLUGIN.match(v):
+            raise ValueError(f"must be one of {', '.join(sorted(ENGINES))} or module:Class")
+        return v
+
+    @field_validator("openai_base_url")
+    @classmethod
+    def _http_url(cls, v: str | None) -> str | None:
+        if v is not None:
+            if not v.startswith(("http://", "https://")):
+                raise ValueError("must be an http:// or https:// URL (its /v1 included)")
+            v = v.rstrip("/")
+        return v
+
+    @field_validator("pool")
+    @classmethod
+    def _pool_name(cls, v: str | None) -> str | None:
+        from mtfleet.core import keys
+
+        if v is not None and not keys.is_pool(v):
+            raise ValueError(
+                "a pool name is 1-32 lowercase letters, digits, - or _, starting with a letter "
+                "or digit"
+            )
+        return v
+
+    @field_validator("pairs", mode="before")
+    @classmethod
+    def _split_pairs(cls, v: object) -> object:
+        if isinstance(v, str):
+            v = [p for p in v.split(",") if p.strip()]
+        if isinstance(v, list):
+            return ["{}:{}".format(*parse_pair(str(p))) for p in v]
+        return v
+
+    @field_validator("routes", mode="before")
+    @classmethod
+    def _parse_routes(cls, v: object) -> object:
+        from mtfleet.core import keys
+
+        v = _mapping(v, "MT_ROUTES")
+        if not isinstance(v, dict):
+            return v
+        out: dict[str, str] = {}
+        for pattern, pool in v.items():
+            if not isinstance(pool, str) or not keys.is_pool(pool):
+                raise ValueError(f"route {pattern!r}: {pool!r} is not a pool name")
+            out[route_pattern(str(pattern))] = pool
+        return out
+
+    @field_validator("lora_adapters", mode="before")
+    @classmethod
+    def _parse_adapters(cls, v: object) -> object:
+        v = _mapping(v, "MT_LORA_ADAPTERS")
+        if isinstance(v, dict):
+            for name in v:
+                if not re.fullmatch(r"[A-Za-z0-9][\w.-]{0,63}", str(name)):
+                    raise ValueError(
+                        f"adapter name {name!r}: 1-64 letters, digits, '.', '-' or '_'"
+                    )
+        return v
+
+    @field_validator("vllm_args", mode="before")
+    @classmethod
+    def _parse_vllm_args(cls, v: object) -> object:
+        if isinstance(v, str):
+            v = json.loads(v) if v.strip() else {}
+            if not isinstance(v, dict):
+                raise ValueError('MT_VLLM_ARGS must be a JSON object, e.g. {"block_size": 32}')
+        if isinstance(v, dict):
+            owned = sorted(k for k in v if k in VLLM_OWNED_ARGS)
+            if owned:
+                raise ValueError(
+                    "MT_VLLM_ARGS sets "
+                    + ", ".join(f"{k} (use {VLLM_OWNED_ARGS[k]})" for k in owned)
+                )
         return v
 
     @field_validator("lanes", mode="before")
@@ -335,6 +754,11 @@ class Settings(BaseSettings):
     def _check(self) -> Settings:
         if not self.lanes:
             raise ValueError("lanes must name at least one of: interactive, bulk")
+        if self.engine == "openai" and not self.openai_base_url:
+            raise ValueError(
+                "engine openai needs MT_OPENAI_BASE_URL (the server's API, e.g. "
+                "http://127.0.0.1:8000/v1)"
+            )
         if self.max_seqs and self.max_step_tokens and self.max_seqs > self.max_step_tokens:
             raise ValueError(
                 f"max_seqs ({self.max_seqs}) must not exceed max_step_tokens "
@@ -345,6 +769,16 @@ class Settings(BaseSettings):
     @property
     def effective_cache_url(self) -> str:
         return self.cache_url or self.redis_url
+
+    @property
+    def offered_pairs(self) -> list[tuple[str, str]]:
+        """MT_PAIRS as (source, target) pairs (empty: every pair the engine translates)."""
+        return [(a, b) for a, _, b in (p.partition(":") for p in self.pairs)]
+
+    @property
+    def pool_name(self) -> str:
+        """The pool this worker serves (``MT_POOL``, else the engine's name)."""
+        return self.pool or default_pool(self.engine)
 
 
 @lru_cache(maxsize=1)

@@ -18,7 +18,9 @@ progress kept flat (``done``, ``failed``, ``total``) because the scripts count i
 from __future__ import annotations
 
 import base64
+import hmac
 import json
+import secrets
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -26,11 +28,12 @@ from enum import Enum
 from typing import Any, get_args
 
 import redis
+import redis.asyncio
 from pydantic import Field, TypeAdapter
 
 from mtfleet.core import keys, scripts
 from mtfleet.core.apikeys import Storage
-from mtfleet.core.errors import JobNotFound
+from mtfleet.core.errors import JobNotFound, NotReplicated
 from mtfleet.core.models import JobStatus, Progress, SegmentOutcome
 from mtfleet.core.schemas import ChunksPublic, JobPublic
 
@@ -56,8 +59,9 @@ def _plain_text(annotation: Any) -> bool:
 
 _TEXT_FIELDS = frozenset(n for n, f in JobRecord.model_fields.items() if _plain_text(f.annotation))
 _PROGRESS = tuple(Progress.model_fields)
-#: Public fields worked out when a job is read (from its ledger), never stored in its hash.
-COMPUTED_FIELDS = frozenset({"work"})
+#: Public fields worked out when a job is read (from its ledger, its webhook event), never
+#: stored in its hash.
+COMPUTED_FIELDS = frozenset({"work", "webhook"})
 
 
 def job_to_hash(job: JobRecord) -> dict[str, str]:
@@ -96,6 +100,12 @@ def job_bytes(meta: list[str], results: list[str], ledger: list[str], document: 
     )
 
 
+def active_key(pool: str | None, lane: str | None) -> str:
+    """The active set of a job of ``pool`` and ``lane`` ('' when either is unknown: such a job
+    is on no active set)."""
+    return keys.active(pool, lane) if pool and lane else ""
+
+
 def new_job_id() -> str:
     return uuid.uuid4().hex
 
@@ -117,9 +127,23 @@ _OUTCOMES = TypeAdapter(list[SegmentOutcome | None])
 class JobStore:
     """Job state on the durable Redis (``MT_REDIS_URL``)."""
 
-    def __init__(self, client: redis.Redis, *, result_ttl_s: int) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        result_ttl_s: int,
+        aclient: redis.asyncio.Redis | None = None,
+        min_replicas: int = 0,
+        replica_timeout_ms: int = 1000,
+    ) -> None:
+        """``aclient``: the same Redis for an event loop (the ``a*`` reads; the API's).
+        ``min_replicas``: replicas that must hold a new job before :meth:`create` returns
+        (Redis ``WAIT``, at most ``replica_timeout_ms``; 0: no wait)."""
         self.r = client
+        self.ar = aclient
         self.ttl = result_ttl_s
+        self.min_replicas = min_replicas
+        self.replica_timeout_ms = replica_timeout_ms
         self._create = scripts.register(client, "create_job")
         self._record = scripts.register(client, "record_results")
         self._start = scripts.register(client, "start_chunk")
@@ -148,6 +172,12 @@ class JobStore:
         a document job's original file, written with the job. ``storage``: the owner's storage
         quota; the job is refused (StorageQuotaExceeded, nothing written) when what it stores
         does not fit.
+
+        With ``min_replicas``, the job is written and then ``WAIT``-ed for on the same
+        connection (a pipeline): a job that fewer replicas acknowledged in time is failed (its
+        idempotency key released) and :class:`~mtfleet.core.errors.NotReplicated` raised, so
+        the caller never accepts a job that a failover to a replica could lose
+        (docs/reliability.md, "Redis high availability").
         """
         flat_meta = [x for kv in job_to_hash(job).items() for x in kv]
         flat_results = [str(x) for i, o in cached.items() for x in (i, encode_outcome(o))]
@@ -155,15 +185,19 @@ class JobStore:
         idem_key, idem_value, idem_ttl = idempotency or ("", "", 0)
         doc = base64.b64encode(document).decode() if document is not None else ""
         stored = job_bytes(flat_meta, flat_results, flat_ledger, doc)
-        existing = self._create(
+        pipe = self.r.pipeline(transaction=False) if self.min_replicas else None
+        reply = self._create(
+            client=pipe,
             keys=[
                 keys.job(job.id),
                 keys.job_results(job.id),
                 idem_key,
                 keys.job_chunks(job.id),
-                keys.active(job.lane.value),
+                active_key(job.pool, job.lane.value),
                 keys.job_document(job.id) if document is not None else "",
                 *(storage.redis_keys() if storage is not None else ("", "")),
+                keys.webhook(job.id) if job.status.final and job.callback_url else "",
+                keys.WEBHOOKS_DUE,
             ],
             args=[
                 self.ttl,
@@ -181,10 +215,33 @@ class JobStore:
                 *flat_ledger,
             ],
         )
+        existing = reply if pipe is None else self._replicated(pipe, job.id, idem_key)
         if isinstance(existing, list):
             assert storage is not None
             raise storage.exceeded(stored, int(existing[1]))
         return str(existing) if existing else None
+
+    def _replicated(self, pipe: Any, job_id: str, idem_key: str) -> Any:
+        """Run the create script queued on ``pipe`` and ``WAIT`` for the replicas; the
+        script's reply."""
+        pipe.execute_command("WAIT", self.min_replicas, self.replica_timeout_ms)
+        reply, acked = pipe.execute()
+        if reply or int(acked) >= self.min_replicas:
+            return reply  # (a reply: nothing new was written)
+        error = NotReplicated(
+            f"the job store could not confirm the job on {self.min_replicas} Redis "
+            f"replica(s) within {self.replica_timeout_ms} ms ({acked} did); it was not "
+            "accepted, retry shortly"
+        )
+        self.fail(job_id, error.as_dict(), idempotency_key=idem_key, notify=False)
+        raise error
+
+    def _active_of(self, job_id: str) -> str:
+        """The active set of a stored job (its pool and lane never change)."""
+        if not keys.is_id(job_id):
+            return ""
+        pool, lane = self.r.hmget(keys.job(job_id), ["pool", "lane"])
+        return active_key(str(pool) if pool else None, str(lane) if lane else None)
 
     def cancel(self, job_id: str) -> JobStatus:
         status = self._cancel(
@@ -192,7 +249,9 @@ class JobStore:
                 keys.job(job_id),
                 keys.job_chunks(job_id),
                 keys.chunk_starts(job_id),
-                *keys.ACTIVE_KEYS,
+                self._active_of(job_id),
+                keys.webhook(job_id),
+                keys.WEBHOOKS_DUE,
             ],
             args=[job_id, time.time(), keys.JOB_DONE_CHANNEL],
         )
@@ -200,14 +259,30 @@ class JobStore:
             raise JobNotFound(f"job {job_id} not found (it may have expired)")
         return JobStatus(status)
 
-    def fail(self, job_id: str, error: dict[str, Any], idempotency_key: str = "") -> None:
+    def fail(
+        self,
+        job_id: str,
+        error: dict[str, Any],
+        idempotency_key: str = "",
+        *,
+        notify: bool = True,
+    ) -> None:
         """Fail a whole job that cannot run (e.g. its chunks could not be enqueued).
 
         ``idempotency_key`` (the Redis key) is released if it still points at this job, so a
-        client retrying after the 503 gets a new job rather than this failed one.
+        client retrying after the 503 gets a new job rather than this failed one. ``notify``:
+        whether its webhook (a ``callback_url``) gets the event; not for a job the client was
+        told was not accepted.
         """
         self._fail(
-            keys=[keys.job(job_id), idempotency_key, keys.job_chunks(job_id), *keys.ACTIVE_KEYS],
+            keys=[
+                keys.job(job_id),
+                idempotency_key,
+                keys.job_chunks(job_id),
+                self._active_of(job_id),
+                keys.webhook(job_id) if notify else "",
+                keys.WEBHOOKS_DUE,
+            ],
             args=[job_id, time.time(), keys.JOB_DONE_CHANNEL, json.dumps(error)],
         )
 
@@ -228,13 +303,40 @@ class JobStore:
         pipe.expire(keys.job_rendered(job_id), self.ttl)
         pipe.execute()
 
+    def grant_access(self, job_id: str, chars: int) -> str:
+        """The secret that reads a document job without its API key (DeepL's
+        ``document_key``; LibreTranslate's download link): made by the first call, returned
+        as it is by every later one (a client resending an upload joins the job and gets the
+        same secret). Kept as long as the job; ``chars`` is what the job billed."""
+        key = keys.document_access(job_id)
+        pipe = self.r.pipeline(transaction=True)
+        pipe.hsetnx(key, "token", secrets.token_urlsafe(24))
+        pipe.hsetnx(key, "chars", chars)
+        pipe.expire(key, self.ttl)
+        pipe.hget(key, "token")
+        return str(pipe.execute()[-1])
+
+    def access(self, job_id: str, token: str) -> int | None:
+        """The characters billed for a document job when ``token`` is its secret, else None
+        (no such job, another secret: nothing tells which)."""
+        if not keys.is_id(job_id):
+            return None
+        stored, chars = self.r.hmget(keys.document_access(job_id), ["token", "chars"])
+        if stored is None or not hmac.compare_digest(str(stored).encode(), token.encode()):
+            return None
+        return int(chars or 0)
+
     def purge(self, job_id: str, storage: Storage | None = None) -> None:
         """Delete a job and everything stored for it (texts, results, delivery counts), and
         give its bytes back to the owner's ``storage`` quota. A running job is cancelled first;
         a chunk still in a worker then writes nothing (every worker write checks that the job
-        exists). Raises JobNotFound when it does not exist."""
+        exists). Its webhook event goes too, delivered or not: the client that purged the job
+        needs no word of its end. Raises JobNotFound when it does not exist."""
         self.cancel(job_id)
-        self.r.delete(*keys.job_all(job_id))
+        pipe = self.r.pipeline(transaction=False)  # a DEL must work with Redis over maxmemory
+        pipe.delete(*keys.job_all(job_id))
+        pipe.zrem(keys.WEBHOOKS_DUE, job_id)
+        pipe.execute()
         if storage is not None:
             storage.release(job_id)
 
@@ -245,23 +347,27 @@ class JobStore:
         chunk: int,
         indices: Sequence[int] = (),
         *,
+        pool: str | None = None,
         lane: str | None = None,
         enqueued_at: float = 0.0,
     ) -> tuple[JobStatus | None, int, set[int]]:
         """Count a delivery of ``chunk``, mark the job running and the chunk in flight:
         (status, deliveries so far, those of ``indices`` that still need a result); a job that
         is final or being cancelled gives (status, 0, nothing): the chunk does not start. A
-        first delivery also moves the lane's started mark to ``enqueued_at``. One round trip; a
+        first delivery also moves the pool lane's started mark to ``enqueued_at``. One round
+        trip; a
         redelivery (only this chunk writes its indices, so a first delivery cannot find
         results) takes one more, an HMGET."""
         status, n = self._start(
             keys=[
                 keys.job(job_id),
                 keys.chunk_deliveries(job_id),
-                keys.lane_started(lane) if lane else "",
+                keys.lane_started(pool, lane) if pool and lane else "",
                 keys.chunk_starts(job_id),
                 keys.job_chunks(job_id),
-                *keys.ACTIVE_KEYS,
+                active_key(pool, lane),
+                keys.webhook(job_id),
+                keys.WEBHOOKS_DUE,
             ],
             args=[chunk, time.time(), self.ttl, enqueued_at, job_id, keys.JOB_DONE_CHANNEL],
         )
@@ -279,10 +385,13 @@ class JobStore:
         outcomes: Iterable[tuple[int, SegmentOutcome]],
         *,
         chunk: int | None = None,
+        pool: str | None = None,
+        lane: str | None = None,
     ) -> JobStatus | None:
         """Write outcomes idempotently; returns the job status after the write (None: gone).
         With ``chunk``, these are all of that chunk's outstanding outcomes: it leaves the
-        ledger in the same step."""
+        ledger in the same step. ``pool`` and ``lane``: the job's (a job finished here leaves
+        their active set)."""
         pairs: list[Any] = []
         oks: list[str] = []
         for index, outcome in outcomes:
@@ -303,7 +412,9 @@ class JobStore:
                 keys.job_results(job_id),
                 keys.job_chunks(job_id),
                 keys.chunk_starts(job_id),
-                *keys.ACTIVE_KEYS,
+                active_key(pool, lane),
+                keys.webhook(job_id),
+                keys.WEBHOOKS_DUE,
             ],
             args=args,
         )
@@ -327,14 +438,37 @@ class JobStore:
             raise JobNotFound(f"job {job_id} not found (it may have expired)")
         return job_from_hash({str(k): str(v) for k, v in raw.items()})
 
-    def chunk_state(self, job_id: str) -> ChunksPublic:
-        """Chunks of an unfinished job waiting for a worker and in flight (one round trip)."""
+    def many(self, job_ids: Sequence[str]) -> list[JobRecord]:
+        """The jobs among ``job_ids`` that exist, in that order (one round trip)."""
+        pipe = self.r.pipeline(transaction=False)
+        for job_id in job_ids:
+            pipe.hgetall(keys.job(job_id))
+        raws = pipe.execute() if job_ids else []
+        return [job_from_hash({str(k): str(v) for k, v in raw.items()}) for raw in raws if raw]
+
+    def get_with_chunks(self, job_id: str) -> tuple[JobRecord, ChunksPublic | None]:
+        """The job and, unfinished, its chunks waiting for a worker and in flight, in one
+        round trip that cannot make them disagree (a ``cancelling`` job with nothing in
+        flight): the chunks are read before the job. A chunk leaves the ledger in the same
+        script that may finish the job, and a job's status only moves towards final, so a
+        job still unfinished when read had at least those chunks when they were read.
+
+        Not MULTI/EXEC: Redis refuses every command queued in a transaction while it is
+        over ``maxmemory``, and reads must keep working when Redis is full."""
+        if not keys.is_id(job_id):
+            raise JobNotFound(f"job {job_id} not found (it may have expired)")
         pipe = self.r.pipeline(transaction=False)
         pipe.hkeys(keys.job_chunks(job_id))
         pipe.hgetall(keys.chunk_starts(job_id))
-        unfinished, starts = pipe.execute()
+        pipe.hgetall(keys.job(job_id))
+        unfinished, starts, raw = pipe.execute()
+        if not raw:
+            raise JobNotFound(f"job {job_id} not found (it may have expired)")
+        job = job_from_hash({str(k): str(v) for k, v in raw.items()})
+        if job.status.final:
+            return job, None
         began = [float(starts[c]) for c in unfinished if c in starts]
-        return ChunksPublic(
+        return job, ChunksPublic(
             queued=len(unfinished) - len(began),
             in_flight=len(began),
             oldest_in_flight_s=round(time.time() - min(began), 3) if began else None,
@@ -345,10 +479,43 @@ class JobStore:
         return JobStatus(str(raw)) if raw else None
 
     def results(self, job_id: str, total: int) -> list[SegmentOutcome | None]:
-        raw = self.r.hgetall(keys.job_results(job_id))
-        slots = ["null"] * total
-        for k, v in raw.items():
-            i = int(k)
-            if 0 <= i < total:
-                slots[i] = str(v)
-        return _OUTCOMES.validate_json(f"[{','.join(slots)}]")
+        return _outcomes(self.r.hgetall(keys.job_results(job_id)), total)
+
+    # -- reads on an event loop (the API's waits: no thread-pool hop) --------------------------
+    def _async(self) -> redis.asyncio.Redis:
+        if self.ar is None:
+            raise RuntimeError("this JobStore was made without an asyncio client")
+        return self.ar
+
+    async def afinal(self, job_id: str) -> bool:
+        """Whether the job is final, or gone (nothing more will happen to it)."""
+        raw = await self._async().hget(keys.job(job_id), "status")
+        return not raw or JobStatus(str(raw)).final
+
+    async def aget(self, job_id: str) -> JobRecord:
+        """:meth:`get` on the event loop."""
+        raw = await self._async().hgetall(keys.job(job_id)) if keys.is_id(job_id) else None
+        if not raw:
+            raise JobNotFound(f"job {job_id} not found (it may have expired)")
+        return job_from_hash({str(k): str(v) for k, v in raw.items()})
+
+    async def aget_with_results(self, job_id: str) -> tuple[JobRecord, list[SegmentOutcome | None]]:
+        """The job and every text's outcome so far, in one round trip."""
+        pipe = self._async().pipeline(transaction=False)
+        pipe.hgetall(keys.job(job_id))
+        pipe.hgetall(keys.job_results(job_id))
+        raw, results = await pipe.execute()
+        if not raw:
+            raise JobNotFound(f"job {job_id} not found (it may have expired)")
+        job = job_from_hash({str(k): str(v) for k, v in raw.items()})
+        return job, _outcomes(results, job.progress.total)
+
+
+def _outcomes(raw: dict[Any, Any], total: int) -> list[SegmentOutcome | None]:
+    """A job's results hash as one outcome per text (None where not done yet)."""
+    slots = ["null"] * total
+    for k, v in raw.items():
+        i = int(k)
+        if 0 <= i < total:
+            slots[i] = str(v)
+    return _OUTCOMES.validate_json(f"[{','.join(slots)}]")

@@ -43,6 +43,8 @@ class FileJobs(BaseModel):
     target_lang: str
     lane: str
     glossary_id: str | None = None
+    pool: str | None = None
+    adapter: str | None = None
     parts: list[int] = Field(description="Segments per job, in order (one entry: one job).")
     jobs: list[str] = Field(default_factory=list, description="The jobs sent so far, in order.")
     dest: str
@@ -62,7 +64,8 @@ class FileJobs(BaseModel):
 
     def same_request(self, other: FileJobs) -> bool:
         fields = ("sha256", "kind", "format", "encoding", "source_lang", "target_lang", "lane")
-        return all(getattr(self, f) == getattr(other, f) for f in (*fields, "glossary_id"))
+        more = ("glossary_id", "pool", "adapter")
+        return all(getattr(self, f) == getattr(other, f) for f in (*fields, *more))
 
 
 class Manifest(BaseModel):
@@ -110,6 +113,8 @@ class SubmitOptions:
     lines: bool = False
     encoding: str = "utf-8"
     glossary_id: str | None = None
+    pool: str | None = None
+    adapter: str | None = None
 
 
 def _digest(data: bytes) -> str:
@@ -141,6 +146,8 @@ def plan(path: Path, data: bytes, opts: SubmitOptions, out: Path, limit: int) ->
         "target_lang": opts.target,
         "lane": opts.lane,
         "glossary_id": opts.glossary_id,
+        "pool": opts.pool,
+        "adapter": opts.adapter,
         "dest": str(out / f"{path.stem}.{opts.target}{path.suffix}"),
     }
     if as_lines:
@@ -179,6 +186,8 @@ def send(
                 lane=entry.lane,
                 filename=path.name,
                 glossary_id=entry.glossary_id,
+                pool=entry.pool,
+                adapter=entry.adapter,
                 idempotency_key=entry.idempotency_key(0),
             )
             entry.jobs.append(job.id)
@@ -194,6 +203,8 @@ def send(
             target=entry.target_lang,
             lane=entry.lane,
             glossary_id=entry.glossary_id,
+            pool=entry.pool,
+            adapter=entry.adapter,
             idempotency_key=entry.idempotency_key(len(entry.jobs)),
         )
         entry.jobs.append(job.id)

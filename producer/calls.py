@@ -203,13 +203,19 @@ def _with(body: dict[str, Any], **optional: Any) -> dict[str, Any]:
 
 # -- jobs --------------------------------------------------------------------------------------
 def _new_job(
-    body: dict[str, Any], lane: str | None, glossary_id: str | None, idempotency_key: str | None
+    body: dict[str, Any],
+    lane: str | None,
+    glossary_id: str | None,
+    idempotency_key: str | None,
+    **optional: Any,
 ) -> Call[JobPublic]:
+    """``optional``: more body fields, left out when empty (``callback_url``, ``pool``,
+    ``adapter``)."""
     return Call(
         "POST",
         "/v1/jobs",
         _job,
-        json=_with(body, lane=lane, glossary_id=glossary_id),
+        json=_with(body, lane=lane, glossary_id=glossary_id, **optional),
         headers=_idempotency(idempotency_key or new_idempotency_key()),
     )
 
@@ -221,9 +227,21 @@ def submit(
     lane: str | None,
     idempotency_key: str | None,
     glossary_id: str | None,
+    callback_url: str | None = None,
+    *,
+    pool: str | None = None,
+    adapter: str | None = None,
 ) -> Call[JobPublic]:
     body = {"texts": list(texts), "source_lang": source, "target_lang": target}
-    return _new_job(body, lane, glossary_id, idempotency_key)
+    return _new_job(
+        body,
+        lane,
+        glossary_id,
+        idempotency_key,
+        callback_url=callback_url,
+        pool=pool,
+        adapter=adapter,
+    )
 
 
 def document_body(content: bytes | str, fmt: str, filename: str | None) -> dict[str, Any]:
@@ -249,13 +267,25 @@ def submit_document(
     filename: str | None,
     idempotency_key: str | None,
     glossary_id: str | None,
+    callback_url: str | None = None,
+    *,
+    pool: str | None = None,
+    adapter: str | None = None,
 ) -> Call[JobPublic]:
     body = {
         "document": document_body(content, fmt, filename),
         "source_lang": source,
         "target_lang": target,
     }
-    return _new_job(body, lane, glossary_id, idempotency_key)
+    return _new_job(
+        body,
+        lane,
+        glossary_id,
+        idempotency_key,
+        callback_url=callback_url,
+        pool=pool,
+        adapter=adapter,
+    )
 
 
 def _partial(partial: bool) -> dict[str, str] | None:
@@ -320,7 +350,14 @@ def wait(
 
 
 def translate(
-    texts: Sequence[str], source: str, target: str, timeout: float, glossary_id: str | None
+    texts: Sequence[str],
+    source: str,
+    target: str,
+    timeout: float,
+    glossary_id: str | None,
+    *,
+    pool: str | None = None,
+    adapter: str | None = None,
 ) -> Flow[TranslatePublic]:
     """/v1/translate; past the server's wait, the job is long-polled up to ``timeout`` in all
     (JobTimeout when it is not done by then) and its result read."""
@@ -331,7 +368,7 @@ def translate(
         "POST",
         "/v1/translate",
         checked,
-        json=_with(body, glossary_id=glossary_id, timeout=server_wait),
+        json=_with(body, glossary_id=glossary_id, timeout=server_wait, pool=pool, adapter=adapter),
         timeout=server_wait + 10,
     )
     data = answer.json()

@@ -2,9 +2,11 @@
 
 Components:  ``mtfleet api`` · ``mtfleet worker`` · ``mtfleet flower`` · ``mtfleet demo``
 Clients:     ``mtfleet translate`` · ``mtfleet submit`` · ``mtfleet status`` · ``mtfleet result``
-             ``mtfleet cancel`` · ``mtfleet languages``
+             ``mtfleet cancel`` · ``mtfleet languages`` · ``mtfleet pools list`` · ``mtfleet eval``
              ``mtfleet glossary create|list|show|delete``
-Operator:    ``mtfleet keys create|list|revoke|delete`` (API keys, straight in Redis)
+Operator:    ``mtfleet keys create|list|revoke|delete|rotate-webhook-secret`` (API keys,
+             straight in Redis); ``mtfleet pools forget`` (a pool gone for good);
+             ``mtfleet plan`` (GPUs for a workload)
 
 Settings come from ``MT_*`` environment variables (docs/configuration.md); command-line options
 override them for the process they start.
@@ -17,8 +19,10 @@ import csv
 import io
 import json
 import os
+import queue
 import shlex
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Annotated
@@ -36,11 +40,13 @@ from mtfleet.core.errors import InvalidInput
 from mtfleet.producer import batch
 from mtfleet.producer.client import (
     APIUnreachable,
+    Job,
     JobTimeout,
     MTClient,
     MTClientError,
     RetryPolicy,
 )
+from mtfleet.producer.plan import plan_command
 
 app = typer.Typer(
     pretty_exceptions_enable=False,
@@ -63,6 +69,13 @@ KeyOpt = Annotated[
 ]
 GlossaryOpt = Annotated[
     str | None, typer.Option("--glossary", help="Glossary id (mtfleet glossary create).")
+]
+PoolOpt = Annotated[
+    str | None,
+    typer.Option("--pool", help="The pool to translate with (default: the fleet's route)."),
+]
+AdapterOpt = Annotated[
+    str | None, typer.Option("--adapter", help="A LoRA adapter the pool serves.")
 ]
 
 
@@ -107,18 +120,34 @@ def api(
 @app.command()
 def worker(
     engine: Annotated[
-        str | None, typer.Option(help="vllm, apertium or a plugin module:Class (MT_ENGINE).")
+        str | None,
+        typer.Option(
+            help="vllm, openai, transformers, apertium or a plugin module:Class (MT_ENGINE)."
+        ),
     ] = None,
     model: Annotated[str | None, typer.Option(help="Model name or path (MT_MODEL).")] = None,
+    pool: Annotated[
+        str | None,
+        typer.Option(help="The pool these workers join (MT_POOL; default: the engine's name)."),
+    ] = None,
+    pairs: Annotated[
+        str | None,
+        typer.Option(help="Pairs to offer, e.g. en-es,es-en (MT_PAIRS; default: all)."),
+    ] = None,
     gpus: Annotated[str | None, typer.Option(help="GPU ids, e.g. 0,1,2,3 or 0-7.")] = None,
     tp: Annotated[int, typer.Option("--tp", help="GPUs per engine (tensor parallel).")] = 1,
+    pp: Annotated[
+        int | None,
+        typer.Option("--pp", help="Pipeline stages per engine (MT_PIPELINE_PARALLEL_SIZE)."),
+    ] = None,
     lanes: Annotated[str | None, typer.Option(help="interactive,bulk (MT_LANES).")] = None,
     concurrency: Annotated[
         int | None, typer.Option(help="Most chunks a worker holds (MT_WORKER_CONCURRENCY).")
     ] = None,
     loglevel: Annotated[str, typer.Option()] = "INFO",
 ) -> None:
-    """Start one Celery worker per GPU group (one CPU worker without --gpus); restart on death."""
+    """Start one Celery worker per GPU group of --tp x --pp GPUs (one CPU worker without
+    --gpus) in pool --pool; restart on death."""
     from mtfleet.core.errors import ConfigError
     from mtfleet.workers.gpus import gpu_groups, parse_gpus
     from mtfleet.workers.preflight import problems
@@ -129,6 +158,9 @@ def worker(
         for k, v in {
             "MT_ENGINE": engine,
             "MT_MODEL": model,
+            "MT_POOL": pool,
+            "MT_PAIRS": pairs,
+            "MT_PIPELINE_PARALLEL_SIZE": str(pp) if pp else None,
             "MT_LANES": lanes,
             "MT_WORKER_CONCURRENCY": str(concurrency) if concurrency else None,
         }.items()
@@ -140,8 +172,9 @@ def worker(
     settings = get_settings()
     try:
         gpu_ids = parse_gpus(gpus)
-        groups = gpu_groups(gpu_ids, tp)
-        plan = worker_plan(groups, list(settings.lanes), settings.process_per_lane)
+        groups = gpu_groups(gpu_ids, tp, settings.pipeline_parallel_size)
+        prefix = f"{settings.pool}-" if settings.pool else ""
+        plan = worker_plan(groups, list(settings.lanes), settings.process_per_lane, prefix)
     except ConfigError as exc:
         err_console.print(f"[red]{escape(exc.message)}[/red]")
         raise typer.Exit(2) from None
@@ -155,17 +188,20 @@ def worker(
         raise typer.Exit(2)
     err_console.print(
         f"starting {len(plan)} worker(s): {', '.join(name for name, _, _ in plan)} "
-        f"engine={settings.engine} lanes={','.join(settings.lanes)}"
+        f"engine={settings.engine} pool={settings.pool_name} lanes={','.join(settings.lanes)}"
     )
     code = run_workers(
         gpus=gpus,
         tp=tp,
+        pp=settings.pipeline_parallel_size,
+        pool=settings.pool_name,
         lanes=list(settings.lanes),
         concurrency=settings.worker_concurrency,
         loglevel=loglevel,
         env_overrides=overrides,
         interactive_prefetch=settings.interactive_prefetch,
         process_per_lane=settings.process_per_lane,
+        prefix=prefix,
     )
     raise typer.Exit(code)
 
@@ -233,11 +269,19 @@ def translate(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds to wait in all.")] = 60.0,
     glossary: GlossaryOpt = None,
+    pool: PoolOpt = None,
+    adapter: AdapterOpt = None,
 ) -> None:
     """Translate text now (interactive lane); one translation per line."""
     with _client(url, api_key) as mt:
         out = mt.translate(
-            texts, source=source, target=target, timeout=timeout, glossary_id=glossary
+            texts,
+            source=source,
+            target=target,
+            timeout=timeout,
+            glossary_id=glossary,
+            pool=pool,
+            adapter=adapter,
         )
     if as_json:
         print(json.dumps(out, ensure_ascii=False))
@@ -286,6 +330,8 @@ def submit(
     url: UrlOpt = None,
     api_key: KeyOpt = None,
     glossary: GlossaryOpt = None,
+    pool: PoolOpt = None,
+    adapter: AdapterOpt = None,
 ) -> None:
     """Submit files and write the translated files to --out.
 
@@ -304,6 +350,8 @@ def submit(
         lines=lines,
         encoding=encoding,
         glossary_id=glossary,
+        pool=pool,
+        adapter=adapter,
     )
     manifest = _manifest(out)
     entries: list[batch.FileJobs] = []
@@ -404,16 +452,45 @@ def _recovery_hint(manifest: batch.Manifest, out: Path, *, interrupted: bool) ->
     err_console.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
 
 
+#: Jobs whose event streams `mtfleet submit` follows at once (the others wait their turn; the
+#: bar shows their last known progress meanwhile).
+FOLLOWED_AT_ONCE = 16
+
+
+def _follow_jobs(mt: MTClient, job_ids: list[str]) -> queue.Queue[tuple[str, Job | Exception]]:
+    """Follow each job's event stream on a thread of its own (at most FOLLOWED_AT_ONCE at a
+    time); every event's job, or the error that stopped a follower, arrives on the queue.
+    Daemon threads: a Ctrl-C ends the command without waiting for them."""
+    updates: queue.Queue[tuple[str, Job | Exception]] = queue.Queue()
+    gate = threading.Semaphore(FOLLOWED_AT_ONCE)
+
+    def follow(job_id: str) -> None:
+        with gate:
+            try:
+                for job in mt.events(job_id):
+                    updates.put((job_id, job))
+            except Exception as exc:  # noqa: BLE001 - handed to the main thread, raised there
+                updates.put((job_id, exc))
+
+    for job_id in job_ids:
+        threading.Thread(
+            target=follow, args=(job_id,), name=f"follow-{job_id}", daemon=True
+        ).start()
+    return updates
+
+
 def _follow(
     mt: MTClient, entries: list[batch.FileJobs], manifest: batch.Manifest, out: Path
 ) -> bool:
-    """Show progress until every file's jobs are final; write each file as it completes."""
+    """Show progress until every file's jobs are final (following their event streams); write
+    each file as it completes."""
     pending = {e.source: e for e in entries if e.written is None}
     jobs = {j: mt.get(j) for e in pending.values() for j in e.jobs}
     all_ok = all(e.written in (None, "succeeded") for e in entries)
     for e in entries:
         if e.written is not None:
             err_console.print(f"{e.source}: written before to {e.dest} [{e.written}]")
+    updates = _follow_jobs(mt, [j for j, job in jobs.items() if not job.final])
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -422,10 +499,7 @@ def _follow(
         console=err_console,
     ) as bar:
         task = bar.add_task("translating", total=sum(j.progress.total for j in jobs.values()))
-        while pending:
-            waiting = [j for j, job in jobs.items() if not job.final]
-            for job_id in waiting:
-                jobs[job_id] = mt.get(job_id, wait=1.0 if len(waiting) == 1 else 0.2)
+        while True:
             bar.update(
                 task, completed=sum(j.progress.done + j.progress.failed for j in jobs.values())
             )
@@ -440,9 +514,13 @@ def _follow(
                 if written.failed or written.status != "succeeded":
                     all_ok = False
                 bar.console.print(msg, markup=False, highlight=False)
-            if pending and not waiting:
-                time.sleep(0.05)
-    return all_ok
+            if not pending:
+                return all_ok
+            with contextlib.suppress(queue.Empty):  # a short wait: Ctrl-C stays prompt
+                job_id, got = updates.get(timeout=0.5)
+                if isinstance(got, Exception):
+                    raise got
+                jobs[job_id] = got
 
 
 @app.command()
@@ -525,12 +603,132 @@ def cancel(
 
 @app.command()
 def languages(url: UrlOpt = None, api_key: KeyOpt = None) -> None:
-    """List the language pairs the fleet serves."""
+    """List the language pairs the fleet serves: one line per pair and pool (the pool a job
+    that names none goes to is marked routed)."""
     with _client(url, api_key) as mt:
         data = mt.languages()
     for p in data["pairs"]:
         state = "live" if p["live"] else "no live worker"
-        print(f"{p['source']}->{p['target']}\t{p['engine']}\t{p['model']}\t{state}")
+        routed = "\trouted" if p.get("routed") else ""
+        print(
+            f"{p['source']}->{p['target']}\t{p['engine']}\t{p['model']}\t{state}"
+            f"\t{p.get('pool', '')}{routed}"
+        )
+
+
+@app.command("eval")
+def eval_(
+    src: Annotated[
+        Path,
+        typer.Option(
+            "--src", exists=True, dir_okay=False, help="Source segments, one per line (UTF-8)."
+        ),
+    ],
+    ref: Annotated[
+        Path,
+        typer.Option(
+            "--ref", exists=True, dir_okay=False, help="Reference translations, line by line."
+        ),
+    ],
+    source: Annotated[str, typer.Option("--from", help="Source language code.")],
+    target: Annotated[str, typer.Option("--to", help="Target language code.")],
+    pool: PoolOpt = None,
+    adapter: AdapterOpt = None,
+    lane: Annotated[str, typer.Option(help="interactive or bulk.")] = "bulk",
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for the translations.")] = 3600,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the scores as JSON.")] = False,
+    url: UrlOpt = None,
+    api_key: KeyOpt = None,
+) -> None:
+    """Translate --src through the fleet and score it against --ref: BLEU and chrF
+    (sacrebleu). Check a model (quantized, an adapter, another pool) before it serves."""
+    from mtfleet.producer.evaluate import EvalError, evaluate
+
+    with _client(url, api_key) as mt:
+        try:
+            report = evaluate(
+                mt,
+                src,
+                ref,
+                source=source,
+                target=target,
+                pool=pool,
+                adapter=adapter,
+                lane=lane,
+                timeout=timeout,
+            )
+        except (EvalError, UnicodeDecodeError) as exc:
+            err_console.print(f"[red]{escape(str(exc))}[/red]", soft_wrap=True)
+            raise typer.Exit(2) from None
+    if as_json:
+        print(json.dumps(report.as_dict(), ensure_ascii=False))
+        return
+    rows = [
+        ("pair", f"{report.source}->{report.target}"),
+        ("pool", report.pool or "-"),
+        ("adapter", report.adapter or "-"),
+        ("segments", f"{report.segments} ({report.failed} failed)"),
+        ("BLEU", f"{report.bleu:.2f}"),
+        ("chrF", f"{report.chrf:.2f}"),
+        ("time", f"{report.seconds:.2f} s"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        print(f"{k:<{width}}  {v}")
+    err_console.print(
+        f"BLEU {report.bleu_signature}\nchrF {report.chrf_signature}",
+        markup=False,
+        highlight=False,
+    )
+    if report.failed:
+        raise typer.Exit(1)
+
+
+# Capacity planning: no fleet needed (producer/plan.py, core/capacity.py).
+app.command("plan")(plan_command)
+
+
+# --- pools -----------------------------------------------------------------------------------
+pools_app = typer.Typer(
+    no_args_is_help=True, help="Pools: list them (through the API); forget one (in Redis)."
+)
+app.add_typer(pools_app, name="pools")
+
+
+@pools_app.command("list")
+def pools_list(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    url: UrlOpt = None,
+    api_key: KeyOpt = None,
+) -> None:
+    """The fleet's pools: engine, model, pairs, live workers and their lanes, adapters."""
+    with _client(url, api_key) as mt:
+        data = mt.languages()
+    pools = data.get("pools", [])
+    if as_json:
+        print(json.dumps(pools))
+        return
+    print("pool\tengine\tmodel\tpairs\tlive workers\tlanes\tadapters")
+    for p in pools:
+        print(
+            f"{p['name']}\t{p['engine']}\t{p['model']}\t{p['pairs']}\t{p['live_workers']}\t"
+            f"{','.join(p['lanes']) or '-'}\t{','.join(p['adapters']) or '-'}"
+        )
+
+
+@pools_app.command("forget")
+def pools_forget(name: Annotated[str, typer.Argument(help="The pool's name.")]) -> None:
+    """Take a pool that is gone for good out of the registry (talks to MT_REDIS_URL): no job is
+    routed to it any more. A pool whose workers start again comes back by itself."""
+    _settings_or_exit({})
+    from mtfleet.core.redis_conn import connect
+    from mtfleet.core.registry import Registry
+    from mtfleet.core.settings import get_settings
+
+    if not Registry(connect(get_settings().redis_url)).forget_pool(name):
+        err_console.print(f"[red]no pool {escape(repr(name))}[/red]")
+        raise typer.Exit(1)
+    print(f"forgot pool {name}")
 
 
 # --- glossaries (client: through the API) ------------------------------------------------------
@@ -646,7 +844,8 @@ def glossary_delete(
 # --- API keys (operator: straight to Redis) ---------------------------------------------------
 keys_app = typer.Typer(
     no_args_is_help=True,
-    help="API keys: create, list, revoke, delete (talks to the Redis at MT_REDIS_URL directly).",
+    help="API keys: create, list, revoke, delete, rotate-webhook-secret (talks to the Redis at "
+    "MT_REDIS_URL directly).",
 )
 app.add_typer(keys_app, name="keys")
 
@@ -673,21 +872,35 @@ def keys_create(
         int | None,
         typer.Option(min=1, help="MiB the key may keep in Redis (default: MT_KEY_STORAGE_MB)."),
     ] = None,
+    role: Annotated[
+        str,
+        typer.Option(help="user, or operator: may also read /v1/ops and the panel at /ops."),
+    ] = "user",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Create an API key; its token is printed once (only its hash is stored)."""
     try:
         key, token = _key_store().create(
-            name, chars_per_day=chars_per_day, rate=rate, storage_mb=storage_mb
+            name, chars_per_day=chars_per_day, rate=rate, storage_mb=storage_mb, role=role
         )
     except InvalidInput as exc:
         err_console.print(f"[red]{escape(exc.message)}[/red]")
         raise typer.Exit(2) from None
     if as_json:
-        print(json.dumps({**key.model_dump(mode="json"), "token": token}))
+        print(
+            json.dumps(
+                {
+                    **key.model_dump(mode="json"),
+                    "token": token,
+                    "webhook_secret": key.webhook_secret,
+                }
+            )
+        )
         return
     err_console.print(
-        f"created key {key.id} ({key.name}); the token below is shown only this once:"
+        f"created key {key.id} ({key.name}); its webhook signing secret (for the client's "
+        f"receiver, docs/webhooks.md): {key.webhook_secret}\n"
+        "the token below is shown only this once:"
     )
     print(token)
 
@@ -706,14 +919,16 @@ def keys_list(as_json: Annotated[bool, typer.Option("--json", help="Print JSON."
     if as_json:
         print(json.dumps(rows))
         return
-    print("id\tname\tcreated (UTC)\tchars today/per day\trate/s\tstored MiB\tstate")
+    print("id\tname\tcreated (UTC)\tchars today/per day\trate/s\tstored MiB\trole\tstate")
     for k in found:
         created = time.strftime("%Y-%m-%d %H:%M", time.gmtime(k.created_at))
         per_day = k.chars_per_day if k.chars_per_day is not None else "-"
         rate = f"{k.rate:g}" if k.rate is not None else "-"
         state = "revoked" if k.revoked else "active"
         mib = f"{stored[k.id] / 1024 / 1024:.1f}"
-        print(f"{k.id}\t{k.name}\t{created}\t{used[k.id]}/{per_day}\t{rate}\t{mib}\t{state}")
+        print(
+            f"{k.id}\t{k.name}\t{created}\t{used[k.id]}/{per_day}\t{rate}\t{mib}\t{k.role}\t{state}"
+        )
 
 
 @keys_app.command("revoke")
@@ -724,6 +939,30 @@ def keys_revoke(key_id: Annotated[str, typer.Argument(help="The key's id (keys l
         err_console.print(f"[red]no API key {key_id!r}[/red]")
         raise typer.Exit(1)
     print(f"revoked key {key.id} ({key.name})")
+
+
+@keys_app.command("rotate-webhook-secret")
+def keys_rotate_webhook_secret(
+    key_id: Annotated[str, typer.Argument(help="The key's id (keys list).")],
+    keep_old_for: Annotated[
+        float,
+        typer.Option(
+            min=0,
+            help="Seconds webhooks still carry a signature by the old secret too (0: none).",
+        ),
+    ] = 86_400,
+) -> None:
+    """Give a key a new webhook signing secret, printed on stdout. For --keep-old-for seconds
+    (a day by default) webhooks are signed with both, so the receiver can switch over."""
+    secret = _key_store().rotate_webhook_secret(key_id, keep_old_s=keep_old_for)
+    if secret is None:
+        err_console.print(f"[red]no API key {escape(repr(key_id))}[/red]")
+        raise typer.Exit(1)
+    err_console.print(
+        f"new webhook signing secret of key {key_id}"
+        + (f"; the old one also signs for {keep_old_for:g}s" if keep_old_for else "")
+    )
+    print(secret)
 
 
 #: What a CLI user should do about an API error, by its type (the API's own messages speak

@@ -4,11 +4,12 @@
     with MTClient() as mt:            # MT_API_URL and MT_API_KEY (mtfleet keys create)
         mt.translate(["Red shoes"], source="en", target="es")      # -> ["Zapatos rojos"]
         job = mt.submit(["Red shoes", "Blue hat"], source="en", target="es", lane="bulk")
-        mt.wait(job.id)                                             # long-polls, no busy loop
+        mt.wait(job.id)                                             # follows its event stream
         mt.result(job.id).translations
 
-Waiting uses the API's ``?wait=`` long poll, so a waiting client costs one request per
-``poll_s`` seconds at most and wakes as soon as the job is final.
+Waiting follows the job's event stream (``GET /v1/jobs/{id}/events``: progress as it happens,
+the final state at once), reconnecting with ``Last-Event-ID`` when it breaks and falling back to
+the API's ``?wait=`` long poll when it cannot be had (:mod:`mtfleet.producer.events`).
 
 Every request is defined once, without I/O, in :mod:`mtfleet.producer.calls`;
 :class:`MTClient` and :class:`AsyncMTClient` only send them (and run the few operations that
@@ -19,10 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import httpx
+from httpx_sse import SSEError, aconnect_sse, connect_sse
 
 from mtfleet.core.schemas import (
     DocumentOut,
@@ -44,6 +46,7 @@ from mtfleet.producer.calls import (
     env_key,
     env_url,
 )
+from mtfleet.producer.events import JobFollow
 
 # The public models are the API's own (one definition, :mod:`mtfleet.core.schemas`); the SDK's
 # names for them:
@@ -141,8 +144,26 @@ class MTClient:
         lane: str | None = None,
         idempotency_key: str | None = None,
         glossary_id: str | None = None,
+        callback_url: str | None = None,
+        pool: str | None = None,
+        adapter: str | None = None,
     ) -> Job:
-        return self._send(calls.submit(texts, source, target, lane, idempotency_key, glossary_id))
+        """Queue a job. ``pool``: the pool to translate with (default: the fleet's route for
+        the pair); ``adapter``: a LoRA adapter that pool serves; ``callback_url`` gets a signed
+        POST when it is final (docs/webhooks.md)."""
+        return self._send(
+            calls.submit(
+                texts,
+                source,
+                target,
+                lane,
+                idempotency_key,
+                glossary_id,
+                callback_url,
+                pool=pool,
+                adapter=adapter,
+            )
+        )
 
     def submit_document(
         self,
@@ -155,12 +176,25 @@ class MTClient:
         lane: str | None = None,
         idempotency_key: str | None = None,
         glossary_id: str | None = None,
+        callback_url: str | None = None,
+        pool: str | None = None,
+        adapter: str | None = None,
     ) -> Job:
         """Submit a file (text, markdown, html, json, srt, xliff, docx); fetch the translated
         file with :meth:`document` once the job is final."""
         return self._send(
             calls.submit_document(
-                content, format, source, target, lane, filename, idempotency_key, glossary_id
+                content,
+                format,
+                source,
+                target,
+                lane,
+                filename,
+                idempotency_key,
+                glossary_id,
+                callback_url,
+                pool=pool,
+                adapter=adapter,
             )
         )
 
@@ -179,8 +213,63 @@ class MTClient:
         poll_s: float = 10.0,
         on_progress: Callable[[Job], None] | None = None,
     ) -> Job:
-        """Block until the job is final (or ``timeout`` passes; then the job as it stands)."""
-        return self._run(calls.wait(job_id, timeout, poll_s, on_progress))
+        """Block until the job is final (or ``timeout`` passes; then the job as it stands),
+        following its event stream; ``on_progress`` gets the job at each event."""
+        job = None
+        for job in self.events(job_id, timeout=timeout, poll_s=poll_s):
+            if on_progress:
+                on_progress(job)
+        assert job is not None  # events() yields at least once
+        return job
+
+    def events(
+        self, job_id: str, *, timeout: float | None = None, poll_s: float = 10.0
+    ) -> Iterator[Job]:
+        """The job at each of its events (progress at most a few times a second) until it is
+        final, or until ``timeout`` passes. A broken stream is opened again with
+        ``Last-Event-ID``; a stream that cannot be had is replaced by the long poll
+        (``poll_s`` seconds per request)."""
+        follow = JobFollow(job_id, timeout, self.retry, str(self.http.base_url))
+        while not follow.expired():
+            try:
+                with connect_sse(
+                    self.http,
+                    "GET",
+                    follow.path,
+                    headers=follow.headers(),
+                    timeout=follow.http_timeout(),
+                ) as source:
+                    opened = follow.opened(source.response)
+                    if opened == "final":
+                        yield self.get(job_id)
+                        return
+                    if opened == "poll":
+                        break
+                    self.contacted = True
+                    for sse in source.iter_sse():
+                        job = follow.event(sse)
+                        if job is None:
+                            continue
+                        yield job
+                        if job.final or follow.expired():
+                            return
+            except SSEError:
+                break
+            except httpx.TransportError as exc:
+                delay = follow.broken(exc, contacted=self.contacted)
+                if delay is None:
+                    break
+                time.sleep(delay)
+        yield from self._poll(job_id, follow.remaining(), poll_s)
+
+    def _poll(self, job_id: str, timeout: float | None, poll_s: float) -> Iterator[Job]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            job = self.get(job_id, wait=poll_s if left is None else min(poll_s, left))
+            yield job
+            if job.final or (deadline is not None and time.monotonic() >= deadline):
+                return
 
     def result(self, job_id: str, *, partial: bool = False) -> JobResult:
         return self._send(calls.result(job_id, partial))
@@ -198,6 +287,8 @@ class MTClient:
         target: str,
         timeout: float = 60.0,
         glossary_id: str | None = None,
+        pool: str | None = None,
+        adapter: str | None = None,
     ) -> list[str | None]:
         """Translations aligned with ``texts``; None where a segment failed.
 
@@ -205,7 +296,13 @@ class MTClient:
         long-polled); raises :class:`JobTimeout` (with ``job_id``) if it is not done by then.
         """
         return self.translation(
-            texts, source=source, target=target, timeout=timeout, glossary_id=glossary_id
+            texts,
+            source=source,
+            target=target,
+            timeout=timeout,
+            glossary_id=glossary_id,
+            pool=pool,
+            adapter=adapter,
         ).translations
 
     def translation(
@@ -216,11 +313,16 @@ class MTClient:
         target: str,
         timeout: float = 60.0,
         glossary_id: str | None = None,
+        pool: str | None = None,
+        adapter: str | None = None,
     ) -> Translation:
         """:meth:`translate` with everything the answer says: ``translations``, ``errors`` and
         ``warnings`` per segment, ``cached`` (how many the phrase cache answered) and the job's
-        ``id`` (None when the cache answered all)."""
-        return self._run(calls.translate(texts, source, target, timeout, glossary_id))
+        ``id`` (None when the cache answered all). ``pool`` and ``adapter``: as in
+        :meth:`submit`."""
+        return self._run(
+            calls.translate(texts, source, target, timeout, glossary_id, pool=pool, adapter=adapter)
+        )
 
     def languages(self) -> dict[str, Any]:
         return self._send(calls.languages())
@@ -312,9 +414,22 @@ class AsyncMTClient:
         lane: str | None = None,
         idempotency_key: str | None = None,
         glossary_id: str | None = None,
+        callback_url: str | None = None,
+        pool: str | None = None,
+        adapter: str | None = None,
     ) -> Job:
         return await self._send(
-            calls.submit(texts, source, target, lane, idempotency_key, glossary_id)
+            calls.submit(
+                texts,
+                source,
+                target,
+                lane,
+                idempotency_key,
+                glossary_id,
+                callback_url,
+                pool=pool,
+                adapter=adapter,
+            )
         )
 
     async def submit_document(
@@ -328,10 +443,23 @@ class AsyncMTClient:
         lane: str | None = None,
         idempotency_key: str | None = None,
         glossary_id: str | None = None,
+        callback_url: str | None = None,
+        pool: str | None = None,
+        adapter: str | None = None,
     ) -> Job:
         return await self._send(
             calls.submit_document(
-                content, format, source, target, lane, filename, idempotency_key, glossary_id
+                content,
+                format,
+                source,
+                target,
+                lane,
+                filename,
+                idempotency_key,
+                glossary_id,
+                callback_url,
+                pool=pool,
+                adapter=adapter,
             )
         )
 
@@ -349,7 +477,60 @@ class AsyncMTClient:
         poll_s: float = 10.0,
         on_progress: Callable[[Job], None] | None = None,
     ) -> Job:
-        return await self._run(calls.wait(job_id, timeout, poll_s, on_progress))
+        job = None
+        async for job in self.events(job_id, timeout=timeout, poll_s=poll_s):
+            if on_progress:
+                on_progress(job)
+        assert job is not None  # events() yields at least once
+        return job
+
+    async def events(
+        self, job_id: str, *, timeout: float | None = None, poll_s: float = 10.0
+    ) -> AsyncIterator[Job]:
+        """:meth:`MTClient.events`, for asyncio."""
+        follow = JobFollow(job_id, timeout, self.retry, str(self.http.base_url))
+        while not follow.expired():
+            try:
+                async with aconnect_sse(
+                    self.http,
+                    "GET",
+                    follow.path,
+                    headers=follow.headers(),
+                    timeout=follow.http_timeout(),
+                ) as source:
+                    opened = follow.opened(source.response)
+                    if opened == "final":
+                        yield await self.get(job_id)
+                        return
+                    if opened == "poll":
+                        break
+                    self.contacted = True
+                    async for sse in source.aiter_sse():
+                        job = follow.event(sse)
+                        if job is None:
+                            continue
+                        yield job
+                        if job.final or follow.expired():
+                            return
+            except SSEError:
+                break
+            except httpx.TransportError as exc:
+                delay = follow.broken(exc, contacted=self.contacted)
+                if delay is None:
+                    break
+                await asyncio.sleep(delay)
+        deadline = follow.remaining()
+        async for job in self._poll(job_id, deadline, poll_s):
+            yield job
+
+    async def _poll(self, job_id: str, timeout: float | None, poll_s: float) -> AsyncIterator[Job]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            job = await self.get(job_id, wait=poll_s if left is None else min(poll_s, left))
+            yield job
+            if job.final or (deadline is not None and time.monotonic() >= deadline):
+                return
 
     async def result(self, job_id: str, *, partial: bool = False) -> JobResult:
         return await self._send(calls.result(job_id, partial))
@@ -365,9 +546,17 @@ class AsyncMTClient:
         target: str,
         timeout: float = 60.0,
         glossary_id: str | None = None,
+        pool: str | None = None,
+        adapter: str | None = None,
     ) -> list[str | None]:
         answer = await self.translation(
-            texts, source=source, target=target, timeout=timeout, glossary_id=glossary_id
+            texts,
+            source=source,
+            target=target,
+            timeout=timeout,
+            glossary_id=glossary_id,
+            pool=pool,
+            adapter=adapter,
         )
         return answer.translations
 
@@ -379,8 +568,12 @@ class AsyncMTClient:
         target: str,
         timeout: float = 60.0,
         glossary_id: str | None = None,
+        pool: str | None = None,
+        adapter: str | None = None,
     ) -> Translation:
-        return await self._run(calls.translate(texts, source, target, timeout, glossary_id))
+        return await self._run(
+            calls.translate(texts, source, target, timeout, glossary_id, pool=pool, adapter=adapter)
+        )
 
     async def languages(self) -> dict[str, Any]:
         return await self._send(calls.languages())

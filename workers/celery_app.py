@@ -85,7 +85,7 @@ app.conf.update(
 app.Task.Request = RedactedRequest
 
 # Interactive chunks on their own consumer when the worker serves both lanes.
-if consumer_plan(list(settings.lanes), settings.interactive_prefetch)[1]:
+if consumer_plan(settings.pool_name, list(settings.lanes), settings.interactive_prefetch)[1]:
     app.steps["consumer"].add(InteractiveConsumer)
 
 _runtime: WorkerRuntime | None = None

@@ -131,12 +131,10 @@ def dead_letter(store: JobStore, msg: ChunkMessage, indices: list[int], *, reaso
     """Fail a chunk's segments with ``reason`` and list it once on the dead-letter list;
     returns the job's status after the write."""
     reason = f"{reason}; it was dead-lettered"
-    # The failed results first (idempotent: a chunk may be delivered again after this, or this
-    # may crash half-way), then the dead-letter entry, written once per chunk.
-    err = DeadLettered(reason).as_dict()
-    final = store.record(
-        msg.job_id, [(i, SegmentOutcome(error=err)) for i in indices], chunk=msg.chunk
-    )
+    # The dead-letter entry first (written once per chunk), then the failed results, which may
+    # finish the job: whoever sees the job final finds the entry listed. A crash between the
+    # two leaves the chunk unacknowledged; delivered again, it is over its limit again and its
+    # results are written then (the entry is not listed twice).
     entry = {
         "job_id": msg.job_id,
         "chunk": msg.chunk,
@@ -147,7 +145,14 @@ def dead_letter(store: JobStore, msg: ChunkMessage, indices: list[int], *, reaso
     if store.dead_letter(msg.job_id, msg.chunk, json.dumps(entry)):
         log.error("dead-lettering job %s chunk %s: %s", msg.job_id, msg.chunk, reason)
         metrics.DEAD_LETTERED.inc()
-    return final
+    err = DeadLettered(reason).as_dict()
+    return store.record(
+        msg.job_id,
+        [(i, SegmentOutcome(error=err)) for i in indices],
+        chunk=msg.chunk,
+        pool=msg.pool,
+        lane=msg.lane.value,
+    )
 
 
 class InteractiveFirst:
@@ -192,10 +197,11 @@ class ChunkProcessor:
         store: JobStore,
         cache: PhraseCache,
         scheduler: Callable[[], Scheduler],
-        fingerprint: Callable[[], str],
+        fingerprint: Callable[[str | None], str | None],
         down: Callable[[], str | None] = lambda: None,
     ) -> None:
-        """``scheduler`` and ``fingerprint``: the current engine's (it may be restarted);
+        """``scheduler`` and ``fingerprint`` (of the base model or a LoRA adapter; None: no such
+        adapter): the current engine's (it may be restarted);
         ``down``: why the engine is down, None while it serves."""
         self.settings = settings
         self.down = down
@@ -233,8 +239,9 @@ class ChunkProcessor:
     def _process(self, msg: ChunkMessage) -> dict[str, Any]:
         started = time.monotonic()
         all_indices = [i for seg in msg.segments for i in seg.indices]
+        where: dict[str, Any] = {"pool": msg.pool, "lane": msg.lane.value}
         status, deliveries, pending = self.store.start_chunk(
-            msg.job_id, msg.chunk, all_indices, lane=msg.lane.value, enqueued_at=msg.enqueued_at
+            msg.job_id, msg.chunk, all_indices, enqueued_at=msg.enqueued_at, **where
         )
         if status is None:
             return {"skipped": "job expired or deleted"}
@@ -243,7 +250,7 @@ class ChunkProcessor:
         if not pending:
             # redelivered after it wrote every result (its worker died before the ack): done,
             # not a poison chunk however often it was delivered
-            final = self.store.record(msg.job_id, [], chunk=msg.chunk)
+            final = self.store.record(msg.job_id, [], chunk=msg.chunk, **where)
             return {
                 "skipped": "every segment has its result",
                 "job_status": final.value if final else None,
@@ -281,9 +288,18 @@ class ChunkProcessor:
             except GlossaryNotFound as exc:
                 for n in range(len(segments)):
                     deliver(n, SegmentOutcome(error=exc.as_dict()))
-                final = self.store.record(msg.job_id, outcomes, chunk=msg.chunk)
+                final = self.store.record(msg.job_id, outcomes, chunk=msg.chunk, **where)
                 return {"failed": len(outcomes), "job_status": final.value if final else None}
-        fp = self.fingerprint()
+        fp = self.fingerprint(msg.adapter)
+        if fp is None:  # a worker of the pool without the adapter the API found in the registry
+            err = {
+                "type": "unknown_adapter",
+                "message": f"this worker of pool {msg.pool} has no LoRA adapter {msg.adapter!r}",
+            }
+            for n in range(len(segments)):
+                deliver(n, SegmentOutcome(error=err))
+            final = self.store.record(msg.job_id, outcomes, chunk=msg.chunk, **where)
+            return {"failed": len(outcomes), "job_status": final.value if final else None}
         todo = list(range(len(segments)))
         cache_hits = 0
         if time.time() - msg.enqueued_at >= RECHECK_AFTER_S and self.recheck.wanted(
@@ -316,7 +332,9 @@ class ChunkProcessor:
         t0 = time.monotonic()
 
         def translate(batch: list[str]) -> list[SegmentOutcome]:
-            requests = [TranslationRequest(t, msg.source, msg.target, priority) for t in batch]
+            requests = [
+                TranslationRequest(t, msg.source, msg.target, priority, msg.adapter) for t in batch
+            ]
             scheduler = self.scheduler()
             ticket = scheduler.submit(requests, job_id=msg.job_id)  # EngineUnavailable: requeued
             if ticket.wait(max(deadline - time.monotonic(), 0.0)):
@@ -335,7 +353,7 @@ class ChunkProcessor:
                 pause=self.lanes.bulk_turn if msg.lane is Lane.bulk else None,
             )
         except Requeue:
-            self.store.record(msg.job_id, outcomes)  # the cache hits, kept; the chunk goes on
+            self.store.record(msg.job_id, outcomes, **where)  # the cache hits, kept; it goes on
             raise
         elapsed = time.monotonic() - t0
         to_cache = {}
@@ -357,10 +375,11 @@ class ChunkProcessor:
         outcomes = [
             (i, o) for i, o in outcomes if o.error is None or o.error.get("type") != Cancelled.code
         ]
-        final = self.store.record(msg.job_id, outcomes, chunk=msg.chunk)
+        final = self.store.record(msg.job_id, outcomes, chunk=msg.chunk, **where)
         failed = sum(1 for _, o in outcomes if not o.ok)
         self.chunk_segments += (len(all_indices) - self.chunk_segments) * 0.1
         metrics.observe_chunk(
+            pool=msg.pool or "",
             lane=msg.lane.value,
             segments=len(outcomes),
             cached=cache_hits,
@@ -368,7 +387,9 @@ class ChunkProcessor:
             latency_s=time.time() - msg.enqueued_at,
         )
         if final is not None and final.final:
-            metrics.JOB_LATENCY.labels(msg.lane.value).observe(time.time() - msg.enqueued_at)
+            metrics.JOB_LATENCY.labels(msg.pool or "", msg.lane.value).observe(
+                time.time() - msg.enqueued_at
+            )
         return {
             "segments": len(outcomes),
             "translated": len(texts),

@@ -12,9 +12,10 @@ sees a task up to a quarter of a second later, the worker spends a fraction on i
 
 One Celery consumer with one prefetch count for both lanes would let a worker whose window is
 full of bulk chunks take the next interactive chunk only after a bulk chunk finishes. Instead,
-when a worker serves both lanes, Celery's own consumer takes only ``mt.bulk`` (its prefetch is
-the adaptive pull window) and :class:`InteractiveConsumer` — a consumer bootstep on its own
-channel with its own small prefetch (``MT_INTERACTIVE_PREFETCH``) — takes ``mt.interactive``
+when a worker serves both lanes, Celery's own consumer takes only its pool's bulk queue
+(``mt.<pool>.bulk``; its prefetch is the adaptive pull window) and :class:`InteractiveConsumer`
+— a consumer bootstep on its own channel with its own small prefetch
+(``MT_INTERACTIVE_PREFETCH``) — takes ``mt.<pool>.interactive``
 and hands messages to Celery's normal task handler: same task, same acks (late, on that
 channel), same events in Flower. The worker gets that many extra threads, so an interactive
 chunk never queues behind bulk ones for a thread either; inside the worker the scheduler puts
@@ -55,15 +56,16 @@ class TaskConsumer(CeleryConsumer):
         self._flush_events()
 
 
-def consumer_plan(lanes: list[str], interactive_prefetch: int) -> tuple[list[str], int]:
+def consumer_plan(pool: str, lanes: list[str], interactive_prefetch: int) -> tuple[list[str], int]:
     """(queues of Celery's own consumer, prefetch of the separate interactive consumer or 0)."""
     if "interactive" in lanes and "bulk" in lanes and interactive_prefetch > 0:
-        return [keys.queue("bulk")], interactive_prefetch
-    return [keys.queue(lane) for lane in lanes], 0
+        return [keys.queue(pool, "bulk")], interactive_prefetch
+    return [keys.queue(pool, lane) for lane in lanes], 0
 
 
 class InteractiveConsumer(bootsteps.ConsumerStep):
-    """Consumes ``mt.interactive`` on its own channel and prefetch (see the module docs)."""
+    """Consumes the pool's interactive queue on its own channel and prefetch (see the module
+    docs)."""
 
     requires = ("celery.worker.consumer.tasks:Tasks",)
 
@@ -75,12 +77,13 @@ class InteractiveConsumer(bootsteps.ConsumerStep):
         from mtfleet.core.settings import get_settings
 
         settings = get_settings()
-        _, prefetch = consumer_plan(list(settings.lanes), settings.interactive_prefetch)
+        pool = settings.pool_name
+        _, prefetch = consumer_plan(pool, list(settings.lanes), settings.interactive_prefetch)
         channel.basic_qos(0, prefetch, False)
         return [
             Consumer(
                 channel,
-                queues=[Queue(keys.queue("interactive"))],
+                queues=[Queue(keys.queue(pool, "interactive"))],
                 on_message=self.parent.create_task_handler(),
                 accept=["json"],
             )

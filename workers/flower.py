@@ -62,6 +62,36 @@ def flower_argv(host: str, port: int) -> list[str]:
     ]
 
 
+def show_pool_queues(settings: Settings) -> None:
+    """Make Flower's broker page list every pool's queues, both lanes.
+
+    Flower lists the queues its workers' Celery consumers report (``inspect active_queues``),
+    or with no worker up the app's own ``task_queues``: a fleet's queues are made per pool as
+    pools appear, and a worker's interactive queue has a consumer of its own
+    (:mod:`mtfleet.workers.consumers`) that Celery does not report. So the list is the
+    workers' report plus the queues of every pool in the registry, read at each request."""
+    import redis
+    from flower.views import BaseHandler
+
+    from mtfleet.core import keys
+    from mtfleet.core.redis_conn import connect
+    from mtfleet.core.registry import Registry
+
+    reported = BaseHandler.get_active_queue_names
+    registry = Registry(connect(settings.redis_url))
+
+    def queue_names(handler: BaseHandler) -> list[str]:
+        names = set(reported(handler))
+        try:
+            pools = registry.pools()
+        except redis.RedisError:
+            pools = {}
+        names |= {keys.queue(pool, lane) for pool in pools for lane in keys.LANES}
+        return sorted(names)
+
+    BaseHandler.get_active_queue_names = queue_names
+
+
 def run_flower(settings: Settings, host: str, port: int) -> int:
     """Run Flower in this process on the fleet's own Celery app, so it connects to the broker
     exactly as the workers do (credentials, ``rediss://`` with ``broker_use_ssl``, JSON only).
@@ -72,4 +102,5 @@ def run_flower(settings: Settings, host: str, port: int) -> int:
     # Given through the environment so the password is not visible in `ps`.
     os.environ["FLOWER_BASIC_AUTH"] = f"{user}:{password}"
     app = make_celery(settings, name="mtfleet-flower")
+    show_pool_queues(settings)
     return int(app.start(flower_argv(host, port)) or 0)

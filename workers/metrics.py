@@ -9,9 +9,9 @@ from __future__ import annotations
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
 SEGMENTS = Counter(
-    "mt_worker_segments_total", "Segments finished by this worker", ["lane", "outcome"]
+    "mt_worker_segments_total", "Segments finished by this worker", ["pool", "lane", "outcome"]
 )
-CHUNKS = Counter("mt_worker_chunks_total", "Chunks processed by this worker", ["lane"])
+CHUNKS = Counter("mt_worker_chunks_total", "Chunks processed by this worker", ["pool", "lane"])
 TOKENS = Counter(
     "mt_worker_tokens_total", "Tokens through the engine (in: source, out: generated)", ["dir"]
 )
@@ -45,13 +45,13 @@ ENGINE_SECONDS = Histogram(
 LATENCY = Histogram(
     "mt_worker_chunk_latency_seconds",
     "Enqueue-to-result time of a chunk",
-    ["lane"],
+    ["pool", "lane"],
     buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800),
 )
 JOB_LATENCY = Histogram(
     "mt_job_latency_seconds",
     "Submission-to-final time of jobs (observed by the worker that finishes them)",
-    ["lane"],
+    ["pool", "lane"],
     buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 7200),
 )
 RESENT = Counter(
@@ -96,21 +96,26 @@ def observe_batch(segments: int, tokens: int, seconds: float | None) -> None:
 
 
 class _LaneSeries:
-    """A lane's chunk series, bound once (a label lookup costs more than the update)."""
+    """A pool lane's chunk series, bound once (a label lookup costs more than the update)."""
 
-    def __init__(self, lane: str) -> None:
-        self.chunks = CHUNKS.labels(lane)
-        self.translated = SEGMENTS.labels(lane, "translated")
-        self.cached = SEGMENTS.labels(lane, "cached")
-        self.failed = SEGMENTS.labels(lane, "failed")
-        self.latency = LATENCY.labels(lane)
-
-
-_LANES = {lane: _LaneSeries(lane) for lane in ("interactive", "bulk")}
+    def __init__(self, pool: str, lane: str) -> None:
+        self.chunks = CHUNKS.labels(pool, lane)
+        self.translated = SEGMENTS.labels(pool, lane, "translated")
+        self.cached = SEGMENTS.labels(pool, lane, "cached")
+        self.failed = SEGMENTS.labels(pool, lane, "failed")
+        self.latency = LATENCY.labels(pool, lane)
 
 
-def observe_chunk(*, lane: str, segments: int, cached: int, failed: int, latency_s: float) -> None:
-    series = _LANES[lane]
+#: (pool, lane) -> its series: a worker serves one pool, so this holds two entries.
+_LANES: dict[tuple[str, str], _LaneSeries] = {}
+
+
+def observe_chunk(
+    *, pool: str, lane: str, segments: int, cached: int, failed: int, latency_s: float
+) -> None:
+    series = _LANES.get((pool, lane))
+    if series is None:
+        series = _LANES[(pool, lane)] = _LaneSeries(pool, lane)
     series.chunks.inc()
     series.translated.inc(max(segments - cached - failed, 0))
     series.cached.inc(cached)

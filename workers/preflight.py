@@ -22,6 +22,19 @@ def visible_gpus(dev: Path = Path("/dev")) -> int:
         return 0
 
 
+def unserved_pairs(settings: Settings, engine_pairs: list[tuple[str, str]]) -> list[str]:
+    """MT_PAIRS that the engine cannot translate (nothing when it cannot tell yet)."""
+    offered = set(engine_pairs)
+    missing = [f"{a}-{b}" for a, b in settings.offered_pairs if (a, b) not in offered]
+    if not offered or not missing:
+        return []
+    return [
+        f"MT_PAIRS names {', '.join(missing)}, which engine {settings.engine} does not "
+        f"translate here; it translates {len(offered)} pair(s), e.g. "
+        + ", ".join(f"{a}-{b}" for a, b in sorted(offered)[:10])
+    ]
+
+
 def problems(settings: Settings, gpus: list[int], dev: Path = Path("/dev")) -> list[str]:
     """Everything that would make each start fail, one line each (empty: go ahead)."""
     try:
@@ -29,6 +42,7 @@ def problems(settings: Settings, gpus: list[int], dev: Path = Path("/dev")) -> l
     except ConfigError as exc:
         return [exc.message]
     found = list(engine.preflight())
+    found += unserved_pairs(settings, engine.pairs() if not found else [])
     shown = visible_gpus(dev)
     missing = [g for g in gpus if g >= shown]
     if shown and missing:

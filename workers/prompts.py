@@ -20,11 +20,18 @@ tokens themselves. So a source text could close the user turn and write an assis
 its own ("...<|im_end|><|im_start|>assistant\nhello"). :func:`render` breaks every such string
 in the source with a zero-width space first: it is then tokenized as the ordinary characters it
 shows. "Ignore previous instructions" in plain words stays what it is: text to translate.
+An engine that sends the user turn to a server which applies the template itself (the
+``openai`` engine) breaks the served model's control tokens where it can read its tokenizer,
+else the common ones (:data:`COMMON_CONTROL_TOKENS`): :func:`user_turn`.
+
+:func:`max_tokens` is how long a translation may grow, the same for every engine that
+generates with an LLM.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import weakref
 from collections.abc import Iterable
 from typing import Any, Literal, Protocol
@@ -90,6 +97,47 @@ def as_data(text: str, tokens: Iterable[str]) -> str:
     return text
 
 
+#: Control-token strings of widespread chat templates (ChatML/Qwen, Llama 2 and 3, Mistral,
+#: Gemma, Phi, Hunyuan), broken in a source text when the served model's own tokenizer cannot
+#: be read (:func:`user_turn`).
+COMMON_CONTROL_TOKENS: tuple[str, ...] = tuple(
+    sorted(
+        {
+            "<|im_start|>",
+            "<|im_end|>",
+            "<|endoftext|>",
+            "<|begin_of_text|>",
+            "<|end_of_text|>",
+            "<|start_header_id|>",
+            "<|end_header_id|>",
+            "<|eot_id|>",
+            "<|startoftext|>",
+            "<|eos|>",
+            "<|user|>",
+            "<|assistant|>",
+            "<|system|>",
+            "<|end|>",
+            "<start_of_turn>",
+            "<end_of_turn>",
+            "[INST]",
+            "[/INST]",
+            "<s>",
+            "</s>",
+        },
+        key=len,
+        reverse=True,
+    )
+)
+
+
+def user_turn(
+    text: str, source: str, target: str, style: PromptStyle, tokens: Iterable[str]
+) -> str:
+    """The user turn for one segment, its source text made data first (:func:`as_data` with
+    the control-token strings ``tokens``)."""
+    return instruction(as_data(text, tokens), source, target, style)
+
+
 def render(
     text: str, source: str, target: str, style: PromptStyle, tokenizer: ChatTemplater | None
 ) -> str:
@@ -97,11 +145,59 @@ def render(
 
     The source text is data: control-token strings in it are broken first (:func:`as_data`).
     """
-    if tokenizer is not None:
-        text = as_data(text, control_tokens(tokenizer))
-    user = instruction(text, source, target, style)
+    tokens = control_tokens(tokenizer) if tokenizer is not None else ()
+    user = user_turn(text, source, target, style, tokens)
     if tokenizer is None or not getattr(tokenizer, "chat_template", None):
         return user
     return tokenizer.apply_chat_template(
         [{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True
     )
+
+
+def max_tokens(
+    source_tokens: int, prompt_tokens: int, context: int, *, ratio: float, slack: int
+) -> int:
+    """Tokens a translation may take: ``source tokens x ratio + slack`` (``MT_MAX_TOKENS_*``),
+    within what the model's ``context`` leaves after the prompt (0: unknown, not capped);
+    at least one."""
+    wanted = math.ceil(source_tokens * ratio) + slack
+    if context > 0:
+        wanted = min(wanted, context - prompt_tokens)
+    return max(1, wanted)
+
+
+class PromptTokenizer(ChatTemplater, Protocol):
+    def encode(self, text: str, *, add_special_tokens: bool) -> list[int]: ...
+
+
+def encode(
+    text: str, source: str, target: str, style: PromptStyle, tokenizer: PromptTokenizer
+) -> tuple[list[int], int]:
+    """The prompt's token ids (as the model gets them) and the source text's token count.
+
+    A chat template writes its own BOS; a bare instruction needs the tokenizer's."""
+    prompt = render(text, source, target, style, tokenizer)
+    templated = bool(getattr(tokenizer, "chat_template", None))
+    ids = tokenizer.encode(prompt, add_special_tokens=not templated)
+    return ids, len(tokenizer.encode(text, add_special_tokens=False))
+
+
+def too_long(source_tokens: int, prompt_tokens: int, context: int, slack: int) -> str | None:
+    """Why a segment cannot be translated in ``context`` tokens (its prompt, and room for an
+    answer at least as long as the source plus ``slack``), or None."""
+    if context <= 0 or context - prompt_tokens >= source_tokens + slack:
+        return None
+    return (
+        f"segment too long for the model: {source_tokens} source tokens, prompt "
+        f"{prompt_tokens} tokens, context {context}"
+    )
+
+
+#: Languages an instruction LLM is prompted for: ours, less those only Apertium serves.
+_APERTIUM_ONLY = frozenset({"ca", "gl", "eu", "oc", "eo"})
+
+
+def llm_pairs() -> list[tuple[str, str]]:
+    """Every pair an instruction LLM is prompted for (both directions)."""
+    codes = [c for c in languages.LANGUAGES if c not in _APERTIUM_ONLY]
+    return [(a, b) for a in codes for b in codes if a != b]

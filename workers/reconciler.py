@@ -18,9 +18,11 @@ it for good. The API writes every chunk message into the job's ledger
 the ledger in the same step that writes its last result. Every ``MT_RECONCILE_INTERVAL_S`` the
 jobs that should have been fetched by now are swept:
 
-* a lane's queue is first in, first out, so a job created well before the lane's *started
-  mark* (the newest ``enqueued_at`` of any chunk started on the lane) has had every chunk
-  fetched at least once; when the queue is empty, every active job qualifies;
+* each pool's lane queue is first in, first out, so a job created well before its *started
+  mark* (the newest ``enqueued_at`` of any chunk started from that queue) has had every chunk
+  fetched at least once; when the queue is empty, every active job of the pool and lane
+  qualifies (only queues that a live worker consumes are swept: nobody would fetch a re-sent
+  chunk from the others, whose messages stay where they are);
 * each of their unfinished chunks must then be either held by a live worker or back in the
   queue after a restore (restored messages go to the fetching end; the last ``SCAN_TAIL``
   messages are read);
@@ -58,7 +60,7 @@ log = logging.getLogger(__name__)
 
 #: Messages read from the fetching end of a queue to find restored chunks.
 SCAN_TAIL = 2000
-#: Most active jobs looked at per lane and sweep (the oldest first).
+#: Most active jobs looked at per pool, lane and sweep (the oldest first).
 MAX_JOBS = 500
 #: Messages restored from a dead instance's hash per kombu call.
 RESTORE_BATCH = 500
@@ -171,21 +173,17 @@ class Reconciler(Periodic):
         """Look once; returns the (job, chunk) pairs sent again."""
         now = time.time() if now is None else now
         live = self.registry.live_workers()
-        live_lanes = {lane for w in live for lane in w.lanes}
+        consumed = sorted({(w.pool_name, lane) for w in live for lane in w.lanes})
         held: set[tuple[str, int]] | None = None
         missing: set[tuple[str, int]] = set()
-        for lane in keys.LANES:
-            if lane not in live_lanes:
-                continue  # nobody would fetch a re-sent chunk; the queue keeps its messages
-            queue = keys.queue(lane)
+        for pool, lane in consumed:
+            queue = keys.queue(pool, lane)
             depth = int(self.r.llen(queue))
-            mark = float(self.r.get(keys.lane_started(lane)) or 0.0)
+            mark = float(self.r.get(keys.lane_started(pool, lane)) or 0.0)
             newest = now - self.grace if depth == 0 else min(now, mark) - self.grace
+            active = keys.active(pool, lane)
             jobs = [
-                str(j)
-                for j in self.r.zrangebyscore(
-                    keys.active(lane), "-inf", newest, start=0, num=MAX_JOBS
-                )
+                str(j) for j in self.r.zrangebyscore(active, "-inf", newest, start=0, num=MAX_JOBS)
             ]
             if not jobs:
                 continue
@@ -203,7 +201,7 @@ class Reconciler(Periodic):
                 if not chunks:
                     status = self.r.hget(keys.job(job_id), "status")
                     if status is None or status not in ("queued", "running", "cancelling"):
-                        self.r.zrem(keys.active(lane), job_id)  # expired, purged or final
+                        self.r.zrem(active, job_id)  # expired, purged or final
                     continue
                 for c in chunks:
                     key = (job_id, int(c))

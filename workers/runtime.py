@@ -43,11 +43,14 @@ from mtfleet.core.store import JobStore
 from mtfleet.workers.cancellation import Cancellations
 from mtfleet.workers.chunk import ENGINE_SHARE, ChunkProcessor
 from mtfleet.workers.engines import Engine, create_engine
+from mtfleet.workers.gpustats import GpuStats
 from mtfleet.workers.health import EngineHealth
 from mtfleet.workers.heartbeat import Heartbeat
 from mtfleet.workers.hooks import Hook
+from mtfleet.workers.preflight import unserved_pairs
 from mtfleet.workers.reconciler import Reconciler
 from mtfleet.workers.scheduler import Deadlines, Scheduler, make_scheduler
+from mtfleet.workers.stats import StatsSampler
 from mtfleet.workers.window import WindowControl
 
 log = logging.getLogger(__name__)
@@ -94,6 +97,8 @@ class WorkerRuntime:
         self._engine_lock = threading.Lock()
         self._jobs: Counter[str] = Counter()  # jobs with a chunk in progress here
         self._jobs_lock = threading.Lock()
+        self.stats = StatsSampler()  # the panel's figures, from this process's metrics
+        self.gpu_stats = GpuStats(self.gpus)
         self.heartbeat = Heartbeat(self.registry, self.info, settings.heartbeat_s)
         self.health = EngineHealth(self.restart_engine, self.heartbeat.beat_now)
         self.chunks = ChunkProcessor(
@@ -101,7 +106,7 @@ class WorkerRuntime:
             self.store,
             self.cache,
             lambda: self.scheduler,
-            lambda: self.engine.fingerprint,
+            lambda adapter: self.engine.fingerprint_for(adapter),
             lambda: self.health.reason,
         )
         self.hooks: list[Hook] = [
@@ -149,6 +154,9 @@ class WorkerRuntime:
             engine.load()
         except Exception as exc:
             raise EngineUnavailable(f"engine {engine.name} failed to load: {exc}") from exc
+        unserved = unserved_pairs(self.settings, engine.pairs())
+        if unserved:
+            raise EngineUnavailable(unserved[0])
         s = self.settings
         scheduler = make_scheduler(
             engine,
@@ -162,11 +170,12 @@ class WorkerRuntime:
             on_engine_down=self.health.engine_down,
         )
         log.info(
-            "engine %s (%s) loaded in %.1fs; pairs: %d",
+            "engine %s (%s) loaded in %.1fs for pool %s; pairs: %d",
             engine.name,
             engine.model,
             time.monotonic() - t0,
-            len(engine.pairs()),
+            s.pool_name,
+            len(self._pairs(engine)),
         )
         return scheduler
 
@@ -187,10 +196,13 @@ class WorkerRuntime:
         freeze_startup_heap()
 
     def info(self) -> WorkerInfo:
+        """The registry entry, with the figures since the last one (called once per beat)."""
         e = self.engine
         return WorkerInfo(
             name=self.name,
             instance=self.instance,
+            pool=self.settings.pool_name,
+            adapters=e.adapters(),
             healthy=self.health.healthy,
             unhealthy_reason=self.health.reason,
             engine=e.name,
@@ -201,15 +213,21 @@ class WorkerRuntime:
             gpus=self.gpus,
             cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
             tensor_parallel_size=self.settings.tensor_parallel_size,
+            pipeline_parallel_size=self.settings.pipeline_parallel_size,
             host=socket.gethostname(),
             pid=os.getpid(),
             started_at=self.started_at,
+            stats=self.stats.sample(),
+            gpu_readings=self.gpu_stats.read(),
         )
 
     def _pairs(self, engine: Engine) -> list[tuple[str, str]]:
-        """The engine's pairs, asked once per engine (an LLM engine lists ~1,400)."""
+        """The pairs this worker offers: the engine's (asked once per engine: an LLM engine
+        lists ~1,400), or those of them MT_PAIRS names."""
         if self._pairs_of[0] is not engine:
-            self._pairs_of = (engine, engine.pairs())
+            pairs = engine.pairs()
+            wanted = set(self.settings.offered_pairs)
+            self._pairs_of = (engine, [p for p in pairs if p in wanted] if wanted else pairs)
         return self._pairs_of[1]
 
     # -- one chunk ---------------------------------------------------------------------------

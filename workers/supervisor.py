@@ -127,21 +127,26 @@ def run_workers(
     *,
     gpus: str | None,
     tp: int,
+    pool: str,
     lanes: list[str],
     concurrency: int,
     loglevel: str,
     env_overrides: dict[str, str],
     interactive_prefetch: int = 0,
     process_per_lane: bool = False,
+    pp: int = 1,
+    prefix: str = "",
 ) -> int:
-    groups = gpu_groups(parse_gpus(gpus), tp)
+    groups = gpu_groups(parse_gpus(gpus), tp, pp)
     base = {**os.environ, **env_overrides}
-    plan = worker_plan(groups, lanes, process_per_lane)
+    plan = worker_plan(groups, lanes, process_per_lane, prefix)
     commands = [
         (
             name,
-            worker_command(g, group_lanes, concurrency, loglevel, interactive_prefetch, name),
-            {**worker_env(g, base, tp, i), "MT_LANES": ",".join(group_lanes)},
+            worker_command(
+                g, group_lanes, concurrency, loglevel, interactive_prefetch, name, pool=pool
+            ),
+            {**worker_env(g, base, tp, i, pp), "MT_LANES": ",".join(group_lanes), "MT_POOL": pool},
         )
         for i, (name, g, group_lanes) in enumerate(plan)
     ]
@@ -150,16 +155,18 @@ def run_workers(
 
 
 def worker_plan(
-    groups: list[GpuGroup], lanes: list[str], process_per_lane: bool
+    groups: list[GpuGroup], lanes: list[str], process_per_lane: bool, prefix: str = ""
 ) -> list[tuple[str, GpuGroup, list[str]]]:
     """(worker name, its GPU group, its lanes) for every worker process: one per group, or
-    with ``process_per_lane`` one per group and lane (``cpu-interactive``, ``cpu-bulk``)."""
+    with ``process_per_lane`` one per group and lane (``cpu-interactive``, ``cpu-bulk``).
+    ``prefix`` goes in front of each name (a pool named with --pool: ``hunyuan-gpu0``, so
+    workers of several pools on one host have names of their own)."""
     if not process_per_lane or len(lanes) < 2:
-        return [(g.name, g, list(lanes)) for g in groups]
+        return [(prefix + g.name, g, list(lanes)) for g in groups]
     if any(g.gpus for g in groups):
         raise ConfigError(
             "MT_PROCESS_PER_LANE runs the engine once per lane on one device: it is for CPU "
             "engines (apertium, CPU plugins), not with --gpus, where each process would load "
             "the model again"
         )
-    return [(f"{g.name}-{lane}", g, [lane]) for g in groups for lane in lanes]
+    return [(f"{prefix}{g.name}-{lane}", g, [lane]) for g in groups for lane in lanes]

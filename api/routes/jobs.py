@@ -7,6 +7,7 @@ another key's job answers exactly as a missing one (404).
 from __future__ import annotations
 
 import base64
+from functools import partial
 from typing import Annotated
 from urllib.parse import quote
 
@@ -23,8 +24,10 @@ from mtfleet.core.models import JobStatus, Lane
 from mtfleet.core.schemas import (
     DocumentIn,
     JobCreate,
+    JobListPublic,
     JobPublic,
     JobResultPublic,
+    JobSummaryPublic,
 )
 from mtfleet.core.store import JobRecord
 
@@ -47,11 +50,16 @@ def public(job: JobRecord) -> JobPublic:
     return JobPublic(**job.model_dump(include=set(JobPublic.model_fields)))
 
 
-def with_chunks(services: Services, job: JobRecord) -> JobPublic:
-    """The job as its owner sees it; an unfinished one with where its chunks are."""
+def job_view(services: Services, job_id: str, caller: Caller | None = None) -> JobPublic:
+    """The job as its owner sees it (``caller``: JobNotFound for another key's job); an
+    unfinished one with where its chunks are (read with the job, one snapshot), one with a
+    callback_url with its webhook's attempts."""
+    job, work = services.store.get_with_chunks(job_id)
+    if caller is not None and not caller.may_see(job):
+        raise JobNotFound(f"job {job_id} not found (it may have expired)")
     out = public(job)
-    if not job.status.final:
-        out.work = services.store.chunk_state(job.id)
+    out.work = work
+    out.webhook = services.outbox.public(job)
     return out
 
 
@@ -87,6 +95,10 @@ def create_job(
     job's segments; ``GET /v1/jobs/{id}/result`` then carries the translated file, and
     ``GET /v1/jobs/{id}/document`` downloads it.
 
+    A ``callback_url`` gets one signed POST (Standard Webhooks) when the job is final; its
+    attempts show in ``GET /v1/jobs/{id}`` (docs/webhooks.md). ``GET /v1/jobs/{id}/events``
+    streams its progress.
+
     An ``Idempotency-Key`` header returns the same job for the same key (409 if the body differs);
     it is scoped to the API key. The texts' characters count against the key's daily quota
     (429 when over it).
@@ -110,6 +122,28 @@ def _create(
     return public(job)
 
 
+@router.get("", response_model=JobListPublic, responses=ERRORS)
+def list_jobs(
+    services: ServicesDep,
+    caller: CallerDep,
+    limit: Annotated[int, Query(ge=1, le=100, description="At most this many jobs")] = 20,
+) -> JobListPublic:
+    """The caller's recent jobs, newest first: those whose data has not expired or been
+    purged (the web translator's list). With ``MT_AUTH=off`` jobs have no owner and the list
+    is empty."""
+    if caller.key is None:
+        return JobListPublic(jobs=[])
+    ids = services.apikeys.storage(caller.key, 0).recent_jobs(limit)
+    fields = set(JobSummaryPublic.model_fields)
+    return JobListPublic(
+        jobs=[
+            JobSummaryPublic(**job.model_dump(include=fields))
+            for job in services.store.many(ids)
+            if caller.may_see(job)
+        ]
+    )
+
+
 @router.get("/{job_id}", response_model=JobPublic, responses=ERRORS)
 async def get_job(
     job_id: str,
@@ -120,15 +154,11 @@ async def get_job(
     """Status and progress. ``?wait=S`` blocks (no polling) until the job is final or S passes;
     a waiting request holds no thread. An unfinished job says where its chunks are
     (``work``: chunks queued, in flight and the age of the oldest in flight)."""
-    view = await run_in_threadpool(
-        lambda: with_chunks(services, visible_job(services, caller, job_id))
-    )
+    view = await run_in_threadpool(job_view, services, job_id, caller)
     if not wait or view.final:
         return view
-    await services.waiter.wait_async(
-        job_id, lambda: (s := services.store.status(job_id)) is None or s.final, wait
-    )
-    return await run_in_threadpool(lambda: with_chunks(services, services.store.get(job_id)))
+    await services.waiter.wait_async(job_id, partial(services.store.afinal, job_id), wait)
+    return await run_in_threadpool(job_view, services, job_id)
 
 
 @router.get("/{job_id}/result", response_model=JobResultPublic, responses=ERRORS)
@@ -207,7 +237,7 @@ def cancel_job(
             job = job.model_copy(update={"status": JobStatus.cancelled})
         return public(job)
     services.store.cancel(job_id)
-    return with_chunks(services, services.store.get(job_id))
+    return job_view(services, job_id)
 
 
 uploads = APIRouter(prefix="/v1", tags=["jobs"])
@@ -231,6 +261,11 @@ def upload_document(
     ] = None,
     glossary_id: Annotated[str | None, Form(max_length=64)] = None,
     lane: Annotated[Lane | None, Form()] = None,
+    callback_url: Annotated[
+        str | None, Form(max_length=2048, description="Gets the job's final state (webhook).")
+    ] = None,
+    pool: Annotated[str | None, Form(max_length=32)] = None,
+    adapter: Annotated[str | None, Form(max_length=64)] = None,
     idempotency_key: Annotated[str | None, Header(max_length=256)] = None,
 ) -> JobPublic:
     """Submit a document as a multipart upload (``file`` plus form fields); the same job as
@@ -249,6 +284,9 @@ def upload_document(
             target_lang=target_lang,
             glossary_id=glossary_id,
             lane=lane,
+            callback_url=callback_url,
+            pool=pool,
+            adapter=adapter,
         )
     except ValidationError as exc:
         msg = "; ".join(str(e.get("msg", "")).removeprefix("Value error, ") for e in exc.errors())

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Response
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from mtfleet.api import metrics
 from mtfleet.api.auth import authenticate
 from mtfleet.api.deps import ServicesDep
+from mtfleet.api.routing import choose_pool
 from mtfleet.core import keys, languages
+from mtfleet.core.errors import UnknownPool
 from mtfleet.core.schemas import (
     ErrorPublic,
     LanguagePublic,
     LanguagesPublic,
     LimitsPublic,
     PairPublic,
+    PoolPublic,
 )
 
 router = APIRouter(tags=["meta"])
@@ -28,23 +33,51 @@ router = APIRouter(tags=["meta"])
     responses={401: {"model": ErrorPublic}, 429: {"model": ErrorPublic}},
 )
 def list_languages(services: ServicesDep) -> LanguagesPublic:
-    """Language pairs the fleet serves (remembered after workers stop; ``live`` says whether a
-    worker serves the pair right now) and the language codes mtfleet knows."""
-    live_pairs = {(a, b) for w in services.registry.live_workers() for a, b in w.pairs}
-    pairs = [
-        PairPublic(
-            source=p.source,
-            target=p.target,
+    """Language pairs the fleet serves, one entry per pool that serves it (remembered after
+    workers stop; ``live`` says whether a worker of that pool serves the pair right now,
+    ``routed`` which pool a job that names none goes to), the pools, and the language codes
+    mtfleet knows."""
+    registry = services.registry
+    pools = registry.pools()
+    served = registry.pairs(sorted(pools))
+    live = registry.live_workers()
+    live_pairs = {(w.pool_name, a, b) for w in live for a, b in w.pairs}
+    by_pair: dict[tuple[str, str], list[str]] = {}
+    for name, pairs in served.items():
+        for pair in pairs:
+            by_pair.setdefault(pair, []).append(name)
+    routes = services.settings.routes
+    out = []
+    for (src, tgt), names in sorted(by_pair.items()):
+        routed = choose_pool(routes, src, tgt, names, pools)
+        out += [
+            PairPublic(
+                source=src,
+                target=tgt,
+                pool=name,
+                engine=pools[name].engine,
+                model=pools[name].model,
+                live=(name, src, tgt) in live_pairs,
+                routed=name == routed,
+            )
+            for name in sorted(names)
+        ]
+    pool_list = [
+        PoolPublic(
+            name=name,
             engine=p.engine,
             model=p.model,
-            live=(p.source, p.target) in live_pairs,
+            pairs=len(served.get(name, ())),
+            live_workers=sum(1 for w in live if w.pool_name == name),
+            lanes=sorted({lane for w in live if w.pool_name == name for lane in w.lanes}),
+            adapters=sorted(p.adapters),
         )
-        for p in sorted(services.registry.pairs().values(), key=lambda p: (p.source, p.target))
+        for name, p in sorted(pools.items())
     ]
     langs = [
         LanguagePublic(code=lang.code, name=lang.english) for lang in languages.LANGUAGES.values()
     ]
-    return LanguagesPublic(pairs=pairs, languages=langs)
+    return LanguagesPublic(pairs=out, languages=langs, pools=pool_list)
 
 
 @router.get(
@@ -69,28 +102,71 @@ def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz")
-def readyz(services: ServicesDep) -> JSONResponse:
-    """Ready when Redis answers and every lane has a live, healthy worker (503 otherwise).
-    ``unhealthy`` lists live workers whose engine is down or restarting, with the reason."""
+@router.get("/readyz", responses={422: {"model": ErrorPublic}})
+def readyz(
+    services: ServicesDep,
+    pool: Annotated[
+        str | None,
+        Query(max_length=32, description="Whether this pool is ready (default: the fleet)."),
+    ] = None,
+) -> JSONResponse:
+    """Ready when Redis answers and every lane has a live, healthy worker (503 otherwise, with
+    an ``error`` saying which lanes lack one); with ``?pool=NAME``, a worker of that pool (422
+    for a pool the fleet has never had).
+    ``pools`` shows each pool's lanes and the workers that serve them; ``unhealthy`` lists live
+    workers whose engine is down or restarting, with the reason."""
     try:
         services.store.r.ping()
         workers = services.registry.live_workers()
+        known = sorted(services.registry.pools())
     except Exception as exc:  # noqa: BLE001 - report, never raise
-        return JSONResponse({"status": "unavailable", "redis": f"error: {exc}"}, status_code=503)
+        message = f"Redis cannot be read: {exc}"
+        return JSONResponse(
+            {
+                "status": "unavailable",
+                "redis": f"error: {exc}",
+                "error": {"type": "unavailable", "message": message},
+            },
+            status_code=503,
+        )
     healthy = [w for w in workers if w.healthy]
-    lanes = {lane: sorted(w.name for w in healthy if lane in w.lanes) for lane in keys.LANES}
-    unhealthy = [{"name": w.name, "reason": w.unhealthy_reason} for w in workers if not w.healthy]
+    pools = {
+        name: {
+            lane: sorted(w.name for w in healthy if w.pool_name == name and lane in w.lanes)
+            for lane in keys.LANES
+        }
+        for name in sorted({*known, *(w.pool_name for w in workers)})
+    }
+    if pool is None:
+        lanes = {lane: sorted(w.name for w in healthy if lane in w.lanes) for lane in keys.LANES}
+    elif pool in pools:
+        lanes = pools[pool]
+    else:
+        raise UnknownPool(
+            f"the fleet has no pool {pool!r}; pools: " + (", ".join(pools) or "none yet"),
+            pools=list(pools),
+        )
+    unhealthy = [
+        {"name": w.name, "pool": w.pool_name, "reason": w.unhealthy_reason}
+        for w in workers
+        if not w.healthy
+    ]
     ready = all(lanes.values())
-    return JSONResponse(
-        {
-            "status": "ready" if ready else "not_ready",
-            "redis": "ok",
-            "lanes": lanes,
-            "unhealthy": unhealthy,
-        },
-        status_code=200 if ready else 503,
-    )
+    body: dict[str, object] = {
+        "status": "ready" if ready else "not_ready",
+        "redis": "ok",
+        "lanes": lanes,
+        "pools": pools,
+        "unhealthy": unhealthy,
+    }
+    if not ready:
+        idle = ", ".join(lane for lane, names in lanes.items() if not names)
+        where = f" of pool {pool}" if pool is not None else ""
+        body["error"] = {
+            "type": "not_ready",
+            "message": f"no live, healthy worker{where} for lane(s) {idle}",
+        }
+    return JSONResponse(body, status_code=200 if ready else 503)
 
 
 @router.get("/metrics")

@@ -46,6 +46,9 @@ async def translate(
         target_lang=body.target_lang,
         lane=Lane.interactive,
         glossary_id=body.glossary_id,
+        callback_url=body.callback_url,
+        pool=body.pool,
+        adapter=body.adapter,
     )
     found = None
     if idempotency_key is None:  # a replay must find its job: the whole way
@@ -67,25 +70,16 @@ async def translate(
         idempotency_key=idempotency_key,
         hits=found.hits if found is not None else None,
     )
-    job = submitted.job
     timeout = body.timeout or services.settings.translate_timeout_s
-    if not job.status.final:
-        await services.waiter.wait_async(
-            job.id, lambda: (s := services.store.status(job.id)) is None or s.final, timeout
-        )
-        job = await run_in_threadpool(services.store.get, job.id)
-    if not job.status.final:
+    known = submitted.cached if submitted.created else None
+    job, result = await services.results.settled(submitted.job, timeout, known)
+    if result is None:
         return JSONResponse(  # type: ignore[return-value]
             public(job).model_dump(mode="json"),
             status_code=202,
             headers={"Location": f"/v1/jobs/{job.id}"},
         )
     metrics.JOB_LATENCY.labels("interactive").observe(time.monotonic() - t0)
-    known = submitted.cached if submitted.created else None
-    if known is not None and len(known) == job.progress.total:
-        result = services.results.result(job, known)  # no Redis read: answered at submission
-    else:
-        result = await run_in_threadpool(services.results.result, job)
     return TranslatePublic(
         id=job.id,
         status=job.status,

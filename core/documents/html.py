@@ -75,6 +75,42 @@ IMPLIED_END = {
     "tr": {"tr", "tbody", "tfoot"}, "td": {"td", "th", "tr"}, "th": {"td", "th", "tr"},
 }  # fmt: skip
 
+
+@dataclass(frozen=True)
+class TagRules:
+    """What each element is to the scan: HTML's rules (:data:`HTML`, the html format), or a
+    caller's (the DeepL surface's ``tag_handling`` with its ``ignore_tags``,
+    ``non_splitting_tags`` and ``splitting_tags``: :mod:`mtfleet.core.documents.fragments`).
+
+    ``splitting`` None is HTML's way: an element not inline (or void, or opaque) ends a unit.
+    A set is XML's: only the elements it names end a unit, every other one is inline."""
+
+    inline: frozenset[str] = frozenset(INLINE)
+    inline_void: frozenset[str] = frozenset(INLINE_VOID)
+    void: frozenset[str] = frozenset(VOID)
+    opaque: frozenset[str] = frozenset(OPAQUE)
+    opaque_block: frozenset[str] = frozenset(OPAQUE_BLOCK)
+    raw_text: frozenset[str] = frozenset(RAW_TEXT | {"plaintext"})
+    rcdata: frozenset[str] = frozenset(RCDATA)
+    implied_end: dict[str, set[str] | None] = field(default_factory=lambda: dict(IMPLIED_END))
+    translate_attrs: bool = True
+    splitting: frozenset[str] | None = None
+
+    def is_inline(self, name: str) -> bool:
+        """Whether ``name`` is a paired code inside a unit (not a unit's boundary)."""
+        if name in self.inline:
+            return True
+        return (
+            self.splitting is not None
+            and name not in self.splitting
+            and name not in self.opaque
+            and name not in self.opaque_block
+        )
+
+
+#: The html format's rules.
+HTML = TagRules()
+
 # HTML's whitespace is WS alone: a regex's \s also takes U+0085, U+00A0 and the rest of
 # Unicode's spaces, which inside a tag are part of a name or value (as browsers read them)
 _TAG_NAME = re.compile(r"[A-Za-z][^ \t\n\r\f/>]*")
@@ -108,8 +144,9 @@ class Tok:
         return next((a.value for a in self.attrs if a.name == name), None)
 
 
-def tokenize(text: str) -> list[Tok]:
-    """The HTML tokenizer's view of ``text``: every character belongs to exactly one token."""
+def tokenize(text: str, rules: TagRules = HTML) -> list[Tok]:
+    """The HTML tokenizer's view of ``text``: every character belongs to exactly one token
+    (``rules`` say which elements hold raw text: none in XML)."""
     toks: list[Tok] = []
     n = len(text)
     pos = 0
@@ -153,12 +190,11 @@ def tokenize(text: str) -> list[Tok]:
         elif nxt.isascii() and nxt.isalpha():
             tok = _start_tag(text, lt)
             add(tok)
-            if tok.kind == "start" and (
-                tok.name in RAW_TEXT or tok.name in RCDATA or tok.name == "plaintext"
-            ):
+            if tok.kind == "start" and (tok.name in rules.raw_text or tok.name in rules.rcdata):
                 end = _raw_end(text, tok.end, tok.name)
                 if end > tok.end:
-                    toks.append(Tok("raw" if tok.name not in RCDATA else "text", tok.end, end))
+                    kind = "text" if tok.name in rules.rcdata else "raw"
+                    toks.append(Tok(kind, tok.end, end))
                 pos = text_start = end
                 continue
         else:
@@ -304,7 +340,9 @@ def _no_translate(tok: Tok) -> bool:
     ).split()
 
 
-def _translatable_attrs(tok: Tok) -> list[Attr]:
+def _translatable_attrs(tok: Tok, rules: TagRules) -> list[Attr]:
+    if not rules.translate_attrs:
+        return []
     kind = (tok.attr("type") or "").lower()
     meta = (tok.attr("name") or tok.attr("property") or "").lower()
 
@@ -322,22 +360,26 @@ def _translatable_attrs(tok: Tok) -> list[Attr]:
     return [a for a in tok.attrs if translatable(a)]
 
 
-def _extent(toks: list[Tok], i: int) -> int:
+def _extent(toks: list[Tok], i: int, rules: TagRules) -> int:
     """Index of the last token of the element that starts at ``toks[i]``."""
     first = toks[i]
-    if first.selfclosing or first.name in VOID:
+    if first.selfclosing or first.name in rules.void:
         return i
-    implied = IMPLIED_END.get(first.name, set())
+    implied = rules.implied_end.get(first.name, set())
     stack = [first.name]
     for k in range(i + 1, len(toks)):
         t = toks[k]
         if t.kind == "start":
             if len(stack) == 1 and (
-                (implied is None and t.name not in INLINE | VOID | OPAQUE)
+                (
+                    implied is None
+                    and not rules.is_inline(t.name)
+                    and t.name not in rules.void | rules.opaque
+                )
                 or (implied and t.name in implied)
             ):
                 return k - 1
-            if not t.selfclosing and t.name not in VOID:
+            if not t.selfclosing and t.name not in rules.void:
                 stack.append(t.name)
         elif t.kind == "end":
             if t.name in stack:
@@ -345,7 +387,7 @@ def _extent(toks: list[Tok], i: int) -> int:
                     pass
                 if not stack:
                     return k
-            elif t.name not in INLINE:
+            elif not rules.is_inline(t.name):
                 return k - 1  # closes an element around this one
     return len(toks) - 1
 
@@ -356,6 +398,7 @@ class _Scan:
 
     text: str
     translations: Sequence[str] | None
+    rules: TagRules = HTML
     units: list[Unit] = field(default_factory=list)
     edits: list[tuple[int, int, str]] = field(default_factory=list)
     blocks: int = 0
@@ -376,7 +419,7 @@ class _Scan:
             return raw
         pieces: list[str] = []
         pos = tok.start
-        for a in _translatable_attrs(tok):
+        for a in _translatable_attrs(tok, self.rules):
             assert a.value is not None
             b = UnitBuilder(f"<{tok.name} {a.name}>")
             b.text(a.value)
@@ -394,17 +437,20 @@ class _Scan:
         return "".join([*pieces, self.text[pos : tok.end]])
 
     def run(self) -> None:
-        toks = tokenize(self.text)
+        rules = self.rules
+        toks = tokenize(self.text, rules)
         items: list[tuple[str, int, int, str]] = []  # kind, start, end, markup
         names: list[tuple[bool, str] | None] = []
         i = 0
         while i < len(toks):
             t = toks[i]
             if t.kind == "start" and (
-                _no_translate(t) or t.name in OPAQUE or t.name in OPAQUE_BLOCK
+                _no_translate(t) or t.name in rules.opaque or t.name in rules.opaque_block
             ):
-                j = _extent(toks, i)
-                block = t.name in OPAQUE_BLOCK or (t.name not in INLINE | INLINE_VOID | OPAQUE)
+                j = _extent(toks, i, rules)
+                block = t.name in rules.opaque_block or not (
+                    rules.is_inline(t.name) or t.name in rules.inline_void | rules.opaque
+                )
                 markup = self.tag_markup(t, not _no_translate(t) and not block)
                 markup += self.text[t.end : toks[j].end]
                 if block:
@@ -420,12 +466,12 @@ class _Scan:
             elif t.kind in ("comment", "raw"):  # raw text outside a skipped element: kept as is
                 items.append(("comment", t.start, t.end, self.text[t.start : t.end]))
                 names.append(None)
-            elif t.kind == "start" and t.name in INLINE | INLINE_VOID:
+            elif t.kind == "start" and (rules.is_inline(t.name) or t.name in rules.inline_void):
                 markup = self.tag_markup(t)
                 items.append(("tag", t.start, t.end, markup))
-                void = t.selfclosing or t.name in VOID
+                void = t.selfclosing or t.name in rules.void
                 names.append(None if void else (False, t.name))
-            elif t.kind == "end" and t.name in INLINE:
+            elif t.kind == "end" and rules.is_inline(t.name):
                 items.append(("tag", t.start, t.end, self.text[t.start : t.end]))
                 names.append((True, t.name))
             else:  # a block boundary
@@ -534,6 +580,29 @@ class _Scan:
             self.edits.append((start, end, restore(self.translations[index], unit.codes, esc).text))
 
 
+def units(text: str, rules: TagRules = HTML) -> list[Unit]:
+    """The translatable units of the markup ``text`` under ``rules``."""
+    scan = _Scan(text, None, rules)
+    scan.run()
+    return scan.units
+
+
+def rendered(text: str, translations: Sequence[str], rules: TagRules = HTML) -> str:
+    """``text`` with unit i's text replaced by ``translations[i]`` (tagged, as the engine
+    returned it: :func:`restore` puts every code back)."""
+    check_count("html", units(text, rules), translations)
+    scan = _Scan(text, translations, rules)
+    scan.run()
+    out = []
+    pos = 0
+    for s, e, replacement in sorted(scan.edits):
+        out.append(text[pos:s])
+        out.append(replacement)
+        pos = e
+    out.append(text[pos:])
+    return "".join(out)
+
+
 class HtmlFormat(DocumentFormat):
     name = "html"
     extensions = (".html", ".htm")
@@ -541,27 +610,13 @@ class HtmlFormat(DocumentFormat):
 
     def extract(self, content: bytes) -> list[Unit]:
         _, text = decode_document(content, "HTML")
-        scan = _Scan(text, None)
-        scan.run()
-        return scan.units
+        return units(text)
 
     def render(
         self, content: bytes, translations: Sequence[str], *, target_lang: str | None = None
     ) -> bytes:
         bom, text = decode_document(content, "HTML")
-        scan = _Scan(text, None)
-        scan.run()
-        check_count(self.name, scan.units, translations)
-        scan = _Scan(text, translations)
-        scan.run()
-        out = [bom]
-        pos = 0
-        for s, e, replacement in sorted(scan.edits):
-            out.append(text[pos:s])
-            out.append(replacement)
-            pos = e
-        out.append(text[pos:])
-        return "".join(out).encode("utf-8")
+        return (bom + rendered(text, translations)).encode("utf-8")
 
 
 register(HtmlFormat())

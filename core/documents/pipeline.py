@@ -206,14 +206,16 @@ def _translatable(text: str) -> bool:
     return bool(_WORDLIKE.search(TAG.sub(" ", text)))
 
 
-def plan(units: Sequence[Unit], lang: str) -> Plan:
-    """Segments to translate for ``units`` (source language ``lang``)."""
+def plan(units: Sequence[Unit], lang: str, *, split: bool = True) -> Plan:
+    """Segments to translate for ``units`` (source language ``lang``); ``split=False`` keeps
+    each unit one segment (DeepL's ``split_sentences=0``)."""
     segments: list[str] = []
     plans: list[UnitPlan] = []
     for unit in units:
         text = unit.text
         up = UnitPlan(unit)
-        for sentence in sentences(text, lang) if _translatable(text) else [text]:
+        cut = split and _translatable(text)
+        for sentence in sentences(text, lang) if cut else [text]:
             core = sentence.strip()
             if not core or not _translatable(core):
                 up.layout.append(sentence)

@@ -137,12 +137,18 @@ class GlossaryStore:
         )
 
     def delete_owned(self, owner: str, *, retention_s: int) -> int:
-        """Delete every glossary of ``owner`` (an API key being deleted); how many there were.
+        """Delete every glossary of ``owner`` (an API key being deleted), and its multilingual
+        glossaries (:mod:`mtfleet.core.glossary.multilingual`); how many glossaries there were.
         Jobs accepted before still finish with them for ``retention_s``."""
         owned = self.list_for(owner)
         for g in owned:
             self.delete(g.id, owner=owner, retention_s=retention_s)
-        self.r.delete(keys.glossaries(owner))
+        sets = [str(i) for i in self.r.zrange(keys.glossary_sets(owner), 0, -1)]
+        self.r.delete(
+            keys.glossaries(owner),
+            keys.glossary_sets(owner),
+            *(keys.glossary_set(i) for i in sets),
+        )
         return len(owned)
 
     def for_job(self, glossary_id: str, *, owner: str, source: str, target: str) -> GlossaryInfo:

@@ -1,7 +1,8 @@
 -- Cancel a job that is not final yet: no chunk of it starts from now on. Chunks in flight (a
 -- worker started them) finish and keep their results; the job is 'cancelling' until the last
 -- of them has, then 'cancelled' with final counters (at once when none is in flight).
--- KEYS: job, chunk ledger, in-flight starts, every lane's active set...
+-- KEYS: job, chunk ledger, in-flight starts, the job's active set (or ''), webhook event,
+--       webhooks due
 -- ARGV: job_id, now, channel
 -- -> the status after the call ('' when the job is gone)
 local status = redis.call('HGET', KEYS[1], 'status')
@@ -13,7 +14,8 @@ for _, chunk in ipairs(chunks) do
   if redis.call('HEXISTS', KEYS[3], chunk) == 0 then redis.call('HDEL', KEYS[2], chunk) end
 end
 if redis.call('HLEN', KEYS[2]) == 0 then
-  finalize(KEYS[1], KEYS[2], 4, ARGV[1], 'cancelled', ARGV[2], ARGV[3])
+  finalize(KEYS[1], KEYS[2], KEYS[4], ARGV[1], 'cancelled', ARGV[2], ARGV[3], nil,
+    {KEYS[5], KEYS[6]})
   return 'cancelled'
 end
 redis.call('HSET', KEYS[1], 'status', 'cancelling')

@@ -1,8 +1,9 @@
 -- Store a new job (its hash, the results known at once, its chunk ledger, a document job's
 -- file) unless its Idempotency-Key already names a job or the owner's storage quota would be
 -- passed: a refused request writes nothing.
--- KEYS: job, results, idempotency key (or ''), chunk ledger, the lane's active set,
---       document (or ''), the owner's storage set and storage hash (or '' and '')
+-- KEYS: job, results, idempotency key (or ''), chunk ledger, the job's pool and lane's active set,
+--       document (or ''), the owner's storage set and storage hash (or '' and ''),
+--       webhook event (or '': the job is not final, or has no callback_url), webhooks due
 -- ARGV: ttl, idempotency ttl, idempotency value, n_meta, n_results, created_at,
 --       bytes the job stores, the owner's storage limit (-1: none), document (base64, or ''),
 --       job id, meta field/value pairs (n_meta values), results index/json pairs (n_results values),
@@ -37,4 +38,6 @@ if #ARGV >= first then
   redis.call('EXPIRE', KEYS[4], ttl)
   redis.call('ZADD', KEYS[5], now, job_id)
 end
+-- a job answered whole at submission is final now: its webhook event goes with it
+outbox_add(KEYS[1], KEYS[9], KEYS[10], job_id, ARGV[6])
 return false

@@ -1,11 +1,13 @@
 -- Fail a whole job that cannot run at all, and free its Idempotency-Key (if it still names
 -- this job) so that a retry makes a new job.
--- KEYS: job, idempotency key (or ''), chunk ledger, every lane's active set...
+-- KEYS: job, idempotency key (or ''), chunk ledger, the job's active set (or ''), webhook
+--       event (or '': no webhook: the client was told the job was not accepted), webhooks due
 -- ARGV: job_id, now, channel, error json
 -- -> the status before the call (false when the job is gone)
 local status = redis.call('HGET', KEYS[1], 'status')
 if status == 'queued' or status == 'running' then
-  finalize(KEYS[1], KEYS[3], 4, ARGV[1], 'failed', ARGV[2], ARGV[3], {'error', ARGV[4]})
+  finalize(KEYS[1], KEYS[3], KEYS[4], ARGV[1], 'failed', ARGV[2], ARGV[3], {'error', ARGV[4]},
+    {KEYS[5], KEYS[6]})
 end
 if KEYS[2] ~= '' then
   local v = redis.call('GET', KEYS[2])

@@ -31,17 +31,48 @@ local function hmget_many(key, first, last)
 end
 
 -- Finalise a job, the one way every script does it: set the final status and finished_at
--- (plus extra field/value pairs), drop its chunk ledger, take it off every lane's active set
--- (KEYS[first_active..]) and announce it once on the job-done channel.
+-- (plus extra field/value pairs), drop its chunk ledger, take it off its pool and lane's active
+-- set (active_key; '' when the caller does not know it: the reconciler drops it there) and
+-- announce it once on the job-done channel.
 -- Tell whoever waits on a job (API long polls, workers holding its chunks) to look at it again.
 local function announce(channel, job_id)
   redis.call('PUBLISH', channel, job_id)
 end
 
-local function finalize(job_key, ledger_key, first_active, job_id, status, now, channel, extra)
+-- The webhook outbox (core/outbox.py). A final job that carries a callback_url gets its event
+-- written here, by the script that makes it final, so that no crash between the two can lose
+-- it: the event hash (keys.webhook) with its webhook-id (the same on every attempt), its type
+-- and a snapshot of the job's public fields (the body is built from it once), and its due time
+-- (keys.WEBHOOKS_DUE). Written once per job; event_key '' writes nothing.
+local SNAPSHOT = {'id', 'status', 'lane', 'source_lang', 'target_lang', 'done', 'failed',
+  'total', 'cached', 'created_at', 'started_at', 'finished_at', 'error', 'document_format',
+  'detected_source_lang', 'callback_url', 'owner', 'pool', 'adapter'}
+
+local function outbox_add(job_key, event_key, due_key, job_id, now)
+  if event_key == '' then return end
+  if not redis.call('HGET', job_key, 'callback_url') then return end
+  if redis.call('EXISTS', event_key) == 1 then return end
+  local values = redis.call('HMGET', job_key, unpack(SNAPSHOT))
+  local status = values[2]
+  local fields = {'webhook_id', 'msg_' .. job_id .. '_' .. status, 'type', 'job.' .. status,
+    'state', 'pending', 'created_at', now, 'attempts', 0}
+  for i, name in ipairs(SNAPSHOT) do
+    if values[i] then
+      fields[#fields + 1] = 'job.' .. name
+      fields[#fields + 1] = values[i]
+    end
+  end
+  redis.call('HSET', event_key, unpack(fields))
+  redis.call('ZADD', due_key, now, job_id)
+end
+
+-- ``outbox``: {event key, due key} of the job's webhook (or nil: none).
+local function finalize(job_key, ledger_key, active_key, job_id, status, now, channel, extra,
+                        outbox)
   redis.call('HSET', job_key, 'status', status, 'finished_at', now, unpack(extra or {}))
   redis.call('DEL', ledger_key)
-  for k = first_active, #KEYS do redis.call('ZREM', KEYS[k], job_id) end
+  if active_key ~= '' then redis.call('ZREM', active_key, job_id) end
+  if outbox then outbox_add(job_key, outbox[1], outbox[2], job_id, now) end
   announce(channel, job_id)
 end
 

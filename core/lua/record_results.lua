@@ -1,6 +1,7 @@
 -- Write segment outcomes once each (first writer wins, as HSETNX would), count the new ones,
 -- finalise the job when every segment has one (a cancelling job: when no chunk is in flight).
--- KEYS: job, results, chunk ledger, in-flight starts, every lane's active set...
+-- KEYS: job, results, chunk ledger, in-flight starts, the job's active set (or ''), webhook
+--       event, webhooks due
 -- ARGV: job_id, now, ttl, channel, chunk ('' = none), oks (one '1' or '0' per outcome: whether
 --       it is a translation), then (index, outcome json)...
 -- -> {done, failed, status} ({-1, -1, ''} when the job is gone)
@@ -49,11 +50,11 @@ end
 if status == 'running' and done + failed >= total then
   if failed == 0 then status = 'succeeded' elseif done == 0 then status = 'failed'
   else status = 'partial' end
-  finalize(KEYS[1], KEYS[3], 5, ARGV[1], status, ARGV[2], ARGV[4])
+  finalize(KEYS[1], KEYS[3], KEYS[5], ARGV[1], status, ARGV[2], ARGV[4], nil, {KEYS[6], KEYS[7]})
 elseif status == 'cancelling' and redis.call('HLEN', KEYS[3]) == 0 then
   -- the last chunk in flight when the job was cancelled: its counters are final now
   status = 'cancelled'
-  finalize(KEYS[1], KEYS[3], 5, ARGV[1], status, ARGV[2], ARGV[4])
+  finalize(KEYS[1], KEYS[3], KEYS[5], ARGV[1], status, ARGV[2], ARGV[4], nil, {KEYS[6], KEYS[7]})
 end
 local ttl = tonumber(ARGV[3])
 redis.call('EXPIRE', KEYS[1], ttl)

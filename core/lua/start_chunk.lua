@@ -1,6 +1,6 @@
 -- Count one delivery of a chunk, mark its job running and the chunk in flight since now.
--- KEYS: job, deliveries, the lane's started mark (or ''), in-flight starts, chunk ledger,
---       every lane's active set...
+-- KEYS: job, deliveries, the pool lane's started mark (or ''), in-flight starts, chunk ledger,
+--       the job's active set (its pool and lane's), webhook event, webhooks due
 -- ARGV: chunk, now, ttl, enqueued_at, job_id, channel
 -- -> {status ('' when the job is gone), deliveries of this chunk (0: not started)}
 -- (A redelivered chunk then asks which of its indices have a result: JobStore.start_chunk.)
@@ -12,7 +12,8 @@ if status == 'cancelling' then
   redis.call('HDEL', KEYS[5], ARGV[1])
   redis.call('HDEL', KEYS[4], ARGV[1])
   if redis.call('HLEN', KEYS[5]) == 0 then
-    finalize(KEYS[1], KEYS[5], 6, ARGV[5], 'cancelled', ARGV[2], ARGV[6])
+    finalize(KEYS[1], KEYS[5], KEYS[6], ARGV[5], 'cancelled', ARGV[2], ARGV[6], nil,
+      {KEYS[7], KEYS[8]})
     status = 'cancelled'
   end
   return {status, 0}

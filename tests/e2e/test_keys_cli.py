@@ -124,3 +124,21 @@ def test_operator_makes_lists_revokes_and_deletes_keys_that_clients_use(
     assert gone.returncode == 1 and "401" in gone.stderr
     assert r.hget(f"mt:glossary:{g.id}", "deleted") == "1"
     assert mtfleet("keys", "delete", shop2).returncode == 1
+
+
+def test_an_operator_key_is_made_with_role_operator(redis_url: str) -> None:
+    env = {"MT_REDIS_URL": redis_url}
+    made = mtfleet("keys", "create", "--name", "ops", "--role", "operator", "--json", env=env)
+    assert made.returncode == 0, made.stderr
+    assert json.loads(made.stdout)["role"] == "operator"
+    assert mtfleet("keys", "create", "--name", "shop", env=env).returncode == 0
+    rows = {
+        row["name"]: row["role"]
+        for row in json.loads(mtfleet("keys", "list", "--json", env=env).stdout)
+    }
+    assert rows == {"ops": "operator", "shop": "user"}
+    table = mtfleet("keys", "list", env=env).stdout.splitlines()
+    assert table[0].split("\t")[-2:] == ["role", "state"]
+    assert any(line.split("\t")[-2:] == ["operator", "active"] for line in table[1:])
+    refused = mtfleet("keys", "create", "--name", "x", "--role", "admin", env=env)
+    assert refused.returncode == 2 and "role" in refused.stderr

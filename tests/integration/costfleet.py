@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from mtfleet.api.app import create_app
 from mtfleet.core import keys
-from mtfleet.core.settings import Settings
+from mtfleet.core.settings import Settings, default_pool
 from mtfleet.producer.localfleet import LocalFleet
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,6 +25,8 @@ COST_ENGINE = {
     "MT_HEARTBEAT_S": "1",
     "PYTHONPATH": str(ROOT),  # workers import bench.costengine
 }
+#: The pool its worker serves (the engine's class name).
+COST_POOL = default_pool(COST_ENGINE["MT_ENGINE"])
 
 
 def held(r: redis.Redis) -> int:

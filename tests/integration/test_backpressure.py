@@ -41,14 +41,14 @@ def test_a_full_lane_answers_429_and_records_nothing(api: TestClient, r: redis.R
     assert int(resp.headers["Retry-After"]) >= 1
     assert "MT_MAX_QUEUE_BULK" in resp.json()["error"]["message"]
     assert len(list(r.scan_iter(keys.job("*")))) == jobs_before  # nothing written
-    assert r.llen(keys.queue("bulk")) == 6
+    assert r.llen(keys.queue("apertium", "bulk")) == 6
 
     # the interactive lane has its own limit
     resp = api.post("/v1/jobs", json={**bulk(["quick"]), "lane": "interactive"})
     assert resp.status_code == 202, resp.text
 
     # the queue drains below the limit: accepted again
-    r.ltrim(keys.queue("bulk"), 0, 1)
+    r.ltrim(keys.queue("apertium", "bulk"), 0, 1)
     time.sleep(0.25)
     assert api.post("/v1/jobs", json=bulk(["after the drain"])).status_code == 202
     assert "mt_api_rejected_total" in api.get("/metrics").text

@@ -184,9 +184,10 @@ class Markup(HTMLParser):
 
 
 def cache_has(r: redis.Redis, text: str) -> bool:
-    pair = Registry(r).pair("en", "es")
-    assert pair is not None
-    return bool(r.exists(PhraseCache.key(pair.fingerprint, "en", "es", normalize(text))))
+    registry = Registry(r)
+    pools = registry.pools()
+    (name,) = registry.serving(sorted(pools), "en", "es")  # each fleet here is one pool
+    return bool(r.exists(PhraseCache.key(pools[name].fingerprint, "en", "es", normalize(text))))
 
 
 # --- body size ---------------------------------------------------------------------------------

@@ -20,6 +20,8 @@ from mtfleet.producer.localfleet import free_port
 from tests.integration.costfleet import cost_fleet
 from tests.integration.test_faults import FAULT_ENV, submit, wait_final
 
+pytestmark = pytest.mark.slow
+
 # A 2 s floor; the visibility timeout (and so the chunk budget) long enough for a batch call to
 # be narrowed down to its hanging segment (log2(32) calls of 2 s).
 DEADLINE_ENV = {

@@ -22,7 +22,9 @@ from fastapi.testclient import TestClient
 
 from mtfleet.core import keys
 from mtfleet.producer.localfleet import LocalFleet, Proc, redis_server_command
-from tests.integration.costfleet import cost_fleet, held
+from tests.integration.costfleet import COST_POOL, cost_fleet, held
+
+pytestmark = pytest.mark.slow
 
 # Redelivery within seconds: a 10 s visibility timeout, restore sweeps every second.
 # Lost chunks (workers/reconciler.py) are found by sweeps every second.
@@ -417,7 +419,9 @@ def test_cancel_during_processing_skips_the_rest_and_keeps_what_finished(
     done = [i for i, t in enumerate(result["translations"]) if t is not None]
     assert len(done) == kept
     assert all(result["translations"][i] == f"<es> {texts[i]}" for i in done)
-    assert rd.llen(keys.queue("bulk")) == 0  # skipped chunks were consumed, not left behind
+    assert (
+        rd.llen(keys.queue(COST_POOL, "bulk")) == 0
+    )  # skipped chunks were consumed, not left behind
 
 
 @pytest.mark.soak

@@ -54,6 +54,8 @@ def test_the_wheel_installs_one_top_level_package(wheel: Path) -> None:
         "workers",
     }
     assert "mtfleet/api/static/swagger-ui/swagger-ui-bundle.js" in names  # /docs offline
+    for page in ("translator.html", "ops.html", "session.js", "progress.js", "chart.js", "ui.css"):
+        assert f"mtfleet/api/static/ui/{page}" in names  # the pages, offline
     lua = [n for n in names if n.endswith(".lua")]
     assert "mtfleet/core/lua/lib.lua" in lua and len(lua) >= 8
     entry = next(n for n in names if n.endswith("entry_points.txt"))

@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 
 from mtfleet.core import keys
 from mtfleet.producer.localfleet import LocalFleet
-from tests.integration.costfleet import cost_fleet
+from tests.integration.costfleet import COST_POOL, cost_fleet
 from tests.integration.test_faults import (
     FAULT_ENV,
     celery_children,
@@ -62,7 +62,7 @@ def test_a_message_lost_between_fetch_and_unacked_is_sent_again(
         # a second job behind it keeps the queue busy for longer than the grace period
         other_texts = [f"line {i} of the job behind it" for i in range(1600)]
         other_id = submit(api, other_texts)
-        queue = keys.queue("bulk")
+        queue = keys.queue(COST_POOL, "bulk")
         # the fetching end holds the first job's oldest chunk (a stopped worker blocked in
         # BRPOP may already have been handed one more; it gets it when it resumes)
         lost = rd.rpop(queue)
@@ -88,7 +88,7 @@ def test_a_message_lost_between_fetch_and_unacked_is_sent_again(
     assert resent_fields(rd, other_id) == {}  # queued for seconds, never taken for lost
     # finished jobs leave the ledger and the active set
     assert rd.exists(keys.job_chunks(job_id), keys.job_chunks(other_id)) == 0
-    assert rd.zcard(keys.active("bulk")) == 0
+    assert rd.zcard(keys.active(COST_POOL, "bulk")) == 0
     assert rd.llen(keys.DEAD_LETTER) == 0
 
 
@@ -100,12 +100,12 @@ def test_a_cancelled_or_purged_job_is_not_reconciled(
     signal_all(kids, signal.SIGSTOP)
     try:
         job_id = submit(api, [f"cancelled line {i}" for i in range(200)])
-        assert rd.zscore(keys.active("bulk"), job_id) is not None
+        assert rd.zscore(keys.active(COST_POOL, "bulk"), job_id) is not None
         assert rd.hlen(keys.job_chunks(job_id)) > 0
         assert api.delete(f"/v1/jobs/{job_id}").json()["status"] == "cancelled"
-        assert rd.zscore(keys.active("bulk"), job_id) is None
+        assert rd.zscore(keys.active(COST_POOL, "bulk"), job_id) is None
         assert rd.exists(keys.job_chunks(job_id)) == 0
-        rd.delete(keys.queue("bulk"))  # its messages are gone too: nothing to reconcile
+        rd.delete(keys.queue(COST_POOL, "bulk"))  # its messages are gone too: nothing to reconcile
     finally:
         signal_all(kids, signal.SIGCONT)
     time.sleep(7)  # longer than the grace period at 1 s sweeps

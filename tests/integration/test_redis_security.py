@@ -29,7 +29,7 @@ from mtfleet.core.broker import make_celery
 from mtfleet.core.redis_conn import connect, split_tls
 from mtfleet.core.settings import Settings
 from mtfleet.producer.localfleet import LocalFleet, free_port, redis_reachable, redis_server_command
-from tests.integration.costfleet import COST_ENGINE, cost_fleet, held
+from tests.integration.costfleet import COST_ENGINE, COST_POOL, cost_fleet, held
 
 # ACL users (as docs/security.md advises): the fleet's (every key and channel,
 # no @dangerous command), and a cache-only one that may touch only the phrase cache's keys, so
@@ -233,7 +233,7 @@ def test_fleet_and_flower_run_over_tls(tls_redis: tuple[int, dict[str, Path]]) -
         # Read over Flower's own TLS connection (a failed one is a 500): the queue Celery's
         # consumer serves, and nothing waiting in it.
         lengths = {q["name"]: q["messages"] for q in queues.json()["active_queues"]}
-        assert lengths.get(keys.queue("bulk")) == 0, lengths
+        assert lengths.get(keys.queue(COST_POOL, "bulk")) == 0, lengths
 
 
 def test_rediss_verifies_the_server_unless_told_otherwise(
@@ -318,7 +318,7 @@ def test_worker_refuses_a_pickled_task_and_keeps_working(redis_server: str, tmp_
         sender.send_task(
             keys.TRANSLATE_TASK,
             args=[PickleBomb(marker)],
-            queue=keys.queue("bulk"),
+            queue=keys.queue(COST_POOL, "bulk"),
             serializer="pickle",
             argsrepr="(pickled)",
         )
@@ -334,7 +334,7 @@ def test_worker_refuses_a_pickled_task_and_keeps_working(redis_server: str, tmp_
         assert not marker.exists()
         # Rejected for good: not back on the queue, not held unacknowledged (the last JSON
         # chunk's ack may trail its result by a moment).
-        while rd.llen(keys.queue("bulk")) or held(rd):
+        while rd.llen(keys.queue(COST_POOL, "bulk")) or held(rd):
             assert time.monotonic() < deadline, held(rd)
             time.sleep(0.1)
     assert not marker.exists()

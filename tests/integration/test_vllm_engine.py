@@ -38,9 +38,15 @@ def vllm_env(tp: int) -> dict[str, str]:
         "MT_MAX_STEP_TOKENS": "2048",
         "MT_MAX_SEQS": "64",
         "VLLM_CPU_KVCACHE_SPACE": "1",
+        # vLLM's engine core in the worker's process, not a process of its own: one import of
+        # vLLM (~20 s of CPU here) less per engine. A GPU worker keeps vLLM's default.
+        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
     }
     if tp == 2:
         env["VLLM_CPU_OMP_THREADS_BIND"] = "0|1"
+        # two ranks on two shared cores step far slower than any real TP group: a request
+        # that runs to its token limit must not meet the cold engine's 30 s deadline floor
+        env["MT_ENGINE_DEADLINE_FLOOR_S"] = "180"
     return env
 
 

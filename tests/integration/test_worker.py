@@ -159,11 +159,12 @@ def test_redelivered_chunk_changes_nothing(
         target="es",
         segments=[ChunkSegment(indices=[i], text=t) for i, t in enumerate(texts)],
         enqueued_at=time.time(),
+        pool="apertium",
     )
     send_chunk(make_celery(settings), msg)
     deadline = time.monotonic() + 20
     # taken and acknowledged: off the queue and out of every worker's unacked hash
-    while rd.llen(keys.queue("interactive")) or held(rd):
+    while rd.llen(keys.queue("apertium", "interactive")) or held(rd):
         assert time.monotonic() < deadline
         time.sleep(0.05)
     assert rd.hget(keys.chunk_deliveries(job_id), "0") == "1"  # a final job's chunk: not started
@@ -187,6 +188,7 @@ def test_chunk_over_its_delivery_budget_is_dead_lettered(
             target="es",
             segments=[ChunkSegment(indices=[n], text=text)],
             enqueued_at=time.time(),
+            pool="apertium",
         )
         send_chunk(celery, msg)
     job = wait_final(api, job_id)
@@ -236,15 +238,22 @@ def test_languages_and_readiness_come_from_the_registry(api: TestClient) -> None
     assert {
         "source": "en",
         "target": "es",
+        "pool": "apertium",
         "engine": "apertium",
         "model": "apertium",
         "live": True,
+        "routed": True,
     } in pairs
     ready = api.get("/readyz")
     assert ready.status_code == 200
     assert ready.json()["lanes"]["interactive"] and ready.json()["lanes"]["bulk"]
+    assert ready.json()["pools"]["apertium"] == ready.json()["lanes"]
+    assert api.get("/readyz", params={"pool": "apertium"}).status_code == 200
+    unknown = api.get("/readyz", params={"pool": "nllb"})
+    assert unknown.status_code == 422 and unknown.json()["error"]["type"] == "unknown_pool"
     metrics = api.get("/metrics").text
-    assert 'mt_queue_depth{lane="bulk"}' in metrics and "mt_live_workers 1.0" in metrics
+    assert 'mt_queue_depth{lane="bulk",pool="apertium"}' in metrics
+    assert 'mt_live_workers{pool="apertium"} 1.0' in metrics
     # every request is timed under its route template, with its status
     assert 'mt_api_request_seconds_count{method="GET",route="/readyz",status="200"}' in metrics
     assert 'method="GET",route="/v1/languages",status="200"' in metrics
@@ -264,9 +273,12 @@ def test_a_chunk_queued_in_the_earlier_format_still_runs(
         target="es",
         segments=[ChunkSegment(indices=[0], text="The small dog.")],
         enqueued_at=time.time(),
+        pool="apertium",
     )
     make_celery(settings).send_task(
-        keys.TRANSLATE_TASK, args=[msg.model_dump(mode="json")], queue=keys.queue("interactive")
+        keys.TRANSLATE_TASK,
+        args=[msg.model_dump(mode="json")],
+        queue=keys.queue("apertium", "interactive"),
     )
     job = wait_final(api, job_id)
     assert job["status"] == "succeeded", job
@@ -278,7 +290,9 @@ def test_malformed_message_is_dead_lettered_and_the_worker_goes_on(
 ) -> None:
     celery = make_celery(settings)
     sent = [
-        celery.send_task(keys.TRANSLATE_TASK, args=[bad], queue=keys.queue("interactive"))
+        celery.send_task(
+            keys.TRANSLATE_TASK, args=[bad], queue=keys.queue("apertium", "interactive")
+        )
         for bad in ({"job_id": "x", "segments": "nope"}, '{"job_id": "x", "segments": [')
     ]
     deadline = time.monotonic() + 20
@@ -300,11 +314,13 @@ def test_worker_serves_prometheus_metrics(fleet: LocalFleet) -> None:
     translated = [
         line
         for line in text.splitlines()
-        if line.startswith('mt_worker_segments_total{lane="interactive",outcome="translated"}')
+        if line.startswith(
+            'mt_worker_segments_total{lane="interactive",outcome="translated",pool="apertium"}'
+        )
     ]
     assert translated and float(translated[0].split()[-1]) >= 5
     assert "mt_worker_engine_seconds_count" in text
-    assert 'mt_worker_chunk_latency_seconds_count{lane="bulk"}' in text
+    assert 'mt_worker_chunk_latency_seconds_count{lane="bulk",pool="apertium"}' in text
 
     def value(series: str) -> float:
         found = [ln for ln in text.splitlines() if ln.startswith(series + " ")]
@@ -321,6 +337,6 @@ def test_worker_serves_prometheus_metrics(fleet: LocalFleet) -> None:
     assert value("mt_worker_engine_busy_seconds_total") > 0
     assert 1 <= value("mt_worker_pull_window_chunks") <= 2  # --concurrency 2
     assert value("mt_worker_cost_per_token_seconds") > 0
-    assert value('mt_job_latency_seconds_count{lane="interactive"}') >= 1
+    assert value('mt_job_latency_seconds_count{lane="interactive",pool="apertium"}') >= 1
     # workers look the cache up again only for chunks that waited in the queue: the series exist
     assert value('mt_worker_cache_lookups_total{result="miss"}') >= 0

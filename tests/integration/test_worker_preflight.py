@@ -20,13 +20,19 @@ WITHOUT_VLLM = (
 )
 
 
-def worker(*args: str, code: str | None = None) -> tuple[subprocess.CompletedProcess[str], float]:
+def worker(
+    *args: str, code: str | None = None, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], float]:
     cmd = [sys.executable, "-c", code, *args] if code else [
         sys.executable, "-m", "mtfleet.producer.cli", *args
     ]  # fmt: skip
     t0 = time.monotonic()
     proc = subprocess.run(
-        cmd, capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "200"}
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "200", **(env or {})},
     )
     return proc, time.monotonic() - t0
 
@@ -63,3 +69,53 @@ def test_gpu_ids_the_machine_lacks_are_refused_when_it_shows_gpus(tmp_path: Path
         "GPU id(s) 2, 3 do not exist: this machine has 2 GPU(s), ids 0-1 (nvidia-smi -L lists them)"
     ]
     assert problems(settings, [5], tmp_path / "empty") == []  # no GPU shown: nothing to check
+
+
+def test_vllm_settings_vllm_does_not_know_are_refused_with_the_valid_ones(
+    redis_url: str, tmp_path: Path
+) -> None:
+    from tests.conftest import tiny_model_path
+
+    env = {
+        "MT_VLLM_ARGS": '{"swap_spce": 4}',
+        "MT_QUANTIZATION": "awqq",
+        "MT_KV_CACHE_DTYPE": "fp7",
+        "MT_LORA_ADAPTERS": f"legal={tmp_path}",
+    }
+    proc, _ = worker("worker", "--engine", "vllm", "--model", tiny_model_path(), env=env)
+    assert proc.returncode == 2, proc.stderr
+    err = " ".join(proc.stderr.split())
+    assert "MT_VLLM_ARGS: vLLM has no engine argument swap_spce; valid names:" in err
+    assert "block_size" in err and "max_num_seqs" in err  # the list of valid names
+    assert "MT_QUANTIZATION=awqq is not a vLLM quantization method; valid:" in err
+    assert "gptq" in err and "fp8" in err
+    assert "MT_KV_CACHE_DTYPE=fp7 is not a vLLM KV-cache dtype; valid: auto" in err
+    assert f"MT_LORA_ADAPTERS: legal={tmp_path} has no adapter_config.json" in err
+    assert "starting" not in proc.stderr
+
+
+def test_a_vllm_argument_with_a_setting_of_its_own_is_refused(redis_url: str) -> None:
+    proc, _ = worker("worker", "--engine", "vllm", env={"MT_VLLM_ARGS": '{"max_num_seqs": 8}'})
+    assert proc.returncode == 2
+    assert "MT_VLLM_ARGS sets max_num_seqs (use MT_MAX_SEQS)" in " ".join(proc.stderr.split())
+
+
+def test_pairs_the_engine_does_not_translate_are_refused(redis_url: str) -> None:
+    proc, _ = worker("worker", "--engine", "apertium", "--pairs", "en-es,en-fr")
+    assert proc.returncode == 2
+    err = " ".join(proc.stderr.split())
+    assert "MT_PAIRS names en-fr, which engine apertium does not translate here" in err
+    assert "en-es" in err  # what it does translate
+
+
+def test_malformed_routes_stop_the_api_before_it_serves(redis_url: str) -> None:
+    for routes, said in [
+        ("en-zh", "expected name=value items"),
+        ("en-zz=hunyuan", "unknown language code 'zz'"),
+        ("en-zh=Hunyuan MT", "is not a pool name"),
+        ("en=hunyuan", "use *, src-*, *-tgt or src-tgt"),
+    ]:
+        proc, _ = worker("api", "--port", "1", env={"MT_ROUTES": routes})
+        assert proc.returncode == 2, (routes, proc.stderr)
+        err = " ".join(proc.stderr.split())
+        assert "invalid settings" in err and said in err, (routes, err)

@@ -4,8 +4,12 @@ vLLM starts engine processes with spawn, so it runs here behind a ``__main__`` g
 than inside pytest. The texts go through the scheduler a worker builds for the engine
 (:func:`~mtfleet.workers.scheduler.make_scheduler`), exactly as a chunk's do. With
 ``"cancel": N`` it then submits N requests for a job, cancels the job as the worker does when
-it hears of the cancellation (``Scheduler.cancel_job``) and reports what vLLM still holds.
-Prints one JSON object: limits, fingerprint, load time and one outcome per text.
+it hears of the cancellation (``Scheduler.cancel_job``) and reports what vLLM still holds. With
+``"adapter": NAME`` the texts are translated again with that LoRA adapter (MT_LORA_ADAPTERS);
+with ``"configs": [{setting: value}, ...]`` vLLM's config is first built (not loaded) from the
+engine's arguments of the settings with those changes.
+Prints one JSON object: limits, fingerprint(s), load time, the engine arguments as vLLM's own
+config holds them, and one outcome per text.
 """
 
 from __future__ import annotations
@@ -41,12 +45,37 @@ def cancel_probe(engine: Any, scheduler: Any, n: int) -> dict[str, Any]:
     }
 
 
+def vllm_config(cfg: Any) -> dict[str, Any]:
+    """The settings this fleet passes to vLLM, read back from vLLM's own config."""
+    lora = cfg.lora_config
+    return {
+        "quantization": cfg.model_config.quantization,
+        "kv_cache_dtype": cfg.cache_config.cache_dtype,
+        "enable_prefix_caching": cfg.cache_config.enable_prefix_caching,
+        "block_size": cfg.cache_config.block_size,
+        "pipeline_parallel_size": cfg.parallel_config.pipeline_parallel_size,
+        "max_loras": lora.max_loras if lora else None,
+        "max_lora_rank": lora.max_lora_rank if lora else None,
+    }
+
+
+def built_config(settings: Any) -> dict[str, Any]:
+    from vllm.engine.arg_utils import EngineArgs
+
+    from mtfleet.workers.engines.vllm_engine import engine_kwargs
+
+    return vllm_config(EngineArgs(**engine_kwargs(settings)).create_engine_config())
+
+
 def main() -> None:
     from mtfleet.core.settings import Settings
     from mtfleet.workers.engines import TranslationRequest, create_engine
     from mtfleet.workers.scheduler import make_scheduler
 
     job = json.load(sys.stdin)
+    # first, vLLM's config as it builds it from the engine's arguments of other settings
+    # (without loading weights: what needs a GPU to run, such as FP8, is checked this far)
+    configs = [built_config(Settings(**overrides)) for overrides in job.get("configs", [])]
     engine = create_engine(Settings())
     t0 = time.monotonic()
     engine.load()
@@ -64,7 +93,18 @@ def main() -> None:
         "limits": [limits.max_sequences, limits.max_batch_tokens, limits.max_input_tokens],
         "n_pairs": len(engine.pairs()),
         "outcomes": [o.model_dump(exclude_none=True) for o in outcomes],
+        "adapters": engine.adapters(),
+        "config": vllm_config(engine.llm.vllm_config),
+        "configs": configs,
     }
+    if job.get("adapter"):
+        adapted = [
+            TranslationRequest(t, job["source"], job["target"], 0, job["adapter"])
+            for t in job["texts"]
+        ]
+        result["adapter_outcomes"] = [
+            o.model_dump(exclude_none=True) for o in scheduler.submit(adapted).result(timeout=300)
+        ]
     if job.get("cancel"):
         result["cancel"] = cancel_probe(engine, scheduler, int(job["cancel"]))
     print("PROBE_RESULT " + json.dumps(result), flush=True)

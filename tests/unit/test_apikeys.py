@@ -186,3 +186,17 @@ def test_keys_without_a_quota_still_count_their_characters(r: fakeredis.FakeRedi
         store.charge(key, 1_000_000)
     assert store.used_today([key.id]) == {key.id: 3_000_000}
     assert store.used_today([]) == {}
+
+
+def test_a_key_has_a_role_user_unless_made_an_operator(r: fakeredis.FakeRedis) -> None:
+    store = KeyStore(r, cache_s=0)
+    user, user_token = store.create("shop")
+    op, op_token = store.create("ops", role="operator")
+    assert (user.role, op.role) == ("user", "operator")
+    assert store.verify(user_token).role == "user"
+    assert store.verify(op_token).role == "operator"
+    assert {k.name: k.role for k in store.list_keys()} == {"shop": "user", "ops": "operator"}
+    with pytest.raises(InvalidInput, match="role"):
+        store.create("x", role="admin")
+    r.hdel(keys.api_key(user.id), "role")  # a key made before roles existed
+    assert store.verify(user_token).role == "user"

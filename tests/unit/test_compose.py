@@ -273,3 +273,19 @@ def test_build_targets_exist_in_dockerfile(services: dict[str, dict[str, Any]]) 
     users = re.findall(r"(?im)^USER\s+(\S+)", text)
     assert users and all(not u.startswith(("root", "0")) for u in users)
     assert re.search(r"(?im)^HEALTHCHECK .*", text) and "/healthz" in text
+
+
+def test_the_openai_profile_runs_thin_workers_in_front_of_a_server(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    svc = services["openai-worker"]
+    assert svc["profiles"] == ["openai"]
+    assert svc["build"]["target"] == "api"  # no torch, no vLLM: the API image suffices
+    assert not _gpu_devices(svc)
+    argv, env = _argv(svc), _env(svc)
+    assert argv[:2] == ["mtfleet", "worker"] and _flag(argv, "--engine") == "openai"
+    # defaults only: the file still interpolates for those who never use the profile
+    assert _interpolated_default(env["MT_OPENAI_BASE_URL"]).endswith("/v1")
+    assert env["MT_REDIS_URL"] == _env(services["api"])["MT_REDIS_URL"]
+    assert "mt_worker_engine_healthy 1.0" in " ".join(svc["healthcheck"]["test"])
+    assert set(svc["depends_on"]) == set(REDIS_SERVICES)

@@ -42,6 +42,22 @@ def test_eight_gpus_tp2() -> None:
     assert [g.cuda_visible_devices for g in groups] == ["0,1", "2,3", "4,5", "6,7"]
 
 
+def test_eight_gpus_tp2_pp2_are_two_engines_of_four() -> None:
+    groups = gpu_groups(list(range(8)), 2, 2)
+    assert [g.gpus for g in groups] == [(0, 1, 2, 3), (4, 5, 6, 7)]
+    env = worker_env(groups[1], {}, tp=2, pp=2)
+    assert env["CUDA_VISIBLE_DEVICES"] == "4,5,6,7"
+    assert (env["MT_TENSOR_PARALLEL_SIZE"], env["MT_PIPELINE_PARALLEL_SIZE"]) == ("2", "2")
+
+
+def test_uneven_split_by_tp_times_pp_refused() -> None:
+    with pytest.raises(ConfigError) as info:
+        gpu_groups(list(range(6)), 2, 2)
+    assert "6 GPUs" in info.value.message and "2 x 2 = 4" in info.value.message
+    with pytest.raises(ConfigError):
+        gpu_groups([0, 1], 1, 0)
+
+
 def test_four_gpus_tp1() -> None:
     groups = gpu_groups([0, 1, 2, 3], 1)
     assert [g.gpus for g in groups] == [(0,), (1,), (2,), (3,)]
@@ -105,20 +121,22 @@ def _option(cmd: list[str], flag: str) -> str:
 
 
 def test_worker_command() -> None:
-    cmd = worker_command(GpuGroup((2, 3)), ["interactive", "bulk"], concurrency=4, loglevel="INFO")
+    cmd = worker_command(
+        GpuGroup((2, 3)), ["interactive", "bulk"], concurrency=4, loglevel="INFO", pool="hunyuan"
+    )
     assert cmd[:3] == [sys.executable, "-m", "celery"]
     assert _option(cmd, "-A") == "mtfleet.workers.celery_app"
     assert "worker" in cmd
     assert _option(cmd, "--pool") == "threads"
-    assert _option(cmd, "--queues") == "mt.interactive,mt.bulk"
+    assert _option(cmd, "--queues") == "mt.hunyuan.interactive,mt.hunyuan.bulk"
     assert _option(cmd, "--hostname") == "gpu2-3@%h"
     assert _option(cmd, "--concurrency") == "4"
     assert _option(cmd, "--loglevel") == "INFO"
 
 
 def test_worker_command_single_lane_cpu() -> None:
-    cmd = worker_command(GpuGroup(()), ["bulk"], concurrency=1, loglevel="DEBUG")
-    assert _option(cmd, "--queues") == "mt.bulk"
+    cmd = worker_command(GpuGroup(()), ["bulk"], concurrency=1, loglevel="DEBUG", pool="apertium")
+    assert _option(cmd, "--queues") == "mt.apertium.bulk"
     assert _option(cmd, "--hostname") == "cpu@%h"
 
 
@@ -135,10 +153,11 @@ def test_each_worker_gets_its_own_metrics_port() -> None:
 def test_both_lanes_give_interactive_its_own_consumer_and_threads() -> None:
     from mtfleet.workers.consumers import consumer_plan
 
-    assert consumer_plan(["interactive", "bulk"], 4) == (["mt.bulk"], 4)
-    assert consumer_plan(["interactive", "bulk"], 0) == (["mt.interactive", "mt.bulk"], 0)
-    assert consumer_plan(["interactive"], 4) == (["mt.interactive"], 0)
-    assert consumer_plan(["bulk"], 4) == (["mt.bulk"], 0)
-    cmd = worker_command(GpuGroup((0,)), ["interactive", "bulk"], 8, "INFO", 4)
-    assert cmd[cmd.index("--queues") + 1] == "mt.bulk"
+    both = ["interactive", "bulk"]
+    assert consumer_plan("p", both, 4) == (["mt.p.bulk"], 4)
+    assert consumer_plan("p", both, 0) == (["mt.p.interactive", "mt.p.bulk"], 0)
+    assert consumer_plan("p", ["interactive"], 4) == (["mt.p.interactive"], 0)
+    assert consumer_plan("p", ["bulk"], 4) == (["mt.p.bulk"], 0)
+    cmd = worker_command(GpuGroup((0,)), ["interactive", "bulk"], 8, "INFO", 4, pool="p")
+    assert cmd[cmd.index("--queues") + 1] == "mt.p.bulk"
     assert cmd[cmd.index("--concurrency") + 1] == "12"  # the bulk window's 8 + 4 interactive

@@ -1,6 +1,6 @@
 """core/registry.py on fakeredis: per-instance heartbeats and liveness, instances that are gone
-but may still hold messages (until the reconciler forgets them), and pairs that outlive
-workers."""
+but may still hold messages (until the reconciler forgets them), and pools with their pairs,
+which outlive workers until an operator forgets them."""
 
 from __future__ import annotations
 
@@ -54,7 +54,10 @@ def test_beat_registers_the_instance_and_its_pairs(reg: Registry, r: fakeredis.F
     assert 0 < r.pttl(keys.worker("i-1")) <= 15_000
     assert not r.exists(keys.worker("gpu0@host"))  # keyed by instance, not by Celery name
     assert r.smembers(keys.WORKERS) == {"i-1"}
-    assert set(reg.pairs()) == {("en", "es"), ("es", "en")}
+    assert reg.pairs() == {"apertium": {("en", "es"), ("es", "en")}}
+    (pool,) = reg.pools().values()
+    assert (pool.name, pool.engine, pool.fingerprint) == ("apertium", "apertium", "apertium-abc")
+    assert pool.live() and pool.updated >= before
 
 
 def test_a_restarted_worker_is_a_new_instance_beside_the_old_one(
@@ -78,13 +81,34 @@ def test_health_is_part_of_the_beat(reg: Registry) -> None:
     assert w.healthy is True and w.unhealthy_reason is None
 
 
-def test_pair_lookup(reg: Registry) -> None:
+def test_pools_serving_a_pair(reg: Registry) -> None:
     reg.beat(info(), ttl_s=15)
-    p = reg.pair("en", "es")
-    assert p is not None
-    assert (p.source, p.target, p.engine, p.fingerprint) == ("en", "es", "apertium", "apertium-abc")
-    assert reg.pair("en", "fr") is None
-    assert reg.pair("es", "en") is not None
+    reg.beat(info("v", pool="hunyuan", pairs=[("en", "zh"), ("en", "es")]), ttl_s=15)
+    pools = sorted(reg.pools())
+    assert pools == ["apertium", "hunyuan"]
+    assert reg.serving(pools, "en", "es") == ["apertium", "hunyuan"]
+    assert reg.serving(pools, "en", "zh") == ["hunyuan"]
+    assert reg.serving(pools, "es", "en") == ["apertium"]
+    assert reg.serving(pools, "en", "fr") == []
+    assert reg.pairs(["hunyuan"]) == {"hunyuan": {("en", "zh"), ("en", "es")}}
+    assert reg.served_pairs() == {("en", "es"), ("es", "en"), ("en", "zh")}
+
+
+def test_a_pools_adapters_have_their_fingerprints(reg: Registry) -> None:
+    reg.beat(info(pool="hunyuan", adapters={"legal": "vllm-lora-1"}), ttl_s=15)
+    pool = reg.pools()["hunyuan"]
+    assert pool.fingerprint_for(None) == "apertium-abc"
+    assert pool.fingerprint_for("legal") == "vllm-lora-1"
+    assert pool.fingerprint_for("medical") is None
+
+
+def test_forget_pool_takes_it_and_its_pairs_out(reg: Registry) -> None:
+    reg.beat(info(), ttl_s=15)
+    reg.beat(info("v", pool="old"), ttl_s=15)
+    assert reg.forget_pool("old") is True
+    assert sorted(reg.pools()) == ["apertium"]
+    assert reg.serving(["old"], "en", "es") == []
+    assert reg.forget_pool("old") is False
 
 
 def test_an_expired_instance_is_gone_but_stays_listed_and_pairs_stay(
@@ -98,7 +122,7 @@ def test_an_expired_instance_is_gone_but_stays_listed_and_pairs_stay(
     assert [w.instance for w in reg.live_workers()] == ["new"]
     # no pruning on read: only the reconciler takes an instance out (forget)
     assert r.smembers(keys.WORKERS) == {"old", "new"}
-    assert set(reg.pairs()) == {("en", "es"), ("es", "en"), ("en", "fr")}
+    assert reg.pairs() == {"apertium": {("en", "es"), ("es", "en"), ("en", "fr")}}
 
 
 def test_a_deleted_liveness_key_makes_the_instance_gone(
@@ -109,7 +133,8 @@ def test_a_deleted_liveness_key_makes_the_instance_gone(
     assert reg.live_workers() == []
     assert reg.instances() == ([], ["i-1"])
     assert r.smembers(keys.WORKERS) == {"i-1"}
-    assert ("en", "es") in reg.pairs()
+    assert ("en", "es") in reg.pairs()["apertium"]
+    assert not reg.pools()["apertium"].live(time.time() + 31)
 
 
 def test_leave_removes_liveness_but_keeps_the_instance_listed(
@@ -122,7 +147,7 @@ def test_leave_removes_liveness_but_keeps_the_instance_listed(
     assert not r.exists(keys.worker("a"))
     assert r.smembers(keys.WORKERS) == {"a", "b"}  # it may still hold broker messages
     assert reg.instances()[1] == ["a"]
-    assert reg.pair("en", "es") is not None
+    assert reg.serving(["apertium"], "en", "es") == ["apertium"]
 
 
 def test_forget_takes_a_gone_instance_out(reg: Registry, r: fakeredis.FakeRedis) -> None:
@@ -146,19 +171,18 @@ def test_a_beat_after_forget_lists_the_instance_again(
     assert [w.instance for w in reg.live_workers()] == ["a"]
 
 
-def test_beat_refreshes_ttl_and_pair_timestamp(reg: Registry) -> None:
+def test_beat_refreshes_ttl_and_the_pools_liveness(reg: Registry) -> None:
     reg.beat(info(), ttl_s=0.5)
-    first = reg.pair("en", "es")
-    assert first is not None
+    first = reg.pools()["apertium"]
     time.sleep(0.3)
     reg.beat(info(), ttl_s=0.5)
     time.sleep(0.3)  # past the first beat's expiry, within the second's
     assert [w.instance for w in reg.live_workers()] == ["i-1"]
-    second = reg.pair("en", "es")
-    assert second is not None and second.updated > first.updated
+    second = reg.pools()["apertium"]
+    assert second.updated > first.updated and second.live() and not first.live()
 
 
 def test_no_workers(reg: Registry) -> None:
     assert reg.live_workers() == []
     assert reg.instances() == ([], [])
-    assert reg.pairs() == {}
+    assert reg.pairs() == {} and reg.pools() == {}

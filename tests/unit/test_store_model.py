@@ -40,6 +40,9 @@ def full_job(**overrides: object) -> JobRecord:
         "owner": "key-123",
         "document_name": 'a "quoted" name {not json}.html',
         "segment_langs": ["en", None, "fr"],
+        "callback_url": "https://hooks.example.com/mt?shop=1&x=%20y",
+        "pool": "hunyuan-fp8",
+        "adapter": "legal.v2",
     }
     fields.update(overrides)
     return JobRecord(**fields)  # type: ignore[arg-type]

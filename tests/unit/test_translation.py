@@ -214,6 +214,34 @@ def test_request_fields_are_passed_through(lane: Lane) -> None:
     assert seen == [TranslationRequest("x", "de", "fr", 0 if lane is Lane.interactive else 1)]
 
 
+@KINDS
+def test_a_chunk_naming_a_lora_adapter_is_translated_and_cached_with_it(streaming: bool) -> None:
+    def by_adapter(r: TranslationRequest) -> str:
+        return f"[{r.adapter}] {r.text}"
+
+    engine = ScriptedEngine(by_adapter, streaming=streaming, adapters={"shoes": "fp-shoes"})
+    bench = ChunkRun(engine)
+    try:
+        out = bench.run(["Red shoes", "Blue shoes"], adapter="shoes")
+        assert [o.translation for o in out] == ["[shoes] Red shoes", "[shoes] Blue shoes"]
+        # cached under the adapter's fingerprint, never the base model's
+        assert bench.cached(["Red shoes"]) == {}
+        hits = bench.cache.get_many("fp-shoes", "en", "es", ["Red shoes", "Blue shoes"])
+        assert hits == {"Red shoes": "[shoes] Red shoes", "Blue shoes": "[shoes] Blue shoes"}
+        base = bench.run(["Red shoes"])
+        assert [o.translation for o in base] == ["[None] Red shoes"]
+    finally:
+        bench.close()
+
+
+def test_a_chunk_naming_an_adapter_the_worker_lacks_fails_without_the_engine() -> None:
+    engine = ScriptedEngine(adapters={"shoes": "fp-shoes"})
+    out = run_chunk(["Red shoes", "Blue shoes"], engine, adapter="legal")
+    assert [o.error and o.error["type"] for o in out] == ["unknown_adapter"] * 2
+    assert "has no LoRA adapter 'legal'" in str(out[0].error)
+    assert engine.texts == []
+
+
 def truncating(r: TranslationRequest) -> Translation:
     """Reports that it cut off every segment longer than three words."""
     return Translation(r.text.upper(), truncated=len(r.text.split()) > 3, tokens_out=4)

@@ -20,6 +20,14 @@ def create_engine(settings: Settings) -> Engine:
         from mtfleet.workers.engines.vllm_engine import VllmEngine
 
         return VllmEngine(settings)
+    if settings.engine == "openai":
+        from mtfleet.workers.engines.openai_engine import OpenAIEngine
+
+        return OpenAIEngine(settings)
+    if settings.engine == "transformers":
+        from mtfleet.workers.engines.transformers_engine import TransformersEngine
+
+        return TransformersEngine(settings)
     module_name, _, class_name = settings.engine.partition(":")
     if not class_name:
         raise ConfigError(f"unknown engine {settings.engine!r}")

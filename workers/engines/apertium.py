@@ -242,7 +242,8 @@ class ApertiumEngine(Engine):
         return EngineLimits(max_sequences=512, max_batch_tokens=200_000, max_input_tokens=20_000)
 
     def pairs(self) -> list[tuple[str, str]]:
-        return sorted(self._modes)
+        # before load (mtfleet worker's pre-flight checks MT_PAIRS): the installed modes
+        return sorted(self._modes or discover_modes(self.mode_dirs))
 
     def translate(self, requests: Sequence[TranslationRequest]) -> list[str]:
         out: list[str | None] = [None] * len(requests)

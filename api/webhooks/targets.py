@@ -1,0 +1,150 @@
+"""Where a webhook may go: public addresses only (SSRF), checked twice.
+
+At submission (:func:`check_callback`, a 422 naming the address) and again at every attempt
+(:func:`pin`), because what a name resolves to can change between the two. An attempt then
+connects to the very address it checked: the URL's host is replaced by that address, the
+``Host`` header and the TLS server name (``sni_hostname``, which certificate verification also
+uses) keep the name, so DNS cannot point the connection elsewhere after the check (rebinding).
+``MT_WEBHOOK_ALLOW_PRIVATE=true`` lifts the address rule (tests, single-network deployments);
+the resolution and the pinning stay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import ipaddress
+import socket
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from mtfleet.core.errors import InvalidInput
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+#: How long resolving a callback URL's host may take.
+RESOLVE_TIMEOUT_S = 5.0
+
+_RESOLVER = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="resolve")
+
+
+class TargetRefused(InvalidInput):
+    """A callback URL that points at an address webhooks may not go to (HTTP 422)."""
+
+    code = "invalid_callback_url"
+
+
+def refusal(ip: IPAddress) -> str | None:
+    """Why webhooks may not go to ``ip`` (None: a public address)."""
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    for kind, bad in (
+        ("loopback", ip.is_loopback),
+        ("link-local", ip.is_link_local),
+        ("multicast", ip.is_multicast),
+        ("unspecified", ip.is_unspecified),
+        ("private", ip.is_private),
+        ("reserved", ip.is_reserved),
+        ("non-public", not ip.is_global),
+    ):
+        if bad:
+            return f"{ip} is a {kind} address"
+    return None
+
+
+def _port(url: httpx.URL) -> int:
+    return url.port or (443 if url.scheme == "https" else 80)
+
+
+def _addresses(infos: list[Any]) -> list[IPAddress]:
+    seen: dict[str, IPAddress] = {}
+    for *_, sockaddr in infos:
+        host = str(sockaddr[0]).split("%", 1)[0]  # an IPv6 scope id is not part of the address
+        seen.setdefault(host, ipaddress.ip_address(host))
+    return list(seen.values())
+
+
+def _literal(host: str) -> IPAddress | None:
+    try:
+        return ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
+
+
+def _judge(url: httpx.URL, found: list[IPAddress], allow_private: bool) -> IPAddress:
+    if not found:
+        raise TargetRefused(f"callback_url host {url.host!r} does not resolve to an address")
+    if not allow_private:
+        for ip in found:
+            why = refusal(ip)
+            if why is not None:
+                raise TargetRefused(
+                    f"callback_url host {url.host!r} resolves to {why}; webhooks go to public "
+                    "addresses only (the operator may allow others: MT_WEBHOOK_ALLOW_PRIVATE)"
+                )
+    return found[0]
+
+
+def resolve(url: httpx.URL, timeout: float = RESOLVE_TIMEOUT_S) -> list[IPAddress]:
+    """The addresses of ``url``'s host (blocking, at most ``timeout`` seconds)."""
+    literal = _literal(url.host)
+    if literal is not None:
+        return [literal]
+    future = _RESOLVER.submit(socket.getaddrinfo, url.host, _port(url), type=socket.SOCK_STREAM)
+    try:
+        return _addresses(future.result(timeout=timeout))
+    except concurrent.futures.TimeoutError:
+        raise TargetRefused(
+            f"callback_url host {url.host!r} did not resolve within {timeout:g}s"
+        ) from None
+    except (OSError, UnicodeError):
+        return []
+
+
+async def aresolve(url: httpx.URL, timeout: float = RESOLVE_TIMEOUT_S) -> list[IPAddress]:
+    """:func:`resolve` on the event loop."""
+    literal = _literal(url.host)
+    if literal is not None:
+        return [literal]
+    loop = asyncio.get_running_loop()
+    try:
+        infos = await asyncio.wait_for(
+            loop.getaddrinfo(url.host, _port(url), type=socket.SOCK_STREAM), timeout
+        )
+    except TimeoutError:
+        raise TargetRefused(
+            f"callback_url host {url.host!r} did not resolve within {timeout:g}s"
+        ) from None
+    except (OSError, UnicodeError):
+        return []
+    return _addresses(infos)
+
+
+def check_callback(url: str, *, allow_private: bool) -> None:
+    """At submission: ``url`` may be a job's callback_url (else TargetRefused, a 422)."""
+    parsed = httpx.URL(url)
+    _judge(parsed, resolve(parsed), allow_private)
+
+
+@dataclass(frozen=True)
+class Pinned:
+    """A request to a checked address: the URL with the address as its host, and what keeps
+    the name for the server (the Host header, the TLS server name)."""
+
+    url: httpx.URL
+    headers: dict[str, str] = field(default_factory=dict)
+    extensions: dict[str, Any] = field(default_factory=dict)
+
+
+async def pin(url: str, *, allow_private: bool) -> Pinned:
+    """At each attempt: resolve ``url`` again, check the address (TargetRefused) and pin the
+    request to it."""
+    parsed = httpx.URL(url)
+    ip = _judge(parsed, await aresolve(parsed), allow_private)
+    if _literal(parsed.host) is not None:
+        return Pinned(parsed)
+    host = parsed.host if parsed.port is None else f"{parsed.host}:{parsed.port}"
+    extensions = {"sni_hostname": parsed.host} if parsed.scheme == "https" else {}
+    return Pinned(parsed.copy_with(host=str(ip)), {"Host": host}, extensions)

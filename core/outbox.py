@@ -1,0 +1,176 @@
+"""The webhook outbox: a job's final-state event, durable in Redis until it is delivered.
+
+The event is written by the Lua script that makes the job final (lib.lua ``outbox_add``), in
+the same step: no crash of an API process, a worker or Redis (AOF) between "final" and "event
+queued" can lose it. It holds the webhook-id (``msg_<job id>_<status>``: one per job, the same
+on every attempt), the event type and a snapshot of the job; the body is built from that
+snapshot by the first attempt and stored, so every attempt sends the same bytes even if the job
+is purged or the code changes meanwhile.
+
+Delivery state is a sorted set of due times (:data:`mtfleet.core.keys.WEBHOOKS_DUE`) rather
+than a Redis stream: retries need a schedule (backoff over days, ``Retry-After``), which a
+stream does not keep, while a claim that moves an event's due time to the end of a lease
+(``webhook_claim.lua``) gives what XAUTOCLAIM would, in the same structure: an event whose
+deliverer died mid-attempt is due again after the lease. Any number of deliverers (one per API
+process) can share it. :mod:`mtfleet.api.webhooks.deliverer` makes the attempts.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+import redis
+
+from mtfleet.core import keys, scripts
+from mtfleet.core.schemas import JobEventData, JobLinks, WebhookEvent, WebhookPublic
+from mtfleet.core.store import JobRecord, job_from_hash
+
+#: How an attempt ends the event, or not: ``retry`` schedules another attempt.
+Outcome = Literal["retry", "delivered", "gone", "failed"]
+
+_SNAPSHOT = "job."
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    """A job's webhook event as the outbox keeps it."""
+
+    job_id: str
+    webhook_id: str
+    type: str
+    url: str
+    owner: str
+    created_at: float
+    state: str
+    attempts: int
+    snapshot: dict[str, str]
+    body: str | None
+
+    def build_body(self) -> str:
+        """The event's body (JSON), from the job's snapshot: what the first attempt stores."""
+        job = job_from_hash(self.snapshot)
+        data = JobEventData(
+            **public_fields(job),
+            links=JobLinks.of(job.id, job.document_format is not None),
+        )
+        finished = job.finished_at if job.finished_at is not None else self.created_at
+        event = WebhookEvent(
+            type=self.type,
+            timestamp=datetime.fromtimestamp(finished, tz=UTC).isoformat().replace("+00:00", "Z"),
+            data=data,
+        )
+        return event.model_dump_json(
+            exclude_none=True, exclude={"data": {"work", "webhook", "callback_url"}}
+        )
+
+
+def public_fields(job: JobRecord) -> dict[str, object]:
+    """The job's public fields (what GET /v1/jobs/{id} shows), as a model's keywords."""
+    return {name: getattr(job, name) for name in JobEventData.model_fields if name != "links"}
+
+
+def backoff_s(attempts: int, first_s: float, max_s: float, rng: random.Random) -> float:
+    """Seconds before the next attempt after ``attempts`` failed ones: full jitter, a random
+    time up to ``first_s`` x 2^(attempts-1), capped at ``max_s``."""
+    ceiling = min(max_s, first_s * 2 ** min(max(attempts - 1, 0), 62))
+    return rng.uniform(0, ceiling)
+
+
+class WebhookOutbox:
+    """Webhook events on the durable Redis (``MT_REDIS_URL``); ``r`` decodes responses."""
+
+    def __init__(self, r: redis.Redis, *, kept_s: int) -> None:
+        self.r = r
+        self.kept_s = kept_s  # how long an ended event stays readable (MT_RESULT_TTL_S)
+        self._claim = scripts.register(r, "webhook_claim")
+        self._attempt = scripts.register(r, "webhook_attempt")
+
+    def claim(self, now: float, lease_s: float, most: int) -> list[str]:
+        """Job ids of events due by ``now``, leased to the caller for ``lease_s`` seconds."""
+        got = self._claim(keys=[keys.WEBHOOKS_DUE], args=[now, lease_s, most])
+        return [str(i) for i in got]
+
+    def event(self, job_id: str) -> StoredEvent | None:
+        raw = {str(k): str(v) for k, v in self.r.hgetall(keys.webhook(job_id)).items()}
+        if not raw:
+            return None
+        snapshot = {k[len(_SNAPSHOT) :]: v for k, v in raw.items() if k.startswith(_SNAPSHOT)}
+        return StoredEvent(
+            job_id=job_id,
+            webhook_id=raw["webhook_id"],
+            type=raw["type"],
+            url=snapshot.get("callback_url", ""),
+            owner=snapshot.get("owner", ""),
+            created_at=float(raw["created_at"]),
+            state=raw.get("state", "pending"),
+            attempts=int(raw.get("attempts", 0)),
+            snapshot=snapshot,
+            body=raw.get("body"),
+        )
+
+    def body(self, event: StoredEvent) -> str:
+        """The bytes every attempt sends: stored by the first attempt that builds them (two
+        deliverers racing both read back the one that was stored)."""
+        if event.body is not None:
+            return event.body
+        self.r.hsetnx(keys.webhook(event.job_id), "body", event.build_body())
+        return str(self.r.hget(keys.webhook(event.job_id), "body"))
+
+    def record(
+        self,
+        job_id: str,
+        outcome: Outcome,
+        *,
+        now: float,
+        status: int | None = None,
+        error: str = "",
+        next_at: float = 0.0,
+    ) -> str:
+        """Record an attempt; returns the event's state after it ('' : no such event)."""
+        return str(
+            self._attempt(
+                keys=[keys.webhook(job_id), keys.WEBHOOKS_DUE],
+                args=[
+                    job_id,
+                    now,
+                    outcome,
+                    "" if status is None else status,
+                    error[:500],
+                    next_at,
+                    self.kept_s,
+                ],
+            )
+        )
+
+    def public(self, job: JobRecord) -> WebhookPublic | None:
+        """The job's webhook as GET /v1/jobs/{id} shows it (None: the job has no callback)."""
+        if not job.callback_url:
+            return None
+        raw = {str(k): str(v) for k, v in self.r.hgetall(keys.webhook(job.id)).items()}
+        if not raw:
+            return WebhookPublic(url=job.callback_url, state="waiting")
+
+        def number(name: str) -> float | None:
+            value = raw.get(name)
+            return float(value) if value else None
+
+        status = raw.get("last_status")
+        return WebhookPublic(
+            url=job.callback_url,
+            state=raw.get("state", "pending"),
+            id=raw.get("webhook_id"),
+            type=raw.get("type"),
+            attempts=int(raw.get("attempts", 0)),
+            last_attempt_at=number("last_attempt_at"),
+            last_status=int(status) if status else None,
+            last_error=raw.get("last_error") or None,
+            next_attempt_at=number("next_attempt_at"),
+            delivered_at=number("delivered_at"),
+        )
+
+    def pending(self) -> int:
+        """Events not yet delivered nor given up."""
+        return int(self.r.zcard(keys.WEBHOOKS_DUE))

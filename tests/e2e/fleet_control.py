@@ -1,0 +1,53 @@
+"""The end-to-end tests' usual fleet, and what they do to a running one: stop its worker for a
+while (jobs then wait in their queue: a request's wait runs out, deterministically), and count
+the jobs its Redis holds (a resent request must not make another)."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+from collections.abc import Iterator, Mapping
+
+import redis
+
+from mtfleet.core import keys
+from mtfleet.producer.localfleet import LocalFleet
+from tests.integration.test_faults import celery_children, signal_all
+
+#: One Apertium worker on both lanes: real translations, no model to load.
+APERTIUM_WORKER = ("--engine", "apertium", "--lanes", "interactive,bulk", "--concurrency", "2")
+
+
+@contextlib.contextmanager
+def apertium_fleet(
+    redis_url: str, env: Mapping[str, str] | None = None, *, flower: bool = False
+) -> Iterator[LocalFleet]:
+    """A fleet on ``redis_url`` (its database flushed first): an Apertium worker, the API and,
+    with ``flower``, Flower; ready when entered, stopped when left."""
+    redis.Redis.from_url(redis_url).flushdb()
+    with LocalFleet(redis_url=redis_url, env={"MT_HEARTBEAT_S": "1", **(env or {})}) as f:
+        f.start_redis()
+        f.start_worker(*APERTIUM_WORKER)
+        f.start_api()
+        if flower:
+            f.start_flower()
+        f.wait_ready(60)
+        yield f
+
+
+@contextlib.contextmanager
+def worker_paused(fleet: LocalFleet) -> Iterator[None]:
+    """The fleet's Celery worker stopped (SIGSTOP) inside the block, resumed after it."""
+    kids = celery_children(next(p for p in fleet.procs if p.name == "worker"))
+    assert kids
+    signal_all(kids, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        signal_all(kids, signal.SIGCONT)
+
+
+def jobs_made(fleet: LocalFleet) -> int:
+    """How many jobs the fleet's Redis holds."""
+    r = redis.Redis.from_url(fleet.env["MT_REDIS_URL"], decode_responses=True)
+    return sum(1 for k in r.scan_iter(keys.job("*"), count=1000) if k.count(":") == 2)

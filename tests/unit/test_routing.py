@@ -1,0 +1,169 @@
+"""Routing by pair (api/routing.py) over the registry on fakeredis: which pool a pair goes to
+(MT_ROUTES, a pool with a live worker, a pool the job names, a LoRA adapter), what is refused
+and how (422 listing what there is), and MT_ROUTES / MT_PAIRS / MT_POOL as settings."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import fakeredis
+import pytest
+from pydantic import ValidationError
+
+from mtfleet.api.routing import Routing, choose_pool
+from mtfleet.core.errors import UnknownPool, UnsupportedLanguage
+from mtfleet.core.registry import PoolInfo, Registry, WorkerInfo
+from mtfleet.core.settings import Settings, default_pool
+
+
+def worker(pool: str, pairs: list[tuple[str, str]], **kw: object) -> WorkerInfo:
+    return WorkerInfo(
+        name=f"{pool}@host",
+        instance=f"{pool}-1",
+        pool=pool,
+        engine=str(kw.pop("engine", "vllm")),
+        model=f"{pool}-model",
+        fingerprint=f"fp-{pool}",
+        pairs=pairs,
+        lanes=["interactive", "bulk"],
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+SERVER = fakeredis.FakeServer()
+
+
+@pytest.fixture
+def r() -> fakeredis.FakeRedis:
+    client = fakeredis.FakeRedis(server=SERVER, decode_responses=True)
+    client.flushall()
+    return client
+
+
+def routing(r: fakeredis.FakeRedis, **settings: object) -> Routing:
+    return Routing(Settings(**settings), r, Registry(r))  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def fleet(r: fakeredis.FakeRedis) -> fakeredis.FakeRedis:
+    """hunyuan: en<->zh, en->es; apertium: en<->es; nllb: en->es, en->fr (its worker is gone)."""
+    reg = Registry(r)
+    reg.beat(
+        worker("hunyuan", [("en", "zh"), ("zh", "en"), ("en", "es")], adapters={"legal": "fp-l"}),
+        ttl_s=60,
+    )
+    reg.beat(worker("apertium", [("en", "es"), ("es", "en")], engine="apertium"), ttl_s=60)
+    reg.beat(worker("nllb", [("en", "es"), ("en", "fr")], engine="transformers"), ttl_s=0.01)
+    time.sleep(0.05)
+    return r
+
+
+def pool(name: str, live: bool = True) -> PoolInfo:
+    until = time.time() + (60 if live else -60)
+    return PoolInfo(name=name, engine="e", model="m", fingerprint=name, live_until=until)
+
+
+def test_the_most_specific_route_whose_pool_serves_the_pair_wins() -> None:
+    routes = {"en:zh": "hunyuan", "en:*": "nllb", "*:es": "apertium", "*": "apertium"}
+    pools = {p: pool(p) for p in ("hunyuan", "nllb", "apertium")}
+    assert choose_pool(routes, "en", "zh", ["apertium", "hunyuan"], pools) == "hunyuan"
+    assert choose_pool(routes, "en", "es", ["apertium", "nllb"], pools) == "nllb"  # en-* first
+    assert choose_pool(routes, "fr", "es", ["apertium", "nllb"], pools) == "apertium"
+    # a route to a pool that does not serve the pair is passed over
+    assert choose_pool(routes, "en", "zh", ["nllb"], pools) == "nllb"
+
+
+def test_without_a_route_a_pool_with_a_live_worker_then_the_first_by_name() -> None:
+    pools = {"a": pool("a", live=False), "b": pool("b"), "c": pool("c")}
+    assert choose_pool({}, "en", "es", ["a", "b", "c"], pools) == "b"
+    assert choose_pool({}, "en", "es", ["a"], pools) == "a"  # dead, but the only one
+    assert choose_pool({"*": "c"}, "en", "es", ["a", "b", "c"], pools) == "c"
+
+
+def test_route_picks_a_pool_from_the_registry(fleet: fakeredis.FakeRedis) -> None:
+    rt = routing(fleet, routes="en-es=apertium")
+    assert rt.route("en", "zh").name == "hunyuan"
+    es = rt.route("en", "es")
+    assert (es.name, es.fingerprint, es.adapter) == ("apertium", "fp-apertium", None)
+    # no route: of the three pools serving en->es, nllb has no live worker; apertium is first
+    assert routing(fleet).route("en", "es").name == "apertium"
+    assert routing(fleet, routes="*=hunyuan").route("en", "es").name == "hunyuan"
+    # a pair only a pool without a live worker serves still goes there (its jobs wait)
+    assert routing(fleet).route("en", "fr").name == "nllb"
+
+
+def test_a_pair_no_pool_serves_is_refused_listing_the_served_pairs(
+    fleet: fakeredis.FakeRedis,
+) -> None:
+    with pytest.raises(UnsupportedLanguage) as info:
+        routing(fleet).route("de", "fr")
+    assert info.value.message.startswith("no pool serves de->fr; served pairs: ")
+    assert "en->fr" in info.value.message and "zh->en" in info.value.message
+    assert info.value.details["served"] == ["en->es", "en->fr", "en->zh", "es->en", "zh->en"]
+
+
+def test_a_job_may_name_its_pool(fleet: fakeredis.FakeRedis) -> None:
+    rt = routing(fleet, routes="*=apertium")
+    assert rt.route("en", "es", "hunyuan").name == "hunyuan"
+    with pytest.raises(UnknownPool) as unknown:
+        rt.route("en", "es", "marian")
+    assert unknown.value.message == (
+        "the fleet has no pool 'marian'; pools: apertium, hunyuan, nllb"
+    )
+    with pytest.raises(UnknownPool) as wrong:
+        rt.route("en", "zh", "apertium")
+    assert wrong.value.message == (
+        "pool 'apertium' does not serve en->zh; it serves: en->es, es->en"
+    )
+
+
+def test_an_adapter_has_its_own_fingerprint_and_an_unknown_one_is_refused(
+    fleet: fakeredis.FakeRedis,
+) -> None:
+    rt = routing(fleet)
+    legal = rt.route("en", "zh", adapter="legal")
+    assert (legal.name, legal.fingerprint, legal.adapter) == ("hunyuan", "fp-l", "legal")
+    with pytest.raises(UnknownPool) as info:
+        rt.route("en", "es", "apertium", adapter="legal")
+    assert "pool 'apertium' has no LoRA adapter 'legal'" in info.value.message
+
+
+def test_a_pool_that_registers_is_routed_to_at_once(r: fakeredis.FakeRedis) -> None:
+    rt = routing(r)
+    with pytest.raises(UnsupportedLanguage, match="none yet"):
+        rt.route("en", "es")
+    Registry(r).beat(worker("apertium", [("en", "es")]), ttl_s=60)
+    assert rt.route("en", "es").name == "apertium"  # no second's wait
+
+
+def test_the_hot_path_routes_alike_and_answers_none_where_route_refuses(
+    fleet: fakeredis.FakeRedis,
+) -> None:
+    async def check() -> None:
+        ar = fakeredis.FakeAsyncRedis(server=SERVER, decode_responses=True)
+        registry = Registry(fleet, ar)  # type: ignore[arg-type]
+        rt = Routing(Settings(routes="en-es=hunyuan"), fleet, registry)
+        route = await rt.aroute("en", "es")
+        assert route is not None and (route.name, route.fingerprint) == ("hunyuan", "fp-hunyuan")
+        legal = await rt.aroute("en", "zh", adapter="legal")
+        assert legal is not None and legal.fingerprint == "fp-l"
+        assert await rt.aroute("de", "fr") is None
+        assert await rt.aroute("en", "zh", "apertium") is None
+        assert await rt.aroute("en", "es", "apertium", adapter="legal") is None
+
+    asyncio.run(check())
+
+
+def test_routes_pairs_and_pool_settings_are_parsed_and_checked() -> None:
+    s = Settings(routes="en-zh=hunyuan, EN-*=nllb, *-zh_Hant=hunyuan, *=apertium")
+    assert s.routes == {"en:zh": "hunyuan", "en:*": "nllb", "*:zh-Hant": "hunyuan", "*": "apertium"}
+    assert Settings(routes='{"en-zh": "hunyuan"}').routes == {"en:zh": "hunyuan"}
+    assert Settings(pairs="en-es, ES-EN").offered_pairs == [("en", "es"), ("es", "en")]
+    assert Settings(engine="vllm").pool_name == "vllm"
+    assert Settings(engine="bench.costengine:CostModelEngine").pool_name == "costmodelengine"
+    assert Settings(engine="vllm", pool="hunyuan-fp8").pool_name == "hunyuan-fp8"
+    assert default_pool("pkg.mod:My.Engine") == "my-engine"
+    for bad in [{"routes": "en-zh"}, {"routes": "xx-zh=a"}, {"pairs": "en"}, {"pool": "Hunyuan"}]:
+        with pytest.raises(ValidationError):
+            Settings(**bad)  # type: ignore[arg-type]

@@ -259,11 +259,11 @@ class LocalFleet:
         return token
 
     def wait_ready(self, timeout: float = 120, pool: str | None = None) -> None:
-        """Until /readyz says every lane has a live worker (of ``pool``, when given)."""
+        """Until /readyz says every lane has a live worker (of ``pool``, when given); a process
+        of the fleet that exits meanwhile (a worker refusing its settings) ends the wait at once."""
         url = f"{self.api_url}/readyz" + (f"?pool={pool}" if pool else "")
-        self._wait(
-            lambda: self._http_ok(url), timeout, f"workers of pool {pool}" if pool else "workers"
-        )
+        what = f"workers of pool {pool}" if pool else "workers"
+        self._wait(lambda: self._http_ok(url), timeout, what, *self.procs)
 
     # -- helpers -------------------------------------------------------------------------------
     @staticmethod
@@ -274,14 +274,15 @@ class LocalFleet:
             return False
 
     def _wait(
-        self, ok: Callable[[], bool], timeout: float, what: str, proc: Proc | None = None
+        self, ok: Callable[[], bool], timeout: float, what: str, *procs: Proc
     ) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if ok():
                 return
-            if proc is not None and not proc.alive():
-                raise RuntimeError(f"{what} exited early:\n{proc.log_tail()}")
+            for proc in procs:
+                if not proc.alive():
+                    raise RuntimeError(f"{what}: {proc.name} exited early:\n{proc.log_tail()}")
             time.sleep(0.2)
         tails = "\n".join(f"--- {p.name}\n{p.log_tail(15)}" for p in self.procs)
         raise RuntimeError(f"{what} not ready after {timeout:.0f}s\n{tails}")

@@ -82,6 +82,17 @@ def test_quantization_kv_cache_dtype_and_pipeline_stages_reach_vllms_config(
     assert cfg["enable_prefix_caching"] is False
 
 
+def test_plain_and_adapted_requests_in_one_step_each_get_their_own_weights(
+    served: dict[str, Any],
+) -> None:
+    # vLLM's CPU LoRA ops give a plain token the last adapter's weights (vllm-project/vllm#48421);
+    # the plugin in workers/engines/vllm_lora_cpu.py keeps them apart
+    base = [o["translation"] for o in served["outcomes"]]
+    adapted = [o["translation"] for o in served["adapter_outcomes"]]
+    mixed = [o["translation"] for o in served["mixed_outcomes"]]
+    assert mixed[0::2] == base and mixed[1::2] == adapted
+
+
 def test_a_request_naming_an_adapter_is_translated_with_it(served: dict[str, Any]) -> None:
     base = [o["translation"] for o in served["outcomes"]]
     adapted = [o["translation"] for o in served["adapter_outcomes"]]

@@ -5,7 +5,8 @@ than inside pytest. The texts go through the scheduler a worker builds for the e
 (:func:`~mtfleet.workers.scheduler.make_scheduler`), exactly as a chunk's do. With
 ``"cancel": N`` it then submits N requests for a job, cancels the job as the worker does when
 it hears of the cancellation (``Scheduler.cancel_job``) and reports what vLLM still holds. With
-``"adapter": NAME`` the texts are translated again with that LoRA adapter (MT_LORA_ADAPTERS);
+``"adapter": NAME`` the texts are translated again with that LoRA adapter (MT_LORA_ADAPTERS),
+then once more, plain and adapted requests interleaved in one submission;
 with ``"configs": [{setting: value}, ...]`` vLLM's config is first built (not loaded) from the
 engine's arguments of the settings with those changes.
 Prints one JSON object: limits, fingerprint(s), load time, the engine arguments as vLLM's own
@@ -104,6 +105,13 @@ def main() -> None:
         ]
         result["adapter_outcomes"] = [
             o.model_dump(exclude_none=True) for o in scheduler.submit(adapted).result(timeout=300)
+        ]
+        # the same requests again, plain and adapted interleaved in one submission: one step
+        result["mixed_outcomes"] = [
+            o.model_dump(exclude_none=True)
+            for o in scheduler.submit(
+                [r for pair in zip(reqs, adapted, strict=True) for r in pair]
+            ).result(timeout=300)
         ]
     if job.get("cancel"):
         result["cancel"] = cancel_probe(engine, scheduler, int(job["cancel"]))

@@ -273,9 +273,7 @@ class LocalFleet:
         except httpx.HTTPError:
             return False
 
-    def _wait(
-        self, ok: Callable[[], bool], timeout: float, what: str, *procs: Proc
-    ) -> None:
+    def _wait(self, ok: Callable[[], bool], timeout: float, what: str, *procs: Proc) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if ok():

@@ -21,16 +21,19 @@ from mtfleet.core.registry import GpuReading, WorkerInfo
 
 
 class LanePublic(BaseModel):
-    pool: str | None = Field(
-        description="The workers' pool (their engine's name unless they name one); null: no "
-        "live worker consumes the lane."
+    pool: str = Field(
+        description="The pool (its workers' engine's name unless they name one); a pool whose "
+        "workers are all gone keeps its rows while the registry knows it."
     )
     lane: str
     queued: int = Field(description="Chunks waiting on the queue.")
     oldest_queued_s: float | None = Field(description="How long the oldest waiting chunk waited.")
     in_flight: int = Field(description="Chunks workers fetched and have not finished.")
     oldest_in_flight_s: float | None
-    workers: int = Field(description="Live, healthy workers of the pool on this lane.")
+    workers: int = Field(
+        description="Live, healthy workers of the pool on this lane; 0: none consumes it, its "
+        "chunks wait for a worker of the pool to come."
+    )
     segments_per_s: float = Field(description="Segments those workers finished per second.")
 
 

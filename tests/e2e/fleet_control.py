@@ -1,12 +1,17 @@
-"""The end-to-end tests' usual fleet, and what they do to a running one: stop its worker for a
-while (jobs then wait in their queue: a request's wait runs out, deterministically), and count
-the jobs its Redis holds (a resent request must not make another)."""
+"""The end-to-end tests' usual fleet, and what they do to a running one: run the ``mtfleet``
+CLI against it as a user would, stop its worker for a while (jobs then wait in their queue: a
+request's wait runs out, deterministically), and count the jobs its Redis holds (a resent
+request must not make another)."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 
 import redis
 
@@ -16,6 +21,30 @@ from tests.integration.test_faults import celery_children, signal_all
 
 #: One Apertium worker on both lanes: real translations, no model to load.
 APERTIUM_WORKER = ("--engine", "apertium", "--lanes", "interactive,bulk", "--concurrency", "2")
+
+
+def cli_args(*args: str) -> list[str]:
+    """The ``mtfleet`` command line, run by this interpreter (the checkout's own package)."""
+    return [sys.executable, "-m", "mtfleet.producer.cli", *args]
+
+
+def cli_env(fleet: LocalFleet, **extra: str) -> dict[str, str]:
+    """The environment a user of ``fleet`` has: its settings and keys, MT_API_URL at its API."""
+    return {**os.environ, **fleet.env, "MT_API_URL": fleet.api_url, "COLUMNS": "200", **extra}
+
+
+def cli(
+    fleet: LocalFleet, *args: str, cwd: Path | None = None, timeout: float = 300, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """``mtfleet ARGS`` against ``fleet``, run to its end (within ``timeout``), output captured."""
+    return subprocess.run(
+        cli_args(*args),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env=cli_env(fleet, **env),
+    )
 
 
 @contextlib.contextmanager

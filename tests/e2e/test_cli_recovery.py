@@ -7,12 +7,10 @@ of a thousand lines takes long enough to interrupt and its output is known exact
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +20,7 @@ import pytest
 
 from mtfleet.producer import batch
 from mtfleet.producer.localfleet import LocalFleet
+from tests.e2e.fleet_control import cli, cli_args, cli_env
 from tests.integration.costfleet import COST_ENGINE, COST_POOL
 
 pytestmark = pytest.mark.slow
@@ -50,25 +49,6 @@ def fleet(redis_server: str) -> Iterator[LocalFleet]:
     f.stop()
 
 
-def cli_args(*args: str) -> list[str]:
-    return [sys.executable, "-m", "mtfleet.producer.cli", *args]
-
-
-def env_of(fleet: LocalFleet, **extra: str) -> dict[str, str]:
-    return {**os.environ, **fleet.env, "COLUMNS": "200", **extra}
-
-
-def cli(fleet: LocalFleet, *args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        cli_args(*args),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=cwd,
-        env=env_of(fleet, **env),
-    )
-
-
 def background_submit(fleet: LocalFleet, cwd: Path, name: str) -> subprocess.Popen[str]:
     """``mtfleet submit NAME --to es --from en --out out`` running, its output piped."""
     return subprocess.Popen(
@@ -77,7 +57,7 @@ def background_submit(fleet: LocalFleet, cwd: Path, name: str) -> subprocess.Pop
         stderr=subprocess.PIPE,
         text=True,
         cwd=cwd,
-        env=env_of(fleet),
+        env=cli_env(fleet),
     )
 
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 import io
 import json
 import re
-import subprocess
-import sys
 import zipfile
 from collections import Counter
 from collections.abc import Iterator
@@ -21,7 +19,7 @@ import srt
 from lxml import etree, html
 
 from mtfleet.producer.localfleet import LocalFleet
-from tests.e2e.fleet_control import apertium_fleet
+from tests.e2e.fleet_control import apertium_fleet, cli
 
 HTML = """<!DOCTYPE html>
 <html><head><title>Red running shoes</title>
@@ -101,16 +99,6 @@ def make_docx() -> bytes:
 def fleet(redis_server: str) -> Iterator[LocalFleet]:
     with apertium_fleet(redis_server.rsplit("/", 1)[0] + "/4") as f:
         yield f
-
-
-def cli(fleet: LocalFleet, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mtfleet.producer.cli", *args, "--url", fleet.api_url],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env={**__import__("os").environ, **fleet.env},
-    )
 
 
 @pytest.fixture(scope="module")

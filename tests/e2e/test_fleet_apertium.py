@@ -7,7 +7,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +17,7 @@ import pytest
 from mtfleet.core import keys
 from mtfleet.producer.client import JobTimeout, MTClient
 from mtfleet.producer.localfleet import LocalFleet
-from tests.e2e.fleet_control import apertium_fleet
+from tests.e2e.fleet_control import apertium_fleet, cli
 
 FLOWER_AUTH = ("admin", "e2e-secret")
 
@@ -31,17 +30,6 @@ def fleet(redis_server: str) -> Iterator[LocalFleet]:
     }
     with apertium_fleet(redis_server, env, flower=True) as f:
         yield f
-
-
-def cli(fleet: LocalFleet, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mtfleet.producer.cli", *args, "--url", fleet.api_url],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-        env={**__import__("os").environ, **fleet.env},
-    )
 
 
 def test_cli_translate_prints_spanish(fleet: LocalFleet) -> None:

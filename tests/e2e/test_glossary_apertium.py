@@ -4,10 +4,7 @@ driven through the ``mtfleet`` CLI and the SDK as a user would."""
 from __future__ import annotations
 
 import asyncio
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +14,7 @@ import redis
 
 from mtfleet.producer.client import AsyncMTClient, MTClient
 from mtfleet.producer.localfleet import LocalFleet, free_port
+from tests.e2e.fleet_control import cli
 
 TEXT = "The iphone case costs 20 dollars"
 
@@ -42,16 +40,6 @@ def fleet(redis_server: str) -> Iterator[LocalFleet]:
     f.env["TEST_METRICS_URL"] = f"http://127.0.0.1:{metrics_port}/metrics"
     yield f
     f.stop()
-
-
-def cli(fleet: LocalFleet, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mtfleet.producer.cli", *args, "--url", fleet.api_url],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **fleet.env},
-    )
 
 
 def retries(fleet: LocalFleet) -> float:

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
+import redis
 from docx import Document
 from playwright.sync_api import (
     Browser,
@@ -29,10 +30,13 @@ from playwright.sync_api import (
 )
 from playwright.sync_api import Error as PlaywrightError
 
+from mtfleet.core import keys
+from mtfleet.core.apikeys import parse_token
+from mtfleet.core.registry import Registry
 from mtfleet.producer.localfleet import LocalFleet, free_port
 from tests.conftest import ROOT
 from tests.deployfiles import alert_exprs, dashboard_exprs, metric_names
-from tests.e2e.fleet_control import apertium_fleet
+from tests.e2e.fleet_control import apertium_fleet, cli
 
 FLOWER_AUTH = ("admin", "pages-e2e-secret")
 SHOTS = Path(os.environ.get("MT_SCREENSHOTS", "/tmp/mtfleet-screenshots"))
@@ -285,6 +289,48 @@ def test_ops_panel_shows_the_live_worker_and_moving_throughput_during_a_bulk_job
     job = made.json()["id"]  # seen moving: the rest is not needed
     httpx.delete(f"{fleet.api_url}/v1/jobs/{job}?purge=true", headers=headers, timeout=30)
     assert console.errors == []
+
+
+def test_ops_panel_flags_the_lanes_of_a_pool_whose_workers_are_gone(
+    fleet: LocalFleet, context: BrowserContext
+) -> None:
+    # a pool the registry still knows (its hosts retired, say) and no worker of it is alive
+    assert fleet.redis_url is not None
+    r = redis.Redis.from_url(fleet.redis_url)
+    registry = Registry(r)
+    gone = registry.pools()["apertium"].model_copy(update={"name": "retired", "live_until": 0.0})
+    r.hset(keys.POOLS, "retired", gone.model_dump_json())
+    try:
+        page, console = open_page(context, f"{fleet.api_url}/ops")
+        sign_in(page, fleet.env["OPERATOR_KEY"])
+        retired = page.locator("#lanes tbody tr", has_text="retired")
+        expect(retired).to_have_count(2)  # its interactive and bulk lanes
+        for row in retired.all():
+            expect(row.locator("td.alarm")).to_have_text("no live worker")
+        live = page.locator("#lanes tbody tr", has_text="apertium")
+        expect(live.first).not_to_contain_text("no live worker")
+        assert console.errors == []
+    finally:
+        registry.forget_pool("retired")
+
+
+def test_ops_panel_stops_polling_once_its_key_is_revoked(
+    fleet: LocalFleet, context: BrowserContext
+) -> None:
+    token = fleet.create_api_key("ops-to-revoke", role="operator")
+    page, _ = open_page(context, f"{fleet.api_url}/ops")
+    sign_in(page, token)
+    updated = page.locator("#updated")
+    expect(updated).to_contain_text("Updated")
+    key_id = parse_token(token)[0]  # type: ignore[index]
+    revoked = cli(fleet, "keys", "revoke", key_id)  # the operator's own command
+    assert revoked.returncode == 0, revoked.stderr
+    expect(updated).to_contain_text("Stopped: ", timeout=20_000)
+    expect(updated).to_contain_text("sign in with an operator's key")
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url) if "/v1/ops" in r.url else None)
+    page.wait_for_timeout(3 * 2000)  # three of its polling periods
+    assert asked == []
 
 
 def test_flower_shows_the_worker_and_its_succeeded_chunks_behind_its_password(

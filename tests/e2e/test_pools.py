@@ -16,8 +16,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +27,7 @@ import redis
 from mtfleet.core import keys
 from mtfleet.producer.client import MTClient
 from mtfleet.producer.localfleet import LocalFleet, Proc
+from tests.e2e.fleet_control import cli
 from tests.integration.test_faults import celery_children, signal_all
 
 FLOWER_AUTH = ("admin", "pools-secret")
@@ -63,17 +62,6 @@ def fleet(redis_server: str) -> Iterator[LocalFleet]:
     f.wait_ready(90, pool="apertium-ca")
     yield f
     f.stop()
-
-
-def cli(fleet: LocalFleet, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mtfleet.producer.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-        env={**os.environ, **fleet.env, "MT_API_URL": fleet.api_url},
-    )
 
 
 def test_each_pool_registers_its_pairs_and_the_route_picks_one(fleet: LocalFleet) -> None:

@@ -100,7 +100,17 @@ class SentinelGroup:
             sentinel = Server(port, conf.parent, ["redis-server", str(conf), "--sentinel"])
             self.sentinels[port] = sentinel
             sentinel.start()
-        self.wait(lambda: self.replicas_seen() >= 1 and self.sentinels_seen() >= 2, 30, "group")
+        # ready: the replica has synced with the primary (a job needs its acknowledgement:
+        # MT_REDIS_MIN_REPLICAS) and the Sentinels know it and each other
+        self.wait(
+            lambda: (
+                self.replicas_online(primary) >= 1
+                and self.replicas_seen() >= 1
+                and self.sentinels_seen() >= 2
+            ),
+            30,
+            "group",
+        )
 
     def url(self, db: int = 0) -> str:
         hosts = ",".join(f"{self.host}:{p}" for p in self.sentinels)
@@ -128,6 +138,18 @@ class SentinelGroup:
         for port in self.sentinels:
             with contextlib.suppress(redis.RedisError):
                 return int(self._sentinel(port).sentinel_master(MASTER).get(name, 0))
+        return 0
+
+    def replicas_online(self, port: int) -> int:
+        """Replicas the server on ``port`` streams to (synced: ``state=online``)."""
+        with contextlib.suppress(redis.RedisError):
+            client = redis.Redis(self.host, port, password=PASSWORD, socket_timeout=1)
+            info = client.info("replication")
+            return sum(
+                1
+                for k, v in info.items()
+                if k.startswith("slave") and isinstance(v, dict) and v.get("state") == "online"
+            )
         return 0
 
     def replicas_seen(self) -> int:

@@ -1,10 +1,12 @@
 """The ops panel's figures from the fleet's records: Prometheus-style quantiles from the
-workers' latency buckets, rows per (pool, lane), a worker's rates from its own metrics, and no
-GPU readings where there is no NVML."""
+workers' latency buckets, rows per (pool, lane), a worker's rates from its own metrics, and
+GPU readings through NVML (a stand-in for its binding), and none where it is missing."""
 
 from __future__ import annotations
 
 import math
+import sys
+import types
 
 import pytest
 
@@ -12,8 +14,8 @@ from mtfleet.api.fleet import lane_rows
 from mtfleet.api.ops import fleet_latency, histogram_quantile
 from mtfleet.core import keys
 from mtfleet.core.queues import QueueReading
-from mtfleet.core.registry import WorkerInfo, WorkerStats
-from mtfleet.workers import metrics
+from mtfleet.core.registry import GpuReading, WorkerInfo, WorkerStats
+from mtfleet.workers import gpustats, metrics
 from mtfleet.workers.gpustats import GpuStats
 from mtfleet.workers.stats import LATENCY_WINDOW_S, StatsSampler
 
@@ -152,7 +154,56 @@ def test_a_workers_rates_come_from_its_own_metrics() -> None:
     assert later.segments_per_s["bulk"] == 0 and later.window_s == 10.0
 
 
-def test_no_gpu_readings_without_gpus_or_without_nvml() -> None:
+def test_no_gpu_readings_without_gpus_or_without_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
     assert GpuStats([]).read() is None
-    # this machine has no NVIDIA driver: NVML does not load, the worker reports no GPU
+    # a host without the binding (nvidia-ml-py): the worker reports no readings
+    monkeypatch.setitem(sys.modules, "pynvml", None)
     assert GpuStats([0]).read() is None
+
+
+class FakeNvml(types.SimpleNamespace):
+    """NVML as nvidia-ml-py exposes it, for three GPUs: 0 answers everything, 1 is gone, 2 has
+    no utilisation counter (as under MIG)."""
+
+    class NVMLError(Exception):
+        pass
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> int:
+        if index == 1:
+            raise self.NVMLError("GPU is lost")
+        return index
+
+    def nvmlDeviceGetMemoryInfo(self, handle: int) -> types.SimpleNamespace:
+        return types.SimpleNamespace(used=(handle + 1) * 1024 * 2**20, total=141_312 * 2**20)
+
+    def nvmlDeviceGetName(self, handle: int) -> bytes:
+        return b"NVIDIA H200"
+
+    def nvmlDeviceGetUtilizationRates(self, handle: int) -> types.SimpleNamespace:
+        if handle == 2:
+            raise self.NVMLError("not supported")
+        return types.SimpleNamespace(gpu=87)
+
+
+def test_gpu_readings_per_gpu_through_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
+    loads = []
+    monkeypatch.setattr(gpustats, "_load_nvml", lambda: loads.append(1) or FakeNvml())
+    stats = GpuStats([0, 1, 2])
+    first = stats.read()
+    assert first == [
+        GpuReading(
+            index=0,
+            name="NVIDIA H200",
+            memory_used_mib=1024.0,
+            memory_total_mib=141312.0,
+            utilization_pct=87.0,
+        ),
+        GpuReading(
+            index=2,
+            name="NVIDIA H200",
+            memory_used_mib=3072.0,
+            memory_total_mib=141312.0,
+            utilization_pct=None,
+        ),
+    ]  # the lost GPU is left out, the others still read
+    assert stats.read() == first and loads == [1]  # NVML is initialised once

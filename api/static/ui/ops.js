@@ -26,7 +26,8 @@ function rows(table, items, cells) {
 }
 
 function gpuText(w) {
-  if (!w.gpu_readings) return "no GPU";
+  if (!w.gpus.length) return "no GPU";
+  if (!w.gpu_readings?.length) return "no reading (NVML not available)";
   return w.gpu_readings.map((g) => `GPU ${g.index}: ${Math.round(g.memory_used_mib)} / ${Math.round(g.memory_total_mib)} MiB, ${g.utilization_pct === null ? "–" : `${g.utilization_pct}%`}`).join("; ");
 }
 
@@ -47,7 +48,7 @@ function show(ops) {
   drawChart($("chart-throughput"), [series("total", "total"), series("interactive", "interactive"), series("bulk", "bulk")], { spanS: SPAN_S });
   drawChart($("chart-latency"), [series("p50", "p50"), series("p95", "p95")], { spanS: SPAN_S, digits: 2, empty: "no interactive job finished in the last minute" });
 
-  rows("lanes", ops.lanes, (r) => [r.pool ?? "no live worker", r.lane, r.queued, secs(r.oldest_queued_s), r.in_flight, secs(r.oldest_in_flight_s), r.workers, num(r.segments_per_s)]);
+  rows("lanes", ops.lanes, (r) => [r.pool, r.lane, r.queued, secs(r.oldest_queued_s), r.in_flight, secs(r.oldest_in_flight_s), r.workers ? String(r.workers) : el("td", "no live worker", "alarm"), num(r.segments_per_s)]);
   rows("workers", ops.workers, (w) => [
     w.name, w.engine, w.model, w.gpus.length ? w.gpus.join(",") : "none", w.tensor_parallel_size,
     w.pull_window ?? "–", w.busy_share === null ? "–" : `${Math.round(w.busy_share * 100)}%`, num(w.segments_per_s),
@@ -61,6 +62,11 @@ async function poll() {
   try {
     show((await api("/v1/ops")).body);
   } catch (err) {
+    if (err instanceof ApiError && [401, 403].includes(err.status)) {
+      // a revoked key stays revoked: stop asking, say what to do
+      $("updated").textContent = `Stopped: ${err.message}. Sign out and sign in with an operator's key.`;
+      return;
+    }
     $("updated").textContent = `Not updated: ${err.message}`;
   }
   setTimeout(poll, POLL_MS);

@@ -73,9 +73,15 @@ async function translateText(event) {
     let { status: code, body } = await api("/v1/translate", { method: "POST", json: { texts: at.map((i) => lines[i]), ...languages() } });
     if (code === 202) {
       status.textContent = "Queued; waiting for a worker…";
-      await new Promise((resolve) => {
+      await new Promise((resolve, reject) => {
         const stop = watchJob(body.id, (job, err) => {
-          if (err || FINAL.includes(job.status)) { stop(); resolve(); }
+          if (!err) {
+            if (FINAL.includes(job.status)) { stop(); resolve(); }
+          } else if ([401, 403, 404].includes(err.status)) {
+            stop(); reject(err); // the job cannot be read: no result will come
+          } else {
+            status.textContent = `Queued; still waiting (${err.message})…`; // watchJob retries
+          }
         });
       });
       body = (await api(`/v1/jobs/${body.id}/result`)).body;
@@ -99,7 +105,13 @@ async function translateText(event) {
 function filename(resp, fallback) {
   const cd = resp.headers.get("Content-Disposition") || "";
   const star = cd.match(/filename\*=UTF-8''([^;]+)/i);
-  if (star) return decodeURIComponent(star[1]);
+  if (star) {
+    try {
+      return decodeURIComponent(star[1]);
+    } catch (_) {
+      /* not valid percent-encoding: the plain filename, or the fallback */
+    }
+  }
   const plain = cd.match(/filename="([^"]+)"/i);
   return plain ? plain[1] : fallback;
 }
@@ -181,7 +193,7 @@ async function loadRecent() {
     const { body } = await api("/v1/jobs?limit=20");
     const rows = body.jobs.map((job) => {
       const tr = el("tr");
-      const what = job.document_name || (job.document_format ? `${job.document_format} document` : `${job.progress.total} texts`);
+      const what = job.document_name || (job.document_format ? `${job.document_format} document` : `${job.progress.total} ${job.progress.total === 1 ? "text" : "texts"}`);
       const cells = [when(job.created_at), what, `${job.detected_source_lang || job.source_lang} → ${job.target_lang}`, job.status, `${job.progress.done + job.progress.failed}/${job.progress.total}`];
       for (const c of cells) tr.append(el("td", c));
       const act = el("td");

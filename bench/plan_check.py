@@ -11,10 +11,10 @@ deployed as the plan says (its step budget) on one worker, and measures
   otherwise idle fleet (the plan's interactive p95);
 * the interactive p95 while a bulk backlog runs (the plan's p95 during the nightly run).
 
-Each figure is reported beside its prediction as measured / predicted;
-``tests/integration/test_capacity_plan.py`` (``make soak``) holds the first two within 15 %;
-the third is noisier on two shared cores (the fleet's own CPU work competes with the bulk
-backlog's) and is reported.
+Each figure is reported beside its prediction as measured / predicted, checked within 15 %;
+``tests/integration/test_capacity_plan.py`` (``make soak``) asserts the same. The third is the
+noisiest on two shared cores: a 30 s window holds ~120 requests, so its p95 is their sixth
+slowest, and any other load on the machine competes with the fleet's own CPU work.
 """
 
 from __future__ import annotations
@@ -153,6 +153,7 @@ def plan_check(ctx: Context) -> Outcome:
             Check("nightly rate measured / planned", rate, "<=", 1.15),
             Check("interactive p95 measured / planned", p95, ">=", 0.85),
             Check("interactive p95 measured / planned", p95, "<=", 1.15),
+            Check("p95 under bulk measured / planned", p95_bulk, ">=", 0.85),
             Check("p95 under bulk measured / planned", p95_bulk, "<=", 1.15),
         ],
         raw={

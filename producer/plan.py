@@ -107,6 +107,8 @@ def show(p: Plan) -> None:
             style="bold" if o is best else None,
         )
     console.print(table)
+    if p.options and p.options[0].cost_per_day is None:
+        console.print("  cost: give --gpu-hour-cost (what one GPU-hour costs you) to fill it in")
     for o in p.options:
         if o.reason:
             console.print(f"  TP {o.tp}: {o.reason}")

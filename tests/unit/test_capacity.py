@@ -115,6 +115,9 @@ def test_cli_prints_json_and_exits_by_whether_a_plan_meets() -> None:
     assert {o["tp"] for o in out["options"]} == {1, 2, 4, 8}
     table = runner.invoke(app, ["plan", "--interactive-rps", "50", "--gpu-hour-cost", "2"])
     assert table.exit_code == 0 and "plan: " in table.stdout and "cost/day" in table.stdout
+    assert "--gpu-hour-cost" not in table.stdout  # the cost columns are filled in
+    priceless = runner.invoke(app, ["plan", "--interactive-rps", "50"])
+    assert priceless.exit_code == 0 and "give --gpu-hour-cost" in priceless.stdout
     impossible = runner.invoke(app, ["plan", "--interactive-rps", "5", "--p95", "10ms"])
     assert impossible.exit_code == 1 and "no option meets" in impossible.stdout
     for bad, says in (

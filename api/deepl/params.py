@@ -176,8 +176,13 @@ def refuse_unsupported(req: TranslateIn | DocumentUpload) -> None:
     each changes what the translation should be. (``formality`` is accepted whatever its
     value: no engine here controls it, ``/v2/languages`` says so, and a tool configured for
     DeepL's formal German keeps working.)"""
-    for name in ("custom_instructions", "style_id", "translation_memory_id"):
-        if getattr(req, name, None):
+    for name in (
+        "custom_instructions",
+        "style_id",
+        "translation_memory_id",
+        "translation_memory_threshold",
+    ):
+        if getattr(req, name, None) not in (None, "", []):  # a threshold of 0 is one too
             raise InvalidInput(f"parameter '{name}' is not supported by this server")
 
 

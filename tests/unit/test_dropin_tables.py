@@ -123,7 +123,12 @@ def test_translate_parameters_as_the_client_and_form_bodies_send_them() -> None:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("custom_instructions", ["be brief"]), ("style_id", "s1"), ("translation_memory_id", "t")],
+    [
+        ("custom_instructions", ["be brief"]),
+        ("style_id", "s1"),
+        ("translation_memory_id", "t"),
+        ("translation_memory_threshold", 0),
+    ],
 )
 def test_what_this_fleet_cannot_do_is_refused(field: str, value: object) -> None:
     req = parse(TranslateIn, {"text": ["x"], "target_lang": "DE", field: value})

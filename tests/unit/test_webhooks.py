@@ -4,7 +4,7 @@ Webhooks signatures as the ``standardwebhooks`` library checks them, secrets and
 rotation, backoff and Retry-After, and which targets are refused.
 
 The deliveries themselves, under kill -9 of a worker, the API and Redis, are in
-tests/e2e/test_webhooks.py."""
+tests/e2e/test_notifications.py."""
 
 from __future__ import annotations
 

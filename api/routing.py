@@ -86,13 +86,15 @@ class Routing:
         try:
             if pool is not None:
                 return self._named(pool, source, target, adapter)
-            serving = self.serving(source, target)
-            if not serving:
-                served = self._served_pairs()
-            else:
-                pools = self.pools()
+            serving = self.serving(source, target)  # may refresh the pools: read them after
+            pools = self.pools()
+            serving = [p for p in serving if p in pools]
+            if serving:
+                if adapter is not None:
+                    serving = self._with_adapter_named(pools, serving, adapter, source, target)
                 name = choose_pool(self.settings.routes, source, target, serving, pools)
                 return self._with_adapter(pools[name], adapter)
+            served = self._served_pairs()
         except redis.RedisError as exc:
             raise Unavailable.because("the job store", exc) from exc
         raise UnsupportedLanguage(
@@ -120,6 +122,10 @@ class Routing:
                 return None
             self._serving[(source, target)] = (now + REMEMBER_S, serving)
         if pool is None:
+            if adapter is not None:  # only pools with the adapter (none: the slow path says so)
+                serving = [p for p in serving if p in pools and adapter in pools[p].adapters]
+                if not serving:
+                    return None
             pool = choose_pool(self.settings.routes, source, target, serving, pools)
         if pool not in serving or pool not in pools:
             return None
@@ -166,6 +172,21 @@ class Routing:
                 served=served[:LISTED],
             )
         return self._with_adapter(pools[pool], adapter)
+
+    @staticmethod
+    def _with_adapter_named(
+        pools: dict[str, PoolInfo], serving: list[str], adapter: str, source: str, target: str
+    ) -> list[str]:
+        """Those of ``serving`` whose workers serve the LoRA adapter; 422 when none does."""
+        having = [p for p in serving if adapter in pools[p].adapters]
+        if having:
+            return having
+        known = sorted({a for p in serving for a in pools[p].adapters})
+        raise UnknownPool(
+            f"no pool serving {source}->{target} has a LoRA adapter {adapter!r}; their "
+            "adapters: " + (", ".join(known) or "none (MT_LORA_ADAPTERS on their workers)"),
+            adapters=known,
+        )
 
     @staticmethod
     def _with_adapter(pool: PoolInfo, adapter: str | None) -> Route:

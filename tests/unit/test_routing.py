@@ -127,6 +127,15 @@ def test_an_adapter_has_its_own_fingerprint_and_an_unknown_one_is_refused(
     with pytest.raises(UnknownPool) as info:
         rt.route("en", "es", "apertium", adapter="legal")
     assert "pool 'apertium' has no LoRA adapter 'legal'" in info.value.message
+    # en->es goes to apertium, but a job naming the adapter goes to the pool that has it
+    assert rt.route("en", "es").name == "apertium"
+    assert rt.route("en", "es", adapter="legal").name == "hunyuan"
+    assert routing(fleet, routes="*=apertium").route("en", "es", adapter="legal").name == "hunyuan"
+    with pytest.raises(UnknownPool) as nowhere:
+        rt.route("en", "es", adapter="shoes")
+    assert nowhere.value.message == (
+        "no pool serving en->es has a LoRA adapter 'shoes'; their adapters: legal"
+    )
 
 
 def test_a_pool_that_registers_is_routed_to_at_once(r: fakeredis.FakeRedis) -> None:
@@ -151,6 +160,10 @@ def test_the_hot_path_routes_alike_and_answers_none_where_route_refuses(
         assert await rt.aroute("de", "fr") is None
         assert await rt.aroute("en", "zh", "apertium") is None
         assert await rt.aroute("en", "es", "apertium", adapter="legal") is None
+        pooled = Routing(Settings(routes="*=apertium"), fleet, registry)
+        adapted = await pooled.aroute("en", "es", adapter="legal")
+        assert adapted is not None and (adapted.name, adapted.fingerprint) == ("hunyuan", "fp-l")
+        assert await pooled.aroute("en", "es", adapter="shoes") is None
 
     asyncio.run(check())
 

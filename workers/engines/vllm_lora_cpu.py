@@ -13,7 +13,8 @@ mtfleet serves adapters beside the base model, so mixed steps are its normal cas
 pyproject.toml): vLLM runs it in every process it starts — the engine core and its workers
 included — before any model runs. It first checks the installed ops on a three-row example; only
 if a ``-1`` row is changed does it wrap them so such rows are left exactly as they were (what the
-GPU kernels do). On a vLLM whose ops are fixed, and on GPU platforms, it changes nothing.
+GPU kernels do). On a vLLM whose ops are fixed it changes nothing; GPU platforms never call
+these ops.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from pathlib import Path
 import redis
 
 from mtfleet.core import keys
-from mtfleet.producer.localfleet import LocalFleet
+from mtfleet.producer.localfleet import LocalFleet, Proc
 from tests.integration.test_faults import celery_children, signal_all
 
 #: One Apertium worker on both lanes: real translations, no model to load.
@@ -80,3 +80,14 @@ def jobs_made(fleet: LocalFleet) -> int:
     """How many jobs the fleet's Redis holds."""
     r = redis.Redis.from_url(fleet.env["MT_REDIS_URL"], decode_responses=True)
     return sum(1 for k in r.scan_iter(keys.job("*"), count=1000) if k.count(":") == 2)
+
+
+def kill_worker(proc: Proc) -> None:
+    """kill -9 a worker: its launcher first (stopped, so it restarts nothing), then the
+    Celery process, then the launcher."""
+    kids = celery_children(proc)
+    assert kids
+    os.kill(proc.popen.pid, signal.SIGSTOP)
+    signal_all(kids, signal.SIGKILL)
+    os.kill(proc.popen.pid, signal.SIGKILL)
+    proc.popen.wait(10)

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -23,6 +24,7 @@ from mtfleet.core.registry import Registry
 from mtfleet.producer.client import MTClient, MTClientError
 from mtfleet.producer.localfleet import LocalFleet
 from tests.conftest import tiny_model_path
+from tests.e2e.fleet_control import kill_worker
 from tests.integration.lora import make_adapter
 from tests.integration.test_vllm_engine import vllm_env
 
@@ -151,9 +153,36 @@ def test_a_job_naming_a_lora_adapter_is_translated_with_it(fleet: LocalFleet) ->
         plain = mt.result(base.id).translations
         with_adapter = mt.result(adapted.id).translations
         assert all(with_adapter) and all(a != b for a, b in zip(with_adapter, plain, strict=True))
+        # en->es is routed to apertium (MT_ROUTES); naming the adapter takes it to vllm's pool
+        spanish = mt.submit(texts[:1], source="en", target="es", adapter="shoes")
+        assert (spanish.pool, spanish.adapter) == ("vllm", "shoes")
+        assert mt.wait(spanish.id, timeout=240).status == "succeeded"
         with pytest.raises(MTClientError) as refused:
             mt.submit(texts, source="en", target="fr", adapter="legal")
         assert refused.value.type == "unknown_pool"
         assert (
-            refused.value.message == "pool 'vllm' has no LoRA adapter 'legal'; its adapters: shoes"
+            refused.value.message
+            == "no pool serving en->fr has a LoRA adapter 'legal'; their adapters: shoes"
         )
+
+
+def test_the_vllm_pool_goes_on_while_the_apertium_pools_worker_is_killed(
+    fleet: LocalFleet,
+) -> None:
+    # last in the module: the apertium pool is left without a worker
+    apertium = next(p for p in fleet.procs if p.name == "apertium")
+    kill_worker(apertium)
+    deadline = time.monotonic() + 30
+    while httpx.get(f"{fleet.api_url}/readyz?pool=apertium").status_code != 503:
+        assert time.monotonic() < deadline, "the apertium pool still looks live"
+        time.sleep(0.2)
+    with MTClient(fleet.api_url) as mt:
+        # MT_ROUTES: apertium's (a text the phrase cache has not seen)
+        waiting = mt.submit(["The yellow kite is over the river."], source="en", target="es")
+        assert waiting.pool == "apertium" and waiting.status == "queued"
+        french = mt.submit(["The green door is open."], source="en", target="fr")
+        assert french.pool == "vllm"
+        assert mt.wait(french.id, timeout=240).status == "succeeded"
+        assert mt.result(french.id).translations[0]
+        assert httpx.get(f"{fleet.api_url}/readyz?pool=vllm").status_code == 200
+        assert not mt.get(waiting.id).final  # accepted, waiting for its pool's worker

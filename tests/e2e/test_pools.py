@@ -14,7 +14,6 @@ human references (tests/fixtures/eval)."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import time
 from collections.abc import Iterator
@@ -26,8 +25,8 @@ import redis
 
 from mtfleet.core import keys
 from mtfleet.producer.client import MTClient
-from mtfleet.producer.localfleet import LocalFleet, Proc
-from tests.e2e.fleet_control import cli
+from mtfleet.producer.localfleet import LocalFleet
+from tests.e2e.fleet_control import cli, kill_worker
 from tests.integration.test_faults import celery_children, signal_all
 
 FLOWER_AUTH = ("admin", "pools-secret")
@@ -194,17 +193,6 @@ def test_mtfleet_eval_scores_a_pool_against_references(fleet: LocalFleet, tmp_pa
     proc = cli(fleet, "eval", "--src", str(src), "--ref", str(short), "--from", "en", "--to", "es")
     assert proc.returncode == 2
     assert "has 12 lines and" in proc.stderr and "has 1: the files must be aligned" in proc.stderr
-
-
-def kill_worker(proc: Proc) -> None:
-    """kill -9 a worker: its launcher first (stopped, so it restarts nothing), then the
-    Celery process, then the launcher."""
-    kids = celery_children(proc)
-    assert kids
-    os.kill(proc.popen.pid, signal.SIGSTOP)
-    signal_all(kids, signal.SIGKILL)
-    os.kill(proc.popen.pid, signal.SIGKILL)
-    proc.popen.wait(10)
 
 
 def test_a_pool_without_a_live_worker_queues_while_the_other_goes_on(

@@ -31,6 +31,7 @@ from mtfleet.core.schemas import JobPublic
 from mtfleet.core.settings import Settings
 from mtfleet.producer.client import MTClient
 from mtfleet.producer.localfleet import LocalFleet, redis_server_command
+from tests.e2e.fleet_control import worker_paused
 from tests.e2e.webhook_receiver import Attempt, Receiver
 from tests.integration.costfleet import COST_ENGINE
 from tests.integration.test_faults import kill_while_holding
@@ -272,6 +273,34 @@ def test_translate_with_a_callback_makes_a_job_even_when_the_cache_answers_it(
     receiver.wait_for(lambda: bool(receiver.delivered("translate")), 60, "the event")
     payload = one_event_verified(receiver.attempts["translate"], answer["id"])
     assert payload["data"]["cached"] == 2
+
+
+def test_translate_that_turns_async_and_a_document_upload_each_get_their_webhook(
+    fleet: LocalFleet, api: httpx.Client, receiver: Receiver
+) -> None:
+    translate_url, doc_url = receiver.script("translate-202"), receiver.script("document")
+    body = {
+        "texts": ["The late parcel", "The slow train"],
+        "source_lang": "en",
+        "target_lang": "es",
+        "timeout": 0.5,
+        "callback_url": translate_url,
+    }
+    with worker_paused(fleet):  # nothing is translated: the request's wait runs out
+        waited = api.post("/v1/translate", json=body)
+        assert waited.status_code == 202, waited.text
+        doc = api.post(
+            "/v1/documents",
+            data={"target_lang": "es", "source_lang": "en", "callback_url": doc_url},
+            files={"file": ("notes.md", b"# The red shirt\n\nThe blue house.\n", "text/markdown")},
+        )
+        assert doc.status_code == 202, doc.text
+        assert not receiver.attempts["translate-202"] and not receiver.attempts["document"]
+    for name, job_id in (("translate-202", waited.json()["id"]), ("document", doc.json()["id"])):
+        receiver.wait_for(lambda n=name: bool(receiver.delivered(n)), 60, f"the {name} event")
+        payload = one_event_verified(receiver.attempts[name], job_id)
+        assert payload["data"]["status"] == "succeeded"
+    assert payload["data"]["links"]["document"] == f"/v1/jobs/{doc.json()['id']}/document"
 
 
 def test_a_deepl_document_upload_with_a_callback_gets_its_webhook(

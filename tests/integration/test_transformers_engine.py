@@ -134,6 +134,23 @@ def test_the_target_code_steers_an_nllb_model(nllb: TransformersEngine) -> None:
     assert again[0].text == to_es[0].text
 
 
+def test_the_beam_count_is_a_setting(nllb: TransformersEngine) -> None:
+    texts = ["Hello, how are you?", "The book is on the table.", "Good morning."]
+    saved = nllb.settings
+    outputs = {}
+    try:
+        for beams in (1, 4):  # MT_NUM_BEAMS: greedy, then a beam search of four
+            nllb.settings = saved.model_copy(update={"num_beams": beams})
+            assert nllb._beams() == beams
+            outputs[beams] = [
+                t.text for t in nllb.translate([TranslationRequest(t, "en", "es") for t in texts])
+            ]
+    finally:
+        nllb.settings = saved
+    assert all(outputs[1]) and all(outputs[4])
+    assert outputs[1] != outputs[4]  # the search reached generate
+
+
 def test_a_generate_past_its_deadline_is_interrupted_and_fails_alone() -> None:
     # ~2000 new tokens (the slack) take seconds on any CPU; the deadline is a tenth of that
     long = {"temperature": 0, "max_tokens_slack": 2000}

@@ -123,11 +123,18 @@ def test_workers_have_an_engine_health_check(services: dict[str, dict[str, Any]]
 
 def test_prometheus_scrapes_the_api_and_every_worker(services: dict[str, dict[str, Any]]) -> None:
     config = yaml.safe_load((ROOT / "deploy" / "prometheus" / "prometheus.yml").read_text())
-    targets = {
-        t for job in config["scrape_configs"] for sc in job["static_configs"] for t in sc["targets"]
+    jobs = config["scrape_configs"]
+    targets = {t for job in jobs for sc in job.get("static_configs", []) for t in sc["targets"]}
+    # a scaled service (every replica) is found by DNS: its name answers each container's address
+    targets |= {
+        f"{n}:{sd['port']}"
+        for job in jobs
+        for sd in job.get("dns_sd_configs", [])
+        for n in sd["names"]
     }
     assert "api:8000" in targets
     assert {f"{name}:9100" for name in _workers(services)} <= targets
+    assert "openai-worker:9100" in targets  # the openai profile's thin workers
     assert services["prometheus"]["profiles"] == ["monitoring"]
     assert services["prometheus"]["ports"] == ["127.0.0.1:9090:9090"]
 

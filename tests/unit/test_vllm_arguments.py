@@ -71,6 +71,22 @@ def test_each_adapter_has_a_fingerprint_of_its_own(tmp_path: Path) -> None:
     assert engine.fingerprint_for("medical") is None
 
 
+def test_an_adapter_retrained_in_place_gets_a_new_fingerprint(tmp_path: Path) -> None:
+    path = Path(lora(tmp_path / "shoes", 8))
+    weights = path / "adapter_model.safetensors"
+    weights.write_bytes(b"\x01" * 4096)
+    settings = Settings(engine="vllm", model="m", lora_adapters={"shoes": str(path)})
+    before = VllmEngine(settings).fingerprint_for("shoes")
+    # a copy of the same files elsewhere (another host) has the same fingerprint
+    (tmp_path / "elsewhere").mkdir()
+    copy = Path(lora(tmp_path / "elsewhere" / "shoes", 8))
+    (copy / "adapter_model.safetensors").write_bytes(weights.read_bytes())
+    moved = Settings(engine="vllm", model="m", lora_adapters={"shoes": str(copy)})
+    assert VllmEngine(moved).fingerprint_for("shoes") == before
+    weights.write_bytes(b"\x02" * 4096)  # retrained: same size, other weights
+    assert VllmEngine(settings).fingerprint_for("shoes") != before
+
+
 def test_an_adapter_folder_without_a_peft_config_is_a_problem(tmp_path: Path) -> None:
     assert adapter_problems({"ok": lora(tmp_path / "ok", 8)}) == []
     (tmp_path / "norank").mkdir()

@@ -50,18 +50,38 @@ from mtfleet.workers.engines.base import (
 log = logging.getLogger(__name__)
 
 
-def model_revision(model: str) -> str:
-    """What identifies the weights: config + weight file sizes for a local dir, else the name."""
+#: Weights up to this size are hashed whole by :func:`model_revision` with ``content``.
+CONTENT_HASH_MAX_BYTES = 2 * 1024**3
+
+
+def model_revision(model: str, *, content: bool = False) -> str:
+    """What identifies the weights: config + weight file sizes for a local dir, else the name.
+
+    The same on every host that holds the same files (no times, no paths), so a pool's
+    workers share one phrase-cache fingerprint. Sizes do not change when a model is retrained
+    in place; with ``content`` (LoRA adapters: megabytes) the weight files are hashed whole
+    when they total at most :data:`CONTENT_HASH_MAX_BYTES`, so a retrained adapter gets a new
+    fingerprint and never the old one's cached translations."""
     path = Path(model)
     if not path.is_dir():
         return model
+    files = [f for f in sorted(path.iterdir()) if f.suffix in WEIGHT_SUFFIXES | CONFIG_SUFFIXES]
+    weights = sum(f.stat().st_size for f in files if f.suffix in WEIGHT_SUFFIXES)
+    whole = content and weights <= CONTENT_HASH_MAX_BYTES
     digest = hashlib.sha256()
-    for f in sorted(path.iterdir()):
-        if f.suffix in {".json", ".safetensors", ".bin", ".model", ".jinja"}:
-            digest.update(f"{f.name}:{f.stat().st_size}".encode())
-            if f.suffix == ".json" and f.stat().st_size < 1_000_000:
-                digest.update(f.read_bytes())
+    for f in files:
+        digest.update(f"{f.name}:{f.stat().st_size}".encode())
+        if (f.suffix == ".json" and f.stat().st_size < 1_000_000) or (
+            whole and f.suffix in WEIGHT_SUFFIXES
+        ):
+            with f.open("rb") as fh:
+                while block := fh.read(1 << 20):
+                    digest.update(block)
     return f"{path.name}@{digest.hexdigest()[:12]}"
+
+
+WEIGHT_SUFFIXES = {".safetensors", ".bin"}
+CONFIG_SUFFIXES = {".json", ".model", ".jinja"}
 
 
 def model_problem(model: str) -> str | None:
@@ -252,7 +272,8 @@ class VllmEngine(Engine):
         #: adapter name -> (vLLM's LoRA id, path, fingerprint of the base model with it)
         self._loras: dict[str, tuple[int, str, str]] = {}
         for n, (name, path) in enumerate(sorted(settings.lora_adapters.items()), 1):
-            digest = hashlib.sha256(f"{ident}|{model_revision(path)}".encode()).hexdigest()
+            revision = model_revision(path, content=True)
+            digest = hashlib.sha256(f"{ident}|{revision}".encode()).hexdigest()
             self._loras[name] = (n, str(Path(path).expanduser()), f"vllm-lora-{digest[:16]}")
         self._lora_requests: dict[str, Any] = {}
 

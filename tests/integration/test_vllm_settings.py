@@ -70,6 +70,9 @@ def test_settings_reach_vllms_engine_config(served: dict[str, Any]) -> None:
     assert cfg["enable_prefix_caching"] is True
     assert cfg["block_size"] == 32  # MT_VLLM_ARGS
     assert cfg["max_loras"] == 1 and cfg["max_lora_rank"] == 8  # from the adapter's config
+    # the step budget: MT_MAX_SEQS, MT_MAX_STEP_TOKENS (vllm_env); interactive requests first
+    assert (cfg["max_num_seqs"], cfg["max_num_batched_tokens"]) == (64, 2048)
+    assert cfg["scheduling_policy"] == "priority"
 
 
 def test_quantization_kv_cache_dtype_and_pipeline_stages_reach_vllms_config(

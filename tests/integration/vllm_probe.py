@@ -57,6 +57,9 @@ def vllm_config(cfg: Any) -> dict[str, Any]:
         "pipeline_parallel_size": cfg.parallel_config.pipeline_parallel_size,
         "max_loras": lora.max_loras if lora else None,
         "max_lora_rank": lora.max_lora_rank if lora else None,
+        "max_num_seqs": cfg.scheduler_config.max_num_seqs,
+        "max_num_batched_tokens": cfg.scheduler_config.max_num_batched_tokens,
+        "scheduling_policy": str(cfg.scheduler_config.policy),
     }
 
 

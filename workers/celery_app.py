@@ -178,7 +178,17 @@ def _boot(sender: Any = None, **_: Any) -> None:
         log.critical("mtfleet workers run the 'threads' or 'solo' pool, not %s", name)
         raise SystemExit(2)
     if settings.worker_metrics_port:
-        metrics.serve(settings.worker_metrics_port)
+        try:
+            metrics.serve(settings.worker_metrics_port)
+        except OSError as exc:  # taken: without this the boot below never ran (Celery
+            # swallows a worker_init handler's error) and the worker served without an engine
+            log.critical(
+                "MT_WORKER_METRICS_PORT=%d: cannot serve metrics there (%s); exiting so the "
+                "launcher restarts",
+                settings.worker_metrics_port,
+                exc,
+            )
+            raise SystemExit(3) from exc
     try:
         runtime().boot(getattr(sender, "hostname", None))
     except Exception as exc:

@@ -3,11 +3,16 @@ what to install or fix, instead of restarting forever."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+
+import httpx
 
 from mtfleet.core.settings import Settings
 from mtfleet.workers.preflight import problems
@@ -119,3 +124,43 @@ def test_malformed_routes_stop_the_api_before_it_serves(redis_url: str) -> None:
         assert proc.returncode == 2, (routes, proc.stderr)
         err = " ".join(proc.stderr.split())
         assert "invalid settings" in err and said in err, (routes, err)
+
+
+def test_a_taken_metrics_port_stops_the_worker_until_it_is_free(redis_url: str) -> None:
+    """Before, the taken port's error was swallowed with the rest of the boot: the worker
+    consumed chunks without an engine. Now it exits, says why, and the launcher's restarts
+    find the port once it is free."""
+    holder = socket.socket()
+    holder.bind(("0.0.0.0", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    env = {**os.environ, "MT_REDIS_URL": redis_url, "MT_WORKER_METRICS_PORT": str(port)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mtfleet.producer.cli", "worker", "--engine", "apertium"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout is not None
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(proc.stdout or []), daemon=True).start()
+    try:
+        deadline = time.monotonic() + 60
+        said = f"MT_WORKER_METRICS_PORT={port}: cannot serve metrics there"
+        while not any(said in line for line in lines):
+            assert time.monotonic() < deadline, "".join(lines[-30:])
+            time.sleep(0.2)
+        assert not any(" ready." in line for line in lines)  # it never consumed
+        holder.close()
+        while True:  # the next restart binds it and serves
+            assert time.monotonic() < deadline + 30, "".join(lines[-30:])
+            with contextlib.suppress(httpx.HTTPError):
+                text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=2).text
+                if "mt_worker_engine_healthy 1.0" in text:
+                    break
+            time.sleep(0.5)
+    finally:
+        holder.close()
+        proc.terminate()
+        proc.wait(30)

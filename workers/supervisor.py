@@ -39,20 +39,21 @@ def _die_with_parent() -> None:
 class Supervisor:
     """Runs the worker processes, restarts the ones that die, forwards stop signals.
 
-    Workers run in their own sessions, so a Ctrl-C on the terminal reaches only the launcher,
-    which sends each worker one SIGTERM: Celery's warm shutdown finishes (or gives back) the
-    chunks in hand. A second signal escalates to SIGQUIT (cold shutdown; unacknowledged chunks
-    are redelivered by the broker).
+    Workers run in process groups of their own (in the launcher's session, so a bulk worker
+    shares its CPU group: ``workers.priority``), so a Ctrl-C on the terminal reaches only the
+    launcher, which sends each worker one SIGTERM: Celery's warm shutdown finishes (or gives
+    back) the chunks in hand. A second signal escalates to SIGQUIT (cold shutdown;
+    unacknowledged chunks are redelivered by the broker).
     """
 
     def __init__(
         self,
         commands: list[tuple[str, list[str], dict[str, str]]],
-        niceness: dict[str, int] | None = None,
+        bulk: set[str] | None = None,
     ) -> None:
-        """``niceness``: how much lower some workers run (by name; their sessions too)."""
+        """``bulk``: the workers (by name) that run at bulk priority (``workers.priority``)."""
         self.commands = {name: (cmd, env) for name, cmd, env in commands}
-        self.niceness = niceness or {}
+        self.bulk = bulk or set()
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.failures: dict[str, int] = {}
         self.started: dict[str, float] = {}
@@ -65,19 +66,22 @@ class Supervisor:
         cmd, env = self.commands[name]
         if name in self.started:
             env = {**env, ROOT_WARNED: "1"}  # Celery's root warning was shown at the first start
-        log.info("starting worker %s", name)
-        nice = self.niceness.get(name, 0)
+        bulk = name in self.bulk
+        procs = priority.idle_cgroup() if bulk else None
+        log.info(
+            "starting worker %s%s",
+            name,
+            f" at bulk priority: {priority.describe()}" if bulk else "",
+        )
 
         def prepare() -> None:
             _die_with_parent()
-            if nice:
-                priority.nice_self(nice)
+            if bulk:
+                priority.lower_self(procs)
 
         self.procs[name] = subprocess.Popen(
-            cmd, env=env, start_new_session=True, preexec_fn=prepare
+            cmd, env=env, stdin=subprocess.DEVNULL, process_group=0, preexec_fn=prepare
         )
-        if nice:
-            priority.lower(self.procs[name].pid, nice)
         self.started[name] = time.monotonic()
 
     def _signal(self, _signum: int, _frame: FrameType | None) -> None:
@@ -150,8 +154,8 @@ def run_workers(
         )
         for i, (name, g, group_lanes) in enumerate(plan)
     ]
-    niceness = {name: priority.BULK_NICENESS for name, _, ls in plan if ls == ["bulk"]}
-    return Supervisor(commands, niceness if process_per_lane else None).run()
+    bulk = {name for name, _, ls in plan if ls == ["bulk"]}
+    return Supervisor(commands, bulk if process_per_lane else None).run()
 
 
 def worker_plan(

@@ -1,20 +1,20 @@
 """Apertium's two lanes, on the real pipelines through the scheduler a worker builds for it: an
 interactive call is answered while a long bulk call runs, and the bulk pipeline yields the CPU
-(its processes run at ``BULK_NICENESS``, and so does its session where the kernel groups
-sessions: autogroup)."""
+(its processes run under ``SCHED_IDLE`` at ``BULK_NICENESS``, in the worker's session, and in
+the idle cgroup where the host allows one: ``workers.priority``)."""
 
 from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 import psutil
 import pytest
 
 from bench.workload import segments
 from mtfleet.core.settings import Settings
-from mtfleet.workers.engines.apertium import BULK_NICENESS, ApertiumEngine, discover_modes
+from mtfleet.workers import priority
+from mtfleet.workers.engines.apertium import ApertiumEngine, discover_modes
 from mtfleet.workers.engines.base import TranslationRequest
 from mtfleet.workers.scheduler import make_scheduler
 
@@ -53,18 +53,21 @@ def test_an_interactive_call_is_answered_while_a_bulk_call_runs() -> None:
         mine = os.getpriority(os.PRIO_PROCESS, 0)
         bulk_procs, interactive_procs = pipeline(False), pipeline(True)
         assert len(bulk_procs) > 5 and len(interactive_procs) > 5  # lt-proc, tagger, ...
-        assert {p.nice() for p in bulk_procs} == {min(19, mine + BULK_NICENESS)}
+        assert {p.nice() for p in bulk_procs} == {min(19, mine + priority.BULK_NICENESS)}
         assert {p.nice() for p in interactive_procs} == {mine}
-        # each pipeline is a session of its own (killed whole); under autogroup the bulk
-        # session as a whole has the bulk niceness, so it yields to the worker's session too
+        assert {os.sched_getscheduler(p.pid) for p in bulk_procs} == {os.SCHED_IDLE}
+        assert {os.sched_getscheduler(p.pid) for p in interactive_procs} == {os.SCHED_OTHER}
+        # each pipeline is a process group of its own (killed whole) in the worker's session:
+        # the worker's CPU group, where its wake-ups preempt the bulk pipeline at once
         for procs in (bulk_procs, interactive_procs):
-            assert {os.getsid(p.pid) for p in procs} == {procs[0].pid}
-        group = Path(f"/proc/{bulk_procs[0].pid}/autogroup")
-        if group.exists():
-            assert group.read_text().split()[-1] == str(BULK_NICENESS)
-            assert (
-                Path(f"/proc/{interactive_procs[0].pid}/autogroup").read_text().split()[-1] == "0"
-            )
+            assert {os.getpgid(p.pid) for p in procs} == {procs[0].pid}
+            assert {os.getsid(p.pid) for p in procs} == {os.getsid(0)}
+        idle = priority.idle_cgroup()
+        if idle is not None:  # root here: the bulk pipeline is in the idle cgroup, whole
+            members = set(idle.read_text().split())
+            assert {str(p.pid) for p in bulk_procs} <= members
+            assert not {str(p.pid) for p in interactive_procs} & members
+            assert (idle.parent / "cpu.idle").read_text().strip() == "1"
     finally:
         sched.close()
         engine.close()

@@ -6,7 +6,6 @@ import os
 import signal
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import psutil
 import pytest
@@ -15,6 +14,7 @@ import redis
 from mtfleet.core.errors import ConfigError
 from mtfleet.core.registry import Registry, WorkerInfo
 from mtfleet.producer.localfleet import LocalFleet, Proc
+from mtfleet.workers import priority
 from mtfleet.workers.gpus import gpu_groups
 from mtfleet.workers.supervisor import worker_plan
 
@@ -86,7 +86,8 @@ def test_uneven_gpu_split_is_refused_before_anything_starts(redis_url: str) -> N
 def test_a_process_per_lane_runs_bulk_at_the_lowest_priority(
     redis_url: str, r: redis.Redis
 ) -> None:
-    """MT_PROCESS_PER_LANE: one Celery worker per lane, the bulk one niced (its session too)."""
+    """MT_PROCESS_PER_LANE: one Celery worker per lane, the bulk one at bulk priority
+    (``SCHED_IDLE``, niced, in the launcher's session; the idle cgroup where allowed)."""
     env = {"MT_REDIS_URL": redis_url, "MT_HEARTBEAT_S": "1", "MT_PROCESS_PER_LANE": "true"}
     with LocalFleet(redis_url=redis_url, env=env) as fleet:
         fleet.start_redis()
@@ -98,10 +99,16 @@ def test_a_process_per_lane_runs_bulk_at_the_lowest_priority(
         }
         mine = psutil.Process().nice()
         assert psutil.Process(workers["cpu-interactive"].pid).nice() == mine
-        assert psutil.Process(workers["cpu-bulk"].pid).nice() == min(19, mine + 19)
-        group = Path(f"/proc/{workers['cpu-bulk'].pid}/autogroup")
-        if group.exists():  # the kernel groups sessions: the bulk worker's is lowered as a whole
-            assert group.read_text().split()[-1] == "19"
+        bulk, interactive = workers["cpu-bulk"].pid, workers["cpu-interactive"].pid
+        assert psutil.Process(bulk).nice() == min(19, mine + 19)
+        assert os.sched_getscheduler(bulk) == os.SCHED_IDLE
+        assert os.sched_getscheduler(interactive) == os.SCHED_OTHER
+        assert os.getsid(bulk) == os.getsid(interactive) != os.getsid(0)  # the launcher's
+        assert os.getpgid(bulk) == bulk
+        idle = priority.idle_cgroup()
+        if idle is not None:  # root here: the bulk worker is in the idle cgroup
+            assert str(bulk) in idle.read_text().split()
+            assert str(interactive) not in idle.read_text().split()
 
 
 def test_a_process_per_lane_is_refused_with_gpus() -> None:

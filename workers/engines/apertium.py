@@ -7,10 +7,10 @@ and no process starts per call. Text is put into Apertium's stream format oursel
 characters escaped, newlines as superblanks) and read back the same way.
 
 Each pair has two pipelines, one per lane (``parallel_lanes``): an interactive call never waits
-behind a bulk call, and the bulk pipeline runs at the lowest CPU priority (``nice``
-:data:`BULK_NICENESS`, its session too), so a saturating bulk backlog leaves the CPU to
-interactive calls and to everything else on the machine (the worker, the API, Redis) whenever
-they want it; its own throughput drops by what they take.
+behind a bulk call, and the bulk pipeline runs at the lowest CPU priority (``SCHED_IDLE``,
+``workers.priority``), so a saturating bulk backlog leaves the CPU to interactive calls and to
+everything else in the worker's CPU group (the worker; on one host the API and Redis too) the
+moment they want it; its own throughput drops by what they take.
 """
 
 from __future__ import annotations
@@ -42,9 +42,6 @@ _RESERVED = set("\\[]^$/@<>{}")
 # Appended to every segment so the last word is flushed through transfer (as apertium-destxt
 # does); removed from the output.
 _TAIL = ".[]"
-#: The bulk pipelines' niceness (their processes' and, under autogroup, their session's):
-#: they yield the CPU to anything else that wants it.
-BULK_NICENESS = priority.BULK_NICENESS
 
 
 def escape(text: str) -> str:
@@ -130,24 +127,22 @@ class _Pipeline:
     the scheduler's deadline ends it through :meth:`ApertiumEngine.interrupt`, which kills the
     pipeline (the call then raises, and the next one starts a fresh pipeline)."""
 
-    def __init__(self, command: str, niceness: int = 0) -> None:
+    def __init__(self, command: str, bulk: bool = False) -> None:
         self.command = command
-        self.niceness = niceness
+        self.bulk = bulk
         self.lock = threading.Lock()
         self.proc: subprocess.Popen[bytes] | None = None
 
     def _ensure(self) -> subprocess.Popen[bytes]:
         if self.proc is None or self.proc.poll() is not None:
-            nice = ["nice", "-n", str(self.niceness)] if self.niceness else []
+            argv = ["bash", "-o", "pipefail", "-c", self.command]
             self.proc = subprocess.Popen(
-                [*nice, "bash", "-o", "pipefail", "-c", self.command],
+                priority.shell_command(self.command) if self.bulk else argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
-                start_new_session=True,  # its own process group, killed whole
+                process_group=0,  # killed whole; in the worker's session (its CPU group)
             )
-            if self.niceness:
-                priority.lower(self.proc.pid, self.niceness)
         return self.proc
 
     def close(self) -> None:
@@ -227,7 +222,7 @@ class ApertiumEngine(Engine):
         for (src, tgt), mode in self._modes.items():
             command = null_flush_command(mode)
             self._pipes[(src, tgt, True)] = _Pipeline(command)
-            self._pipes[(src, tgt, False)] = _Pipeline(command, BULK_NICENESS)
+            self._pipes[(src, tgt, False)] = _Pipeline(command, bulk=True)
 
     @property
     def model(self) -> str:

@@ -74,7 +74,7 @@ def built_config(settings: Any) -> dict[str, Any]:
 def main() -> None:
     from mtfleet.core.settings import Settings
     from mtfleet.workers.engines import TranslationRequest, create_engine
-    from mtfleet.workers.scheduler import make_scheduler
+    from mtfleet.workers.scheduler import Deadlines, make_scheduler
 
     job = json.load(sys.stdin)
     # first, vLLM's config as it builds it from the engine's arguments of other settings
@@ -84,7 +84,13 @@ def main() -> None:
     t0 = time.monotonic()
     engine.load()
     load_s = time.monotonic() - t0
-    scheduler = make_scheduler(engine, latency_target_s=None)
+    settings = Settings()
+    # the worker's deadlines (workers/runtime.py), so the probe's env sets them as it does a
+    # worker's: MT_ENGINE_DEADLINE_FLOOR_S above all, for two ranks on two shared cores
+    deadlines = Deadlines(
+        factor=settings.engine_deadline_factor, floor_s=settings.engine_deadline_floor_s
+    )
+    scheduler = make_scheduler(engine, latency_target_s=None, deadlines=deadlines)
     reqs = [TranslationRequest(t, job["source"], job["target"]) for t in job["texts"]]
     t0 = time.monotonic()
     outcomes = scheduler.submit(reqs).result(timeout=300)

@@ -260,18 +260,15 @@ def latency_runs(ctx: Context, engine: str, runs: int, on_slices: int) -> dict[s
     return out
 
 
-def _lat(w: dict[str, Any]) -> list[float]:
-    return list(w["latencies_s"])
-
-
 def _run_figures(before: dict[str, Any], block: dict[str, Any], after: dict[str, Any]) -> dict:
     """One run: its block against the idle windows on either side of it."""
-    idle_p95 = percentile(_lat(before) + _lat(after), 95) * 1000
-    load_p95 = percentile(_lat(block), 95) * 1000
+    idle = before["latencies_s"] + after["latencies_s"]
+    idle_p95 = percentile(idle, 95) * 1000
+    load_p95 = percentile(block["latencies_s"], 95) * 1000
     return {
-        "idle_p50_ms": percentile(_lat(before) + _lat(after), 50) * 1000,
+        "idle_p50_ms": percentile(idle, 50) * 1000,
         "idle_p95_ms": idle_p95,
-        "load_p50_ms": percentile(_lat(block), 50) * 1000,
+        "load_p50_ms": percentile(block["latencies_s"], 50) * 1000,
         "load_p95_ms": load_p95,
         "p95_ratio": load_p95 / idle_p95,
         "bulk_alone_segments_per_s": block["bulk_alone_segments_per_s"],
@@ -285,8 +282,8 @@ def _pooled(idle: list[dict[str, Any]], blocks: list[dict[str, Any]], ks: Any) -
     """Runs ``ks`` (repeats allowed) as one sample: every loaded request against every idle one
     of the windows flanking those blocks, and all on slices' bulk against all off slices'."""
     ks = list(ks)
-    idle_l = [x for k in ks for x in _lat(idle[k]) + _lat(idle[k + 1])]
-    load_l = [x for k in ks for x in _lat(blocks[k])]
+    idle_l = [x for k in ks for x in idle[k]["latencies_s"] + idle[k + 1]["latencies_s"]]
+    load_l = [x for k in ks for x in blocks[k]["latencies_s"]]
     on_n = sum(blocks[k]["bulk_on"][0] for k in ks)
     on_s = sum(blocks[k]["bulk_on"][1] for k in ks)
     off_n = sum(blocks[k]["bulk_off"][0] for k in ks)

@@ -18,12 +18,8 @@ hops through ~20 processes (the API, Redis, the interactive worker, eleven Apert
 each hop in another group than the running bulk process waited for its slice to end. So bulk
 processes stay in the session of the ``mtfleet worker`` that starts them (each in a process
 group of its own, to be signalled and killed whole), and move into the idle cgroup where they
-can. Measured on this project's 2-core machine (Apertium, interactive p95 under a saturating
-bulk backlog over idle p95, pooled over three runs; docs/benchmarks.md): nice 19 in a session
-of its own at autogroup niceness 19 (before) 1.53×; ``SCHED_IDLE`` there 1.59×; ``SCHED_IDLE``
-in the worker's session 1.46×; in the idle cgroup 0.88×. (The whole local fleet in one session
-also gave 0.69–1.0× here, but put the API among a busy worker's threads: the cost-model
-fleet's ratio went from 1.33× to 1.62×; services keep groups of their own.)
+can. What each of these measured, and what did not work (the whole local fleet in one
+session put the API among a busy worker's threads), is in docs/benchmarks.md.
 """
 
 from __future__ import annotations

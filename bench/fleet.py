@@ -29,6 +29,7 @@ from mtfleet.producer.localfleet import LocalFleet
 
 ROOT = Path(__file__).resolve().parents[1]
 COST_ENGINE = "bench.costengine:CostModelEngine"
+LANES = ("interactive", "bulk")
 
 # What every benchmark fleet runs with unless a scenario says otherwise. Workers take up to 32
 # chunks at once; the heartbeat is short so the fleet is ready soon after the engine loads.
@@ -115,6 +116,31 @@ class BenchFleet:
     def cpu_seconds(self) -> dict[str, float]:
         """CPU time (user + system) so far of each component, its children included."""
         return {name: tree_cpu_seconds(pid) for name, pid in self.pids().items()}
+
+    def cpu_by_part(self) -> dict[str, float]:
+        """CPU seconds so far by part: ``api``, ``redis``, the worker's lane processes
+        (``worker:interactive``, ``worker:bulk``, each with its engine's processes, where
+        ``MT_PROCESS_PER_LANE`` runs a process per lane; else all of it in ``worker``), this
+        benchmark process (``bench``: the load generator), and the whole machine's ``idle``
+        and ``steal`` time (summed over its cores)."""
+        pids = self.pids()
+        out = {name: tree_cpu_seconds(pid) for name, pid in pids.items() if name != "worker"}
+        if "worker" in pids:
+            out["worker"] = tree_cpu_seconds(pids["worker"])
+            for child in process_tree(pids["worker"])[1:]:
+                with contextlib.suppress(psutil.Error):
+                    command = " ".join(child.cmdline())
+                    lane = next((x for x in LANES if f"-{x}@" in command), None)
+                    if lane is not None and child.ppid() == pids["worker"]:
+                        part = tree_cpu_seconds(child.pid)
+                        out[f"worker:{lane}"] = part
+                        out["worker"] -= part
+        me = os.times()
+        out["bench"] = me.user + me.system
+        machine = psutil.cpu_times()
+        out["idle"] = machine.idle + getattr(machine, "iowait", 0.0)
+        out["steal"] = getattr(machine, "steal", 0.0)
+        return out
 
     def log_tails(self, n: int = 20) -> str:
         return "\n".join(f"--- {p.name}\n{p.log_tail(n)}" for p in self.fleet.procs)

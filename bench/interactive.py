@@ -79,6 +79,8 @@ async def _window(
     sent = timed_out = failed = 0
     first_failure: str | None = None
     bulk = {True: [0, 0.0], False: [0, 0.0]}  # stream on? -> [segments done, seconds]
+    cpu: dict[bool, dict[str, float]] = {True: {}, False: {}}  # stream on? -> part -> CPU s
+    answered_on = 0
     slices: list[dict[str, Any]] = []
     async with httpx.AsyncClient(base_url=fleet.api_url, timeout=60, limits=limits) as http:
         job_ids: list[str] = []
@@ -88,6 +90,7 @@ async def _window(
             )
             await asyncio.sleep(WARM_S)
         done0, t0 = await _done(http, job_ids), time.monotonic()
+        cpu0 = fleet.cpu_by_part()
         for i, on in enumerate(pattern):
             task = None
             if on:
@@ -104,21 +107,28 @@ async def _window(
             if task is not None:
                 s = await task
                 latencies += s["latencies_s"]
+                answered_on += len(s["latencies_s"])
                 sent += s["sent"]
                 timed_out += s["timed_out"]
                 failed += s["failed"]
                 first_failure = first_failure or s["first_failure"]
             done1, t1 = await _done(http, job_ids), time.monotonic()
+            cpu1 = fleet.cpu_by_part()
             bulk[on][0] += done1 - done0
             bulk[on][1] += t1 - t0
+            for part, seconds in cpu1.items():
+                cpu[on][part] = cpu[on].get(part, 0.0) + seconds - cpu0.get(part, seconds)
             slices.append({"stream": on, "s": t1 - t0, "bulk_done": done1 - done0})
-            done0, t0 = done1, t1
+            done0, t0, cpu0 = done1, t1, cpu1
         queued = _queue_len(fleet)
         if job_ids:
             await asyncio.gather(*(http.delete(f"/v1/jobs/{j}") for j in job_ids))
     await asyncio.to_thread(_drain, fleet)
     out: dict[str, Any] = {
         "slices": slices,
+        "cpu_on": cpu[True],  # CPU seconds by part (BenchFleet.cpu_by_part), all on slices
+        "cpu_off": cpu[False],
+        "answered_on": answered_on,
         "latencies_s": latencies,
         "interactive": {
             "sent": sent,
@@ -252,6 +262,7 @@ def latency_runs(ctx: Context, engine: str, runs: int, on_slices: int) -> dict[s
         "runs": [_run_figures(idle[k], blocks[k], idle[k + 1]) for k in range(runs)],
         "pooled": _pooled(idle, blocks, range(runs)),
         "interval_90": _bootstrap(idle, blocks, runs, seed=ctx.seed),
+        "cpu": _cpu_budget(blocks),
         "idle_windows": idle,
         "loaded_blocks": blocks,
     }
@@ -297,6 +308,25 @@ def _pooled(idle: list[dict[str, Any]], blocks: list[dict[str, Any]], ks: Any) -
         "bulk_alone_segments_per_s": off_n / off_s,
         "bulk_kept": (on_n / on_s) / (off_n / off_s),
     }
+
+
+def _cpu_budget(blocks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Where the CPU went in the loaded blocks, pooled: each part's cores with the stream off
+    and on, and what the stream cost each part per request (its cores' rise over the on
+    slices, per answered request). Bulk keeps what the stream leaves it: on these cores, bulk
+    kept ~ 1 - (the stream's cores - the idle it filled) / bulk's cores with the stream off."""
+    on_s = sum(b["bulk_on"][1] for b in blocks)
+    off_s = sum(b["bulk_off"][1] for b in blocks)
+    answered = sum(b["answered_on"] for b in blocks)
+    parts = sorted({p for b in blocks for p in (*b["cpu_on"], *b["cpu_off"])})
+    on = {p: sum(b["cpu_on"].get(p, 0.0) for b in blocks) / on_s for p in parts}
+    off = {p: sum(b["cpu_off"].get(p, 0.0) for b in blocks) / off_s for p in parts}
+    per_request = {
+        p: (on[p] - off[p]) * on_s / answered * 1000
+        for p in parts
+        if p not in ("idle", "steal", "worker:bulk")
+    }
+    return {"cores_off": off, "cores_on": on, "ms_per_request": per_request}
 
 
 def _bootstrap(
@@ -351,6 +381,15 @@ def interactive_under_load(ctx: Context) -> Outcome:
             f"{ci['bulk_kept'][0]:.2f}-{ci['bulk_kept'][1]:.2f}"
         )
         figures[f"{label}: bulk alone seg/s"] = pooled["bulk_alone_segments_per_s"]
+        cpu = res["cpu"]
+        figures[f"{label}: CPU per interactive request under load, ms"] = (
+            ", ".join(f"{p} {ms:.1f}" for p, ms in cpu["ms_per_request"].items())
+            + f" ({sum(cpu['ms_per_request'].values()):.1f} in all)"
+        )
+        bulk_part = "worker:bulk" if "worker:bulk" in cpu["cores_off"] else "worker"
+        figures[f"{label}: cores with the stream off / on"] = ", ".join(
+            f"{p} {cpu['cores_off'][p]:.2f} / {cpu['cores_on'][p]:.2f}" for p in (bulk_part, "idle")
+        )
         windows = [*res["idle_windows"], *res["loaded_blocks"]]
         sent = sum(w["interactive"]["sent"] for w in windows)
         bad = sum(w["interactive"]["timed_out"] + w["interactive"]["failed"] for w in windows)

@@ -314,7 +314,11 @@ def _cpu_budget(blocks: list[dict[str, Any]]) -> dict[str, Any]:
     """Where the CPU went in the loaded blocks, pooled: each part's cores with the stream off
     and on, and what the stream cost each part per request (its cores' rise over the on
     slices, per answered request). Bulk keeps what the stream leaves it: on these cores, bulk
-    kept ~ 1 - (the stream's cores - the idle it filled) / bulk's cores with the stream off."""
+    kept ~ 1 - (the stream's cores - the idle it filled) / bulk's cores with the stream off.
+    Only where the lanes are processes of their own (Apertium's ``MT_PROCESS_PER_LANE``) is
+    the stream's cost in the worker its own; one process serving both lanes (the cost model)
+    shows in ``worker`` the sum of the stream's cost and bulk's change, and the other parts
+    serve both lanes' traffic too (Redis carries bulk's results)."""
     on_s = sum(b["bulk_on"][1] for b in blocks)
     off_s = sum(b["bulk_off"][1] for b in blocks)
     answered = sum(b["answered_on"] for b in blocks)

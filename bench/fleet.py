@@ -124,9 +124,8 @@ class BenchFleet:
         benchmark process (``bench``: the load generator), and the whole machine's ``idle``
         and ``steal`` time (summed over its cores)."""
         pids = self.pids()
-        out = {name: tree_cpu_seconds(pid) for name, pid in pids.items() if name != "worker"}
+        out = self.cpu_seconds()
         if "worker" in pids:
-            out["worker"] = tree_cpu_seconds(pids["worker"])
             for child in process_tree(pids["worker"])[1:]:
                 with contextlib.suppress(psutil.Error):
                     command = " ".join(child.cmdline())

@@ -35,7 +35,7 @@ from pydantic import ValidationError
 from mtfleet.api import detection
 from mtfleet.api.auth import Caller
 from mtfleet.api.deps import Services
-from mtfleet.core import documents as core_documents
+from mtfleet.core.documents.base import DocumentFormat
 from mtfleet.core.documents.fragments import Cutting
 from mtfleet.core.errors import (
     EngineError,
@@ -202,6 +202,7 @@ async def submit_document(
     *,
     content: bytes,
     filename: str | None,
+    fmt: DocumentFormat,
     source: str | None,
     target: str,
     glossary_id: str | None,
@@ -209,11 +210,10 @@ async def submit_document(
     request: Mapping[str, Any],
     callback_url: str | None = None,
 ) -> tuple[JobRecord, str]:
-    """A document job for an uploaded file (its format from its name, or its first bytes:
-    :func:`mtfleet.core.documents.for_content`), and the secret that reads it. ``request``:
-    the canonical fields of the upload besides the file (the file is in the job, and so in
-    the retry key)."""
-    fmt = core_documents.for_content(content, filename)
+    """A document job for an uploaded file of format ``fmt`` (what
+    :func:`mtfleet.core.documents.for_upload` says it is), and the secret that reads it.
+    ``request``: the canonical fields of the upload besides the file (the file is in the job,
+    and so in the retry key)."""
     req = job_request(
         document=DocumentIn(
             format=fmt.name,

@@ -12,6 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from mtfleet.core.documents.sniffing import UnsupportedFormat
 from mtfleet.core.errors import (
     Forbidden,
     IdempotencyConflict,
@@ -29,6 +30,7 @@ from mtfleet.core.schemas import ErrorPublic
 log = logging.getLogger(__name__)
 
 STATUS: list[tuple[type[MTError], int]] = [
+    (UnsupportedFormat, 415),
     (InvalidInput, 422),
     (IdempotencyConflict, 409),
     (JobNotFound, 404),

@@ -24,6 +24,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from mtfleet.core import documents
+from mtfleet.core.documents import sniffing
 from mtfleet.core.schemas import JobResultPublic
 from mtfleet.producer.client import Job, MTClient
 from mtfleet.producer.lines import LineDocument, parse_lines
@@ -155,12 +156,15 @@ def plan(path: Path, data: bytes, opts: SubmitOptions, out: Path, limit: int) ->
         parts = [min(limit, n - start) for start in range(0, n, limit)]
         return FileJobs(kind="lines", parts=parts, **common)
     try:
-        name = opts.fmt or documents.for_filename(path.name).name
+        name = documents.for_upload(data, path.name, opts.fmt).name
     except documents.DocumentError as exc:
-        raise SourceError(
-            f"{exc.message}. Send it as text with one segment per line (--lines) or name its "
-            "format (--format html, --format markdown, ...)"
-        ) from None
+        advice = ""
+        if sniffing.extension(path.name) not in sniffing.KNOWN_UNREAD:
+            advice = (
+                ". If it is one of those formats under another name, say which with --format "
+                "(--format text, --format html, ...)"
+            )
+        raise SourceError(exc.message + advice) from None
     return FileJobs(kind="document", format=name, parts=[1], **common)
 
 

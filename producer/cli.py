@@ -336,9 +336,11 @@ def submit(
     """Submit files and write the translated files to --out.
 
     The format comes from the extension (.md, .html, .json, .srt, .xlf/.xliff, .docx...): the
-    file comes back in its own format, markup and placeholders intact. A .txt file (or any file
-    with --lines) is a list: one segment per non-blank line; one larger than a job may carry
-    goes as several jobs, joined again. The jobs are recorded in --out/.mtfleet-jobs.json as
+    file comes back in its own format, markup and placeholders intact. A file of a format the
+    fleet does not read (.po, .yml...) is refused, never sent as text, and the other files are
+    still sent (the exit status is then 1). A .txt file (or any file with --lines) is a list:
+    one segment per non-blank line; one larger than a job may carry goes as several jobs,
+    joined again. The jobs are recorded in --out/.mtfleet-jobs.json as
     they are made: an interrupted submit is picked up with --resume (or mtfleet result ID
     --out DIR). Job ids go to stdout, one per line; everything else to stderr.
     """
@@ -355,16 +357,27 @@ def submit(
     )
     manifest = _manifest(out)
     entries: list[batch.FileJobs] = []
+    refused: list[Path] = []
     with _client(url, api_key) as mt:
         try:
             limit = mt.limits().max_segments_per_job
             for path in files:
-                entry = _send_file(mt, manifest, path, opts, out, limit, resume)
+                try:
+                    entry = _send_file(mt, manifest, path, opts, out, limit, resume)
+                except FileRefused:
+                    refused.append(path)
+                    continue
                 if entry is not None:
                     entries.append(entry)
+            if refused:
+                err_console.print(
+                    f"[red]{len(refused)} of {len(files)} file(s) not sent:[/red] "
+                    + ", ".join(escape(str(p)) for p in refused),
+                    soft_wrap=True,
+                )
             if not wait or not entries:
-                return
-            ok = _follow(mt, entries, manifest, out)
+                raise typer.Exit(1 if refused else 0)
+            ok = _follow(mt, entries, manifest, out) and not refused
         except (KeyboardInterrupt, APIUnreachable) as exc:
             if isinstance(exc, APIUnreachable):
                 err_console.print(f"[red]{escape(str(exc))}[/red]", soft_wrap=True)
@@ -381,6 +394,10 @@ def _manifest(out: Path) -> batch.Manifest:
         raise typer.Exit(1) from None
 
 
+class FileRefused(Exception):
+    """One file of a ``mtfleet submit`` could not be sent (said already); the others are."""
+
+
 def _send_file(
     mt: MTClient,
     manifest: batch.Manifest,
@@ -390,13 +407,15 @@ def _send_file(
     limit: int,
     resume: bool,
 ) -> batch.FileJobs | None:
-    """Plan ``path``, reuse what an earlier submit sent (with --resume), send the rest."""
+    """Plan ``path``, reuse what an earlier submit sent (with --resume), send the rest;
+    :class:`FileRefused` when the file cannot be sent (its format, its bytes, the API's
+    answer to it), said on stderr."""
     data = path.read_bytes()
     try:
         planned = batch.plan(path, data, opts, out, limit)
     except batch.SourceError as exc:
         err_console.print(f"[red]{path}:[/red] {escape(str(exc))}", soft_wrap=True)
-        raise typer.Exit(1) from None
+        raise FileRefused from None
     if planned.kind == "lines" and not planned.parts:
         err_console.print(f"[yellow]{path}: no text, skipped[/yellow]")
         return None
@@ -419,7 +438,9 @@ def _send_file(
         err_console.print(
             f"[red]{path}:[/red] {escape(str(getattr(exc, 'message', exc)))}", soft_wrap=True
         )
-        raise typer.Exit(1) from None
+        if isinstance(exc, MTClientError) and exc.status in (401, 403, 429):
+            raise typer.Exit(1) from None  # every other file would meet the same answer
+        raise FileRefused from None
     for job in made:
         kind = "segments" if planned.kind == "lines" else f"{job.document_format} document segments"
         print(job.id, flush=True)

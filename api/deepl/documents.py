@@ -1,7 +1,8 @@
 """DeepL's document translation: upload, status, download (``/v2/document``).
 
 An upload is a document job (:func:`mtfleet.api.dropin.submit_document`; every format the fleet
-reads, told by the file's name or, for a nameless upload, its first bytes). ``document_id`` is
+reads, told by the file's name or, for a nameless upload, its first bytes; a file of a format it
+does not read is a 400: :func:`mtfleet.core.documents.for_upload`). ``document_id`` is
 the job's id and ``document_key`` the secret that reads it, with the caller's API key: both are
 needed, as on DeepL. The client resends an upload after a timeout or a 5xx; the resend joins
 the job and gets the same id and key. The translated file stays downloadable, any number of
@@ -58,7 +59,7 @@ async def upload(request: Request, services: ServicesDep, caller: DeepLCaller) -
     content = await file.read()
     if not content:
         raise InvalidInput("the file is empty")
-    fmt = core_documents.for_content(content, file.filename)
+    fmt = core_documents.for_upload(content, file.filename)
     if req.output_format and req.output_format.lower().lstrip(".") not in {
         e.lstrip(".") for e in fmt.extensions
     }:
@@ -80,6 +81,7 @@ async def upload(request: Request, services: ServicesDep, caller: DeepLCaller) -
         caller,
         content=content,
         filename=file.filename,
+        fmt=fmt,
         source=source,
         target=target,
         glossary_id=glossary,

@@ -203,6 +203,7 @@ async def translate_file(request: Request, services: ServicesDep) -> JSONRespons
         caller,
         content=content,
         filename=file.filename,
+        fmt=core_documents.for_upload(content, file.filename),
         source=None if source.lower() == "auto" else to_fleet(source),
         target=to_fleet(target),
         glossary_id=None,

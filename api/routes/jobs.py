@@ -247,7 +247,7 @@ uploads = APIRouter(prefix="/v1", tags=["jobs"])
     "/documents",
     status_code=202,
     response_model=JobPublic,
-    responses={200: {"model": JobPublic}, **ERRORS},
+    responses={200: {"model": JobPublic}, **ERRORS, **documented(415)},
 )
 def upload_document(
     services: ServicesDep,
@@ -257,7 +257,12 @@ def upload_document(
     target_lang: Annotated[str, Form(min_length=2, max_length=16)],
     source_lang: Annotated[str, Form(min_length=2, max_length=16)] = "auto",
     format: Annotated[
-        str | None, Form(max_length=16, description="Default: from the file name's extension.")
+        str | None,
+        Form(
+            max_length=16,
+            description="Default: from the file name's extension (a file without one: from "
+            "its first bytes).",
+        ),
     ] = None,
     glossary_id: Annotated[str | None, Form(max_length=64)] = None,
     lane: Annotated[Lane | None, Form()] = None,
@@ -271,12 +276,13 @@ def upload_document(
     """Submit a document as a multipart upload (``file`` plus form fields); the same job as
     ``POST /v1/jobs`` with ``{"document": ...}``, for clients that send files as they are."""
     name = file.filename or ""
-    fmt = format or core_documents.for_filename(name).name
+    content = file.file.read()
+    fmt = core_documents.for_upload(content, name, format).name
     try:
         body = JobCreate(
             document=DocumentIn(
                 format=fmt,
-                content=base64.b64encode(file.file.read()).decode(),
+                content=base64.b64encode(content).decode(),
                 encoding="base64",
                 filename=name[:255] or None,
             ),

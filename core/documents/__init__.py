@@ -1,16 +1,17 @@
 """Document formats: cut a file into translatable units and put the translations back.
 
 ``FORMATS`` maps a format name to its implementation; :func:`for_name` and
-:func:`for_filename` look one up. Each format lives in its own module and registers itself here.
+:func:`for_filename` look one up, and :func:`for_upload` tells what an uploaded file is (every
+surface asks it). Each format lives in its own module and registers itself here.
 """
 
 from __future__ import annotations
 
-import json
-import re
 import threading
 
+from mtfleet.core.documents import sniffing
 from mtfleet.core.documents.base import DocumentError, DocumentFormat
+from mtfleet.core.documents.sniffing import UnsupportedFormat
 
 FORMATS: dict[str, DocumentFormat] = {}
 _loaded = False
@@ -59,62 +60,45 @@ def for_name(name: str) -> DocumentFormat:
     return fmt
 
 
+def extensions() -> dict[str, str]:
+    """Every file extension the fleet reads (``.html``) and its format's name."""
+    _load()
+    return {ext: fmt.name for fmt in FORMATS.values() for ext in fmt.extensions}
+
+
 def for_filename(filename: str) -> DocumentFormat:
-    _load()
-    lower = filename.lower()
-    for fmt in FORMATS.values():
-        if any(lower.endswith(ext) for ext in fmt.extensions):
-            return fmt
-    raise DocumentError(
-        f"cannot tell the format of {filename!r} from its extension; known: "
-        + ", ".join(sorted(e for f in FORMATS.values() for e in f.extensions))
-    )
+    """The format a file's name says; :class:`UnsupportedFormat` (naming the formats the
+    fleet reads) for an extension it does not read, or a name without an extension."""
+    exts = extensions()
+    name = sniffing.by_name(filename, exts)
+    if name is None:
+        raise sniffing.refuse(f"cannot tell the format of {filename!r} from its name", exts)
+    return FORMATS[name]
 
 
-_SRT_START = re.compile(r"\d+[ \t]*\r?\n[ \t]*\d+:\d\d:\d\d[,.]\d+[ \t]*-->")
-_HTML_START = re.compile(
-    r"<(?:!doctype html|html|head|body|p|div|h[1-6]|ul|ol|table|section|span|a)\b"
-)
-
-
-def for_content(content: bytes, filename: str | None = None) -> DocumentFormat:
-    """The format of an uploaded file: its name's extension when it is a known one, else
-    what its first bytes look like (a client may send a file without a usable name: DeepL's
-    does, for a file object that has none). A DOCX is a ZIP archive; XLIFF, HTML, JSON and
-    SRT are told by how they start; anything else is plain text (Markdown cannot be told
-    from text by its first bytes: name the file ``.md``)."""
-    _load()
-    if filename:
-        try:
-            return for_filename(filename)
-        except DocumentError:
-            pass
-    if content.startswith(b"PK\x03\x04"):
-        return FORMATS["docx"]
-    head = content[:4096].decode("utf-8", "ignore").lstrip("\ufeff \t\r\n")
-    low = head.lower()
-    if (low.startswith("<?xml") and "<xliff" in low) or low.startswith("<xliff"):
-        return FORMATS["xliff"]
-    if _HTML_START.match(low) or (low.startswith("<!--") and "<html" in low):
-        return FORMATS["html"]
-    if head.startswith("{"):
-        try:
-            json.loads(content)
-        except ValueError:
-            pass
-        else:
-            return FORMATS["json"]
-    if _SRT_START.match(head):
-        return FORMATS["srt"]
-    return FORMATS["text"]
+def for_upload(
+    content: bytes, filename: str | None = None, declared: str | None = None
+) -> DocumentFormat:
+    """The format of an uploaded file, the one answer every surface gives (see
+    :mod:`mtfleet.core.documents.sniffing`): the format the caller ``declared`` by name, else
+    the one its name's extension says (refused when the fleet does not read it), else, for a
+    file without a usable name, what its first bytes say; bytes that look like a structured
+    format the fleet does not read are refused, never taken for plain text."""
+    if declared:
+        return for_name(declared)
+    exts = extensions()
+    name = sniffing.by_name(filename, exts) if filename else None
+    return FORMATS[name or sniffing.sniff(content, exts)]
 
 
 __all__ = [
     "FORMATS",
     "DocumentError",
     "DocumentFormat",
-    "for_content",
+    "UnsupportedFormat",
+    "extensions",
     "for_filename",
     "for_name",
+    "for_upload",
     "register",
 ]

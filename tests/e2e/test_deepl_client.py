@@ -261,7 +261,7 @@ def test_documents_in_every_format(
         assert status.billed_characters and status.billed_characters > 0
         out = io.BytesIO()
         client.translate_document_download(handle, out)
-        fmt = documents.for_content(out.getvalue(), Path(name).name)
+        fmt = documents.for_upload(out.getvalue(), Path(name).name)
         source = (
             FIXTURES / (name if name != "nameless.html" else "html/product-page.html")
         ).read_bytes()
@@ -284,6 +284,25 @@ def test_documents_in_every_format(
     )
     assert done.done and jobs_made(fleet) == made  # joined the upload above
     assert out_path.read_text(encoding="utf-8") != path.read_text(encoding="utf-8")
+
+
+UNREAD = sorted((FIXTURES / "unread").iterdir())
+
+
+@pytest.mark.parametrize("path", UNREAD, ids=[p.name for p in UNREAD])
+def test_a_file_of_a_format_the_fleet_does_not_read_is_refused_never_translated_as_text(
+    fleet: LocalFleet, client: deepl.DeepLClient, path: Path, tmp_path: Path
+) -> None:
+    """``translate_document_from_filepath("messages.po")`` once came back done, its msgids and
+    header translated: now every such file is a 400 naming the formats the fleet reads, by its
+    name, and by its bytes when it has no name (the client names a nameless file ``file``)."""
+    made = jobs_made(fleet)
+    with pytest.raises(deepl.DeepLException, match="this server reads") as named:
+        client.translate_document_from_filepath(path, tmp_path / path.name, target_lang="ES")
+    assert path.name in str(named.value)
+    with pytest.raises(deepl.DeepLException, match="this server reads"):
+        client.translate_document_upload(io.BytesIO(path.read_bytes()), target_lang="ES")
+    assert jobs_made(fleet) == made and not (tmp_path / path.name).exists()
 
 
 def test_a_document_not_done_yet_is_503_on_download(fleet: LocalFleet, key: str) -> None:

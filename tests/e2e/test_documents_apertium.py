@@ -11,6 +11,7 @@ import re
 import zipfile
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -19,7 +20,8 @@ import srt
 from lxml import etree, html
 
 from mtfleet.producer.localfleet import LocalFleet
-from tests.e2e.fleet_control import apertium_fleet, cli
+from tests.conftest import ROOT
+from tests.e2e.fleet_control import apertium_fleet, cli, jobs_made
 
 HTML = """<!DOCTYPE html>
 <html><head><title>Red running shoes</title>
@@ -282,7 +284,7 @@ def test_multipart_upload_of_a_docx(fleet: LocalFleet) -> None:
         unknown = client.post(
             "/v1/documents", files={"file": ("scan.pdf", b"%PDF-1.7")}, data={"target_lang": "es"}
         )
-        assert unknown.status_code == 422 and ".docx" in unknown.json()["error"]["message"]
+        assert unknown.status_code == 415 and ".docx" in unknown.json()["error"]["message"]
 
 
 def test_a_final_document_is_rendered_once_and_its_spans_were_protected_once(
@@ -312,3 +314,47 @@ def test_a_final_document_is_rendered_once_and_its_spans_were_protected_once(
         r.delete(keys.job_document(job.id))  # the original: a new render would need it
         assert mt.document(job.id) == first
         assert mt.result(job.id).document is not None
+
+
+UNREAD = sorted((ROOT / "tests" / "fixtures" / "documents" / "unread").iterdir())
+
+
+@pytest.mark.parametrize("path", UNREAD, ids=[p.name for p in UNREAD])
+def test_a_file_the_fleet_does_not_read_is_refused_on_v1_named_or_not(
+    fleet: LocalFleet, path: Path
+) -> None:
+    """A PO, YAML, Android or iOS file is a 415 naming the formats the fleet reads, whether its
+    name says what it is or, nameless, its bytes do: never a job translating it as text."""
+    made = jobs_made(fleet)
+    with httpx.Client(base_url=fleet.api_url, timeout=30) as client:
+        for name in (path.name, "upload"):
+            resp = client.post(
+                "/v1/documents",
+                files={"file": (name, path.read_bytes())},
+                data={"target_lang": "es", "source_lang": "en"},
+            )
+            assert resp.status_code == 415, resp.text
+            error = resp.json()["error"]
+            assert error["type"] == "unsupported_format" and ".html" in error["formats"]
+            assert "this server reads" in error["message"]
+    assert jobs_made(fleet) == made
+
+
+def test_submit_sends_the_files_it_can_and_reports_the_one_it_cannot(
+    fleet: LocalFleet, tmp_path: Path
+) -> None:
+    po = tmp_path / "messages.po"
+    po.write_bytes((ROOT / "tests/fixtures/documents/unread/messages.po").read_bytes())
+    page = tmp_path / "page.html"
+    page.write_text("<p>The red shoes are in the house.</p>", encoding="utf-8")
+    notes = tmp_path / "notes"  # no extension: told by its bytes (a YAML file)
+    notes.write_text("shop:\n  cart: Add to cart\n  empty: Your cart is empty\n")
+    out = tmp_path / "out"
+    proc = cli(fleet, "submit", str(po), str(page), str(notes), "--to", "es", "--out", str(out))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "messages.po" in proc.stderr and "gettext PO" in proc.stderr
+    assert "one segment per line" not in proc.stderr  # never advised to send it as text
+    assert "key-value file" in proc.stderr
+    assert "2 of 3 file(s) not sent" in proc.stderr
+    assert "casa" in (out / "page.es.html").read_text(encoding="utf-8")
+    assert not (out / "messages.es.po").exists() and len(proc.stdout.split()) == 1

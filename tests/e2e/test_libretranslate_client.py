@@ -201,3 +201,24 @@ def test_translate_file_answers_a_url_that_downloads_the_file(
         f"{base}/translate_file", data={"source": "en", "target": "es", "api_key": key}
     )
     assert missing.json() == {"error": "Invalid request: missing file parameter"}
+
+
+UNREAD = sorted((FIXTURES / "unread").iterdir())
+
+
+@pytest.mark.parametrize("path", UNREAD, ids=[p.name for p in UNREAD])
+def test_translate_file_refuses_a_format_the_fleet_does_not_read(
+    fleet: LocalFleet, base: str, key: str, path
+) -> None:
+    """A .po or .yml sent to /translate_file once came back translated as plain text (YAML keys
+    and msgids included): now a 400 in LibreTranslate's shape, naming the formats read."""
+    made = jobs_made(fleet)
+    got = httpx.post(
+        f"{base}/translate_file",
+        files={"file": (path.name, path.read_bytes())},
+        data={"source": "en", "target": "es", "api_key": key},
+        timeout=60,
+    )
+    assert got.status_code == 400, got.text
+    assert path.name in got.json()["error"] and ".html" in got.json()["error"]
+    assert jobs_made(fleet) == made

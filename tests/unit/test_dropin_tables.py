@@ -5,7 +5,6 @@ parser), error statuses, and how an uploaded file's format is told without its n
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 
 import pytest
 from deepl.util import parse_timestamp
@@ -18,7 +17,6 @@ from mtfleet.api.deepl.glossary_ids import from_deepl, to_deepl
 from mtfleet.api.deepl.params import TranslateIn, one_glossary, parse, refuse_unsupported
 from mtfleet.api.libretranslate import errors as lt_errors
 from mtfleet.api.libretranslate.routes import lt_code, to_fleet
-from mtfleet.core import documents
 from mtfleet.core.errors import (
     EngineError,
     InvalidInput,
@@ -187,24 +185,3 @@ def test_error_bodies_are_each_clients_shape() -> None:
     lt = lt_errors.render(429, "rate_limited", "wait")
     assert lt.body == b'{"error":"Slowdown: wait"}'
     assert lt.headers["Access-Control-Allow-Origin"] == "*"
-
-
-@pytest.mark.parametrize(
-    ("path", "fmt"),
-    [
-        ("docx/product_sheet.docx", "docx"),
-        ("html/product-page.html", "html"),
-        ("html/help-article-fragment.html", "html"),
-        ("xliff/v12_product_sheet.xlf", "xliff"),
-        ("xliff/v20_app_strings.xlf", "xliff"),
-        ("json/i18next-en.json", "json"),
-        ("srt/product-video.srt", "srt"),
-        ("srt/tutorial-crlf-bom.srt", "srt"),
-        ("text/product-description.txt", "text"),
-        ("markdown/shipping-faq.md", "text"),  # Markdown is told by its name only
-    ],
-)
-def test_a_nameless_upload_is_told_by_its_first_bytes(path: str, fmt: str) -> None:
-    content = (FIXTURES / path).read_bytes()
-    assert documents.for_content(content, "file").name == fmt
-    assert documents.for_content(content, Path(path).name).name == Path(path).parent.name

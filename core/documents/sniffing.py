@@ -1,0 +1,228 @@
+"""What an upload is, told from its name or, for a file without a usable name, its bytes.
+
+Every surface that takes a file (``POST /v1/documents``, DeepL's ``/v2/document``,
+LibreTranslate's ``/translate_file``, ``mtfleet submit``, the web page) asks
+:func:`mtfleet.core.documents.for_upload`, which asks here. The rule, in order:
+
+1. a file whose name has an extension is the format of that extension, and one the fleet does
+   not read is refused (:class:`UnsupportedFormat`), naming what it is when we know it (a
+   gettext ``.po``, Android ``strings.xml``...) and the formats the fleet reads: translated as
+   plain text, a localization file comes back with its keys, msgids and header translated;
+2. a file without one (no name, or a name like ``file``, ``blob`` or ``upload``: DeepL's client
+   names a nameless file object ``file``) is told by its first bytes: a DOCX is a ZIP holding
+   ``word/document.xml``; XLIFF, HTML, JSON and SRT by how they start;
+3. bytes that look like a structured format the fleet does not read (another ZIP, XML,
+   WebVTT, gettext, ``key = value`` or ``key: value`` files, Apple ``.strings``, an ARB or
+   String Catalog JSON, binary data) are refused, never read as plain text;
+4. anything else is plain text (Markdown cannot be told from text by its first bytes: name the
+   file ``.md``).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import zipfile
+from collections.abc import Iterable
+
+from mtfleet.core.documents.base import DocumentError
+
+#: What files the fleet does not read are, by extension: named in refusals, so a user learns
+#: what was recognised and why it was not translated as text.
+KNOWN_UNREAD = {
+    ".po": "a gettext PO file",
+    ".pot": "a gettext PO template",
+    ".yml": "a YAML file",
+    ".yaml": "a YAML file",
+    ".properties": "a Java properties file",
+    ".strings": "an Apple .strings file",
+    ".stringsdict": "an Apple .stringsdict file",
+    ".xcstrings": "an Apple String Catalog",
+    ".arb": "a Flutter ARB file",
+    ".xml": "an XML file (Android strings.xml?)",
+    ".vtt": "a WebVTT subtitle file",
+    ".xlsx": "an Excel workbook",
+    ".pptx": "a PowerPoint deck",
+    ".odt": "an OpenDocument text",
+    ".pdf": "a PDF",
+    ".doc": "a Word 97-2003 document",
+    ".rtf": "an RTF document",
+    ".csv": "a CSV file",
+    ".tsv": "a TSV file",
+    ".ts": "a Qt or TypeScript file",
+    ".resx": "a .NET resource file",
+    ".ini": "an INI file",
+    ".toml": "a TOML file",
+    ".tmx": "a translation memory (TMX)",
+    ".zip": "a ZIP archive",
+}
+
+#: Bytes sniffed to tell a nameless upload.
+HEAD_BYTES = 8192
+
+
+class UnsupportedFormat(DocumentError):
+    """A file of a format the fleet does not read (HTTP 415 on ``/v1``, 400 on the drop-in
+    surfaces): refused, never translated as something it is not."""
+
+    code = "unsupported_format"
+
+
+def extension(filename: str | None) -> str | None:
+    """The lower-case extension of a file name (``.po``; ``.tar.gz`` is ``.gz``), or None when
+    the name has none (``file``, ``README``, ``.bashrc``): such a name does not say the format."""
+    if not filename:
+        return None
+    base = re.split(r"[/\\]", filename)[-1].strip()
+    stem, dot, ext = base.rpartition(".")
+    if not dot or not stem or not ext or not re.fullmatch(r"[A-Za-z0-9_-]{1,16}", ext):
+        return None
+    return f".{ext.lower()}"
+
+
+def refuse(what: str, reads: Iterable[str]) -> UnsupportedFormat:
+    return UnsupportedFormat(
+        f"{what}; this server reads {', '.join(sorted(reads))} files (name the file with one "
+        "of these extensions)",
+        formats=sorted(reads),
+    )
+
+
+def by_name(filename: str, extensions: dict[str, str]) -> str | None:
+    """The format a file's name says (``extensions``: extension -> format name); None when
+    the name has no extension; :class:`UnsupportedFormat` for one the fleet does not read."""
+    ext = extension(filename)
+    if ext is None:
+        return None
+    lower = filename.lower()
+    for known, fmt in sorted(extensions.items(), key=lambda kv: -len(kv[0])):
+        if lower.endswith(known):
+            return fmt
+    base = re.split(r"[/\\]", filename)[-1]
+    what = KNOWN_UNREAD.get(ext, f"a {ext} file")
+    raise refuse(f"{base!r} is {what}, which this server does not translate", extensions)
+
+
+_SRT_START = re.compile(r"\d+[ \t]*\r?\n[ \t]*\d+:\d\d:\d\d[,.]\d+[ \t]*-->")
+#: Elements an HTML page or fragment starts with.
+HTML_ROOTS = frozenset(
+    "html head body p div h1 h2 h3 h4 h5 h6 ul ol li table section article header footer "
+    "main nav aside form span a b i em strong img br hr blockquote pre figure".split()
+)
+#: What comes before an XML or HTML file's first element: declarations, comments, PIs.
+_PROLOG = re.compile(r"\s*(?:<\?.*?\?>|<!--.*?-->|<!doctype[^>]*>)", re.S)
+_ELEMENT = re.compile(r"\s*<([a-z_][\w:.-]*)")
+_PO_ENTRY = re.compile(r'^\s*(?:msgctxt|msgid|msgid_plural|msgstr(?:\[\d+\])?)\s+"', re.M)
+_STRINGS_ENTRY = re.compile(r'^\s*"(?:[^"\\]|\\.)*"\s*=\s*"(?:[^"\\]|\\.)*"\s*;', re.M)
+#: ``key = value`` (properties, INI) and ``key: value`` (YAML) lines.
+_KEY_LINE = re.compile(r"^\s*(?:-\s+)?[\"']?[\w.@$/-]{1,100}[\"']?\s*(?:[:=]\s|[:=]$|=)")
+_COMMENT_LINE = re.compile(r"^\s*(?:#|!|;|//)")
+
+
+def sniff(content: bytes, extensions: dict[str, str]) -> str:
+    """The format name of a nameless upload, from its first bytes (see the module doc);
+    :class:`UnsupportedFormat` for bytes of a structured format the fleet does not read."""
+    if content.startswith(b"PK\x03\x04"):
+        return _zip(content, extensions)
+    if content.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise refuse("the file is UTF-16 text (an Apple .strings file?)", extensions)
+    head_bytes = content[:HEAD_BYTES]
+    if b"\0" in head_bytes:
+        raise refuse("the file is binary data, not a document this server knows", extensions)
+    head = head_bytes.decode("utf-8", "ignore").lstrip("\ufeff \t\r\n")
+    low = head.lower()
+    if low.startswith("<"):
+        root = _root(low)
+        if root == "xliff":
+            return "xliff"
+        if root in HTML_ROOTS or re.match(r"<!doctype\s+html\b", low):
+            return "html"
+        if root is not None:
+            raise refuse(_xml_kind(root), extensions)
+    if head.startswith(("{", "[")):
+        return _json(content, extensions)
+    if _SRT_START.match(head):
+        return "srt"
+    if head.startswith("WEBVTT"):
+        raise refuse("the file is WebVTT subtitles", extensions)
+    if _PO_ENTRY.search(head):
+        raise refuse("the file is a gettext PO file (msgid/msgstr entries)", extensions)
+    if len(_STRINGS_ENTRY.findall(head)) >= 2:
+        raise refuse('the file is an Apple .strings file ("key" = "value"; lines)', extensions)
+    if _key_value(head):
+        raise refuse(
+            "the file is a key-value file (YAML, properties or INI: most lines are 'key: value' "
+            "or 'key = value')",
+            extensions,
+        )
+    return "text"
+
+
+def _zip(content: bytes, extensions: dict[str, str]) -> str:
+    try:
+        with zipfile.ZipFile(io.BytesIO(content)) as archive:
+            names = set(archive.namelist())
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError):
+        raise refuse("the file is a damaged ZIP archive", extensions) from None
+    if "word/document.xml" in names:
+        return "docx"
+    if "xl/workbook.xml" in names:
+        kind = "an Excel workbook (XLSX)"
+    elif "ppt/presentation.xml" in names:
+        kind = "a PowerPoint deck (PPTX)"
+    elif "content.xml" in names:
+        kind = "an OpenDocument file"
+    else:
+        kind = "a ZIP archive"
+    raise refuse(f"the file is {kind}, not a DOCX", extensions)
+
+
+def _root(low: str) -> str | None:
+    """The name of the first element of lower-cased markup, past its prolog (None when
+    there is no element in the first bytes)."""
+    pos = 0
+    while m := _PROLOG.match(low, pos):
+        if m.end() == pos:
+            break
+        pos = m.end()
+    found = _ELEMENT.match(low, pos)
+    return found.group(1) if found else None
+
+
+def _xml_kind(root: str) -> str:
+    kinds = {
+        "resources": "Android string resources (strings.xml)",
+        "plist": "an Apple property list (a .stringsdict?)",
+        "tmx": "a translation memory (TMX)",
+        "ts": "a Qt Linguist file",
+        "root": "a .NET resource file (.resx)",
+    }
+    return f"the file is {kinds.get(root, f'XML (<{root}>) that is neither XLIFF nor HTML')}"
+
+
+def _json(content: bytes, extensions: dict[str, str]) -> str:
+    try:
+        data = json.loads(content)
+    except ValueError:
+        raise refuse("the file starts like JSON but is not valid JSON", extensions) from None
+    if isinstance(data, dict):
+        if "@@locale" in data or any(str(k).startswith("@") for k in data):
+            raise refuse("the file is a Flutter ARB file (JSON with @-metadata)", extensions)
+        if "sourceLanguage" in data and "strings" in data:
+            raise refuse("the file is an Apple String Catalog (.xcstrings)", extensions)
+    return "json"
+
+
+def _key_value(head: str) -> bool:
+    """Whether most of the first lines are ``key: value`` or ``key = value`` (at least 3 of
+    them): YAML, properties, INI; prose rarely is."""
+    lines = [
+        ln
+        for ln in head.splitlines()[:200]
+        if ln.strip() and ln.strip() not in ("---", "...") and not _COMMENT_LINE.match(ln)
+    ]
+    if not lines:
+        return False
+    keyed = sum(1 for ln in lines if _KEY_LINE.match(ln))
+    return keyed >= 3 and keyed >= 0.6 * len(lines)

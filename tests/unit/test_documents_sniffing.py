@@ -1,0 +1,134 @@
+"""What an upload is (:func:`mtfleet.core.documents.for_upload`, every surface's one answer):
+the name's extension when it has one, refused when the fleet does not read it; the first bytes
+of a file without a usable name, refused when they look like a structured format the fleet does
+not read. A localization file is never taken for plain text."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from mtfleet.core import documents
+from mtfleet.core.documents import UnsupportedFormat, sniffing
+from tests.conftest import ROOT
+
+FIXTURES = ROOT / "tests" / "fixtures" / "documents"
+UNREAD = sorted((FIXTURES / "unread").iterdir())
+
+
+def office(kind: str) -> bytes:
+    """A minimal Office Open XML archive of ``kind`` (its main part only)."""
+    part = {"xlsx": "xl/workbook.xml", "pptx": "ppt/presentation.xml"}[kind]
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("[Content_Types].xml", "<Types/>")
+        z.writestr(part, "<root/>")
+    return buf.getvalue()
+
+
+UNREAD_FILES = [(p.name, p.read_bytes()) for p in UNREAD] + [
+    ("Book1.xlsx", office("xlsx")),
+    ("deck.pptx", office("pptx")),
+]
+
+
+@pytest.mark.parametrize("name,content", UNREAD_FILES, ids=[n for n, _ in UNREAD_FILES])
+def test_a_file_the_fleet_does_not_read_is_refused_by_name_and_by_content(
+    name: str, content: bytes
+) -> None:
+    with pytest.raises(UnsupportedFormat) as named:
+        documents.for_upload(content, name)
+    assert name in named.value.message and ".html" in named.value.message  # what it reads
+    assert named.value.details["formats"] == sorted(documents.extensions())
+    for nameless in (None, "", "file", "blob"):
+        with pytest.raises(UnsupportedFormat) as sniffed:
+            documents.for_upload(content, nameless)
+        assert "this server reads" in sniffed.value.message
+
+
+@pytest.mark.parametrize(
+    "name,what",
+    [
+        ("messages.po", "gettext PO file"),
+        ("en.yml", "YAML file"),
+        ("strings.xml", "XML file"),
+        ("app_en.arb", "Flutter ARB file"),
+        ("a/b/report.xlsx", "Excel workbook"),
+    ],
+)
+def test_the_refusal_says_what_the_file_was_taken_for(name: str, what: str) -> None:
+    with pytest.raises(UnsupportedFormat, match=what):
+        documents.for_upload(b"anything", name)
+
+
+@pytest.mark.parametrize(
+    "path,fmt",
+    [
+        ("docx/product_sheet.docx", "docx"),
+        ("html/product-page.html", "html"),
+        ("html/help-article-fragment.html", "html"),
+        ("xliff/v12_product_sheet.xlf", "xliff"),
+        ("xliff/v20_app_strings.xlf", "xliff"),
+        ("json/i18next-en.json", "json"),
+        ("srt/product-video.srt", "srt"),
+        ("srt/tutorial-crlf-bom.srt", "srt"),
+        ("text/product-description.txt", "text"),
+        ("text/edge-cases.txt", "text"),
+        ("markdown/shipping-faq.md", "text"),  # Markdown is told by its name only
+        ("markdown/release-notes.md", "text"),
+    ],
+)
+def test_a_nameless_upload_of_a_format_the_fleet_reads_is_told_by_its_first_bytes(
+    path: str, fmt: str
+) -> None:
+    content = (FIXTURES / path).read_bytes()
+    for nameless in (None, "file", "upload"):
+        assert documents.for_upload(content, nameless).name == fmt
+    assert documents.for_upload(content, Path(path).name).name == Path(path).parent.name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Hello",
+        "Sale",
+        "Price: 20 euros.\nFree shipping on every order over 50 euros.\n",
+        "Note: the shop closes at 6 pm.\nWe open again on Monday.\nThank you!\n",
+    ],
+)
+def test_prose_with_a_colon_is_still_text(text: str) -> None:
+    assert documents.for_upload(text.encode(), "file").name == "text"
+
+
+def test_a_declared_format_wins_and_an_unknown_declared_one_is_refused() -> None:
+    assert documents.for_upload(b"<p>Hi</p>", "notes.po", "html").name == "html"
+    with pytest.raises(documents.DocumentError, match="unknown document format"):
+        documents.for_upload(b"Hi", "notes.txt", "po")
+
+
+@pytest.mark.parametrize(
+    "name,ext",
+    [
+        ("messages.po", ".po"),
+        ("a/b/Report.DOCX", ".docx"),
+        ("file", None),
+        (".bashrc", None),
+        ("archive.tar.gz", ".gz"),
+        ("", None),
+        ("weird.name with spaces", None),
+    ],
+)
+def test_what_counts_as_an_extension(name: str, ext: str | None) -> None:
+    assert sniffing.extension(name) == ext
+
+
+def test_binary_and_damaged_archives_are_refused() -> None:
+    with pytest.raises(UnsupportedFormat, match="binary"):
+        documents.for_upload(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", None)
+    with pytest.raises(UnsupportedFormat, match="damaged ZIP"):
+        documents.for_upload(b"PK\x03\x04 not really a zip", None)
+    with pytest.raises(UnsupportedFormat, match="not valid JSON"):
+        documents.for_upload(b'{"a": "b",', None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
@@ -19,8 +20,10 @@ from mtfleet.api.parsing import DocumentPool
 from mtfleet.api.results import Results
 from mtfleet.api.routes import docs, events, glossaries, jobs, meta, ops, pages, translate
 from mtfleet.api.service import JobService
+from mtfleet.api.shares import KeyShares
 from mtfleet.api.surfaces import V1
 from mtfleet.api.webhooks.deliverer import WebhookDeliverer
+from mtfleet.core import langdetect
 from mtfleet.core.apikeys import KeyStore
 from mtfleet.core.broker import make_celery
 from mtfleet.core.cache import PhraseCache
@@ -117,6 +120,11 @@ def build_services(settings: Settings) -> Services:
         Results(store, pool, waiter),
         waiter,
         WebhookOutbox(r, kept_s=settings.result_ttl_s),
+        KeyShares(
+            settings.max_waits_per_key,
+            "event streams and waiting requests",
+            "MT_MAX_WAITS_PER_KEY",
+        ),
     )
 
 
@@ -135,6 +143,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # Sync routes run in a thread pool; /v1/translate waits in it, so give it room.
         anyio.to_thread.current_default_thread_limiter().total_tokens = 256
         services = build_services(settings)
+        # what the first auto-detected request and the first document would otherwise wait
+        # seconds for (lingua's models, the document processes): loaded before serving
+        await asyncio.gather(
+            anyio.to_thread.run_sync(langdetect.preload),
+            anyio.to_thread.run_sync(services.jobs.documents.start),
+        )
         services.waiter.start()
         deliverer = WebhookDeliverer(settings, services.outbox, services.apikeys)
         deliverer.start()  # every API process sends the fleet's webhooks (docs/webhooks.md)

@@ -9,6 +9,7 @@ from fastapi import Depends, Request
 
 from mtfleet.api.results import Results
 from mtfleet.api.service import JobService
+from mtfleet.api.shares import KeyShares
 from mtfleet.core.apikeys import KeyStore
 from mtfleet.core.events import CompletionWaiter
 from mtfleet.core.outbox import WebhookOutbox
@@ -27,6 +28,7 @@ class Services:
     results: Results
     waiter: CompletionWaiter
     outbox: WebhookOutbox
+    waits: KeyShares  # each key's event streams and ?wait= requests (api/shares.py)
 
 
 async def _services(request: Request) -> Services:

@@ -1,16 +1,32 @@
 """``source_lang: "auto"``: the job's source language, and each text's own (mixed content).
 
-Each text is detected on its own (lingua, :mod:`mtfleet.core.langdetect`); the job's language
-is the one with the most letters among the clear detections, so a job mixing languages is not
-judged by a blend of them. A text clearly in another language keeps that language: the service
-translates it from there, or keeps it when it is already in the target language.
+Detection chooses among what the fleet can do: the languages some pool translates into the
+target (:meth:`mtfleet.api.routing.Routing.sources_into`). Each text is detected on its own
+(lingua, :mod:`mtfleet.core.langdetect`); a text is *clear* when it has enough letters and
+lingua is confident in one language. The job's language is, in order:
+
+1. the served language with the most letters among the clear detections, so a job mixing
+   languages is not judged by a blend of them;
+2. when no text is clearly in a served language: a text clearly in a language no pool
+   translates into the target is refused (422, naming the language, the confidence and the
+   languages served), rather than translated as if it were another;
+3. otherwise (short or ambiguous text: "Hello", "Sale" are as Italian as English to a detector)
+   the served language lingua rates highest for all the texts together: a short string goes to
+   the source the fleet serves, not to a 422.
+
+A text clearly in another language keeps that language: the service translates it from there,
+or keeps it when it is already in the target language. The job records the language chosen
+and lingua's confidence in it (0-1, among every language it knows: a few words score low).
 """
 
 from __future__ import annotations
 
-from mtfleet.core import langdetect
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from mtfleet.core import langdetect, languages
 from mtfleet.core.documents.base import TAG
-from mtfleet.core.errors import InvalidInput
+from mtfleet.core.errors import InvalidInput, UnsupportedLanguage
 
 AUTO = "auto"
 
@@ -20,44 +36,100 @@ SEGMENT_MIN_LETTERS = 20
 SEGMENT_MIN_CONFIDENCE = 0.5
 
 
+@dataclass(frozen=True)
+class Detected:
+    """A job's detected source language, each text's clear one where it differs (None
+    elsewhere), and lingua's confidence in the job's language."""
+
+    source: str
+    segment_langs: list[str | None]
+    confidence: float
+
+
 def is_auto(source_lang: str) -> bool:
     return source_lang.lower() == AUTO
 
 
-def detect_source(sample: str) -> str:
-    """The language of ``sample``; 422 when it cannot be told. Short samples use lingua's full
-    models (better on a few words; +465 MiB once per process), long ones its trigram models."""
-    found = langdetect.detect(sample, accuracy="high" if len(sample) < 200 else "low")
-    if found is None:
-        raise InvalidInput(
-            "could not detect the source language (too little text, or a language the "
-            "detector does not know); give source_lang"
-        )
-    return found[0]
+def detect(texts: list[str], served: Collection[str], target: str) -> Detected:
+    """The job's language among ``served`` (the languages some pool translates into
+    ``target``), and each text's own where it is clear and differs from the job's."""
+    found = detect_each(texts, served, target)
+    return Detected(
+        found.source,
+        [lang if lang != found.source else None for lang in found.segment_langs],
+        found.confidence,
+    )
 
 
-def detect(texts: list[str]) -> tuple[str, list[str | None]]:
-    """The job's language, and per text its own language where it is clear and differs from
-    the job's (None elsewhere). 422 when nothing can be told."""
-    source, clear = detect_each(texts)
-    return source, [lang if lang != source else None for lang in clear]
-
-
-def detect_each(texts: list[str]) -> tuple[str, list[str | None]]:
-    """The job's language and each text's clear detection (None: too short or unsure)."""
+def detect_each(texts: list[str], served: Collection[str], target: str) -> Detected:
+    """The job's language (see the module doc) and each text's clear detection (None: too
+    short or unsure)."""
     plain = [TAG.sub(" ", s) for s in texts]
     total = sum(len(t) for t in plain)
     # lingua's full models are better on a few words (+465 MiB once per process); long
     # documents use its light trigram models
-    found = langdetect.detect_many(plain, accuracy="high" if total < 5000 else "low")
+    accuracy: langdetect.Accuracy = "high" if total < 5000 else "low"
+    ranked = langdetect.ranked_many(plain, accuracy=accuracy)
+    sources = {lang for lang in served if lang != target}
     clear: list[str | None] = []
     letters: dict[str, int] = {}
-    for text, hit in zip(plain, found, strict=True):
+    for text, scores in zip(plain, ranked, strict=True):
+        top = max(scores, key=scores.__getitem__, default=None)
         n = sum(ch.isalpha() for ch in text)
-        if hit is not None and hit[1] >= SEGMENT_MIN_CONFIDENCE and n >= SEGMENT_MIN_LETTERS:
-            clear.append(hit[0])
-            letters[hit[0]] = letters.get(hit[0], 0) + n
+        if top is not None and scores[top] >= SEGMENT_MIN_CONFIDENCE and n >= SEGMENT_MIN_LETTERS:
+            clear.append(top)
+            letters[top] = letters.get(top, 0) + n
         else:
             clear.append(None)
-    job = max(letters, key=lambda k: letters[k]) if letters else detect_source(" ".join(plain))
-    return job, clear
+    usable = {lang: n for lang, n in letters.items() if lang in sources}
+    if usable:
+        source = max(usable, key=usable.__getitem__)
+        confidence = _mean_confidence(ranked, clear, source)
+    else:
+        unserved = {lang: n for lang, n in letters.items() if lang != target}
+        if unserved and sources:
+            _refuse(max(unserved, key=unserved.__getitem__), ranked, clear, sources, target)
+        source, confidence = _best_of(" ".join(plain), sources, accuracy)
+    return Detected(source, clear, confidence)
+
+
+def _mean_confidence(ranked: list[dict[str, float]], clear: list[str | None], lang: str) -> float:
+    values = [scores[lang] for scores, c in zip(ranked, clear, strict=True) if c == lang]
+    return round(sum(values) / len(values), 3)
+
+
+def _best_of(sample: str, sources: set[str], accuracy: langdetect.Accuracy) -> tuple[str, float]:
+    """The served source lingua rates highest for ``sample``; with no source served, the
+    language it rates highest overall (routing then says that no pool serves the pair)."""
+    scores = langdetect.ranked_many([sample], accuracy=accuracy)[0]
+    pool = sources or set(scores)
+    if not pool:
+        raise InvalidInput(
+            "could not detect the source language (too little text, or a language the "
+            "detector does not know); give source_lang"
+        )
+    if not any(scores.get(lang, 0.0) > 0 for lang in pool):
+        # nothing to tell (no letters: "12345"): any served source gives the same text back
+        source = "en" if "en" in pool else min(pool)
+        return source, 0.0
+    source = max(sorted(pool), key=lambda lang: scores.get(lang, 0.0))
+    return source, round(scores.get(source, 0.0), 3)
+
+
+def _refuse(
+    lang: str,
+    ranked: list[dict[str, float]],
+    clear: list[str | None],
+    sources: set[str],
+    target: str,
+) -> None:
+    confidence = _mean_confidence(ranked, clear, lang)
+    name = languages.LANGUAGES[lang].english if lang in languages.LANGUAGES else lang
+    raise UnsupportedLanguage(
+        f"the text is in {name} ({lang}, detected with confidence {confidence:.2f}); this "
+        f"fleet translates into {target} from: {', '.join(sorted(sources))}. Give source_lang "
+        "if the detection is wrong",
+        detected=lang,
+        confidence=confidence,
+        served=sorted(sources),
+    )

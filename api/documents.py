@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from mtfleet.api import detection
@@ -39,6 +40,7 @@ class PreparedDocument:
     source: str  # the language its sentences were cut for (detected for "auto")
     detected: str | None = None  # set when source_lang was "auto"
     segment_langs: list[str | None] | None = None  # per text, where it differs (auto)
+    confidence: float | None = None  # the detector's, in the detected language (auto)
 
 
 def decode(doc: DocumentIn, fmt: DocumentFormat) -> bytes:
@@ -53,32 +55,45 @@ def decode(doc: DocumentIn, fmt: DocumentFormat) -> bytes:
     return doc.content.encode("utf-8")
 
 
-def prepare(doc: DocumentIn, source_lang: str, pool: DocumentPool) -> PreparedDocument:
+def prepare(
+    doc: DocumentIn,
+    source_lang: str,
+    pool: DocumentPool,
+    served: Collection[str] = (),
+    target: str = "",
+    owner: str = "",
+) -> PreparedDocument:
     """Decode, extract and cut a document (422 ``invalid_document`` when it does not parse,
     ``document_too_complex`` past the document limits). With ``source_lang: auto`` the
-    sentences are first cut by the English rules to detect the language, then by the detected
-    language's rules (detected again only if those cut the text differently)."""
+    sentences are first cut by the English rules to detect the language among ``served``
+    (those some pool translates into ``target``), then by the detected language's rules
+    (detected again only if those cut the text differently). ``owner``: the API key it is
+    read for (its share of the document processes)."""
     fmt = documents.for_name(doc.format)
     content = decode(doc, fmt)
     detected: str | None = None
     langs: list[str | None] | None = None
+    confidence: float | None = None
     if detection.is_auto(source_lang):
-        units, english = pool.cut_keeping_units(fmt.name, content, "en")
-        detected, clear = detection.detect_each(english)
-        segments = pool.replan(units, detected) if detected != "en" else english
+        units, english = pool.cut_keeping_units(fmt.name, content, "en", owner)
+        found = detection.detect_each(english, served, target)
+        detected, clear, confidence = found.source, found.segment_langs, found.confidence
+        segments = pool.replan(units, detected, owner) if detected != "en" else english
         if segments != english:
-            clear = detection.detect_each(segments)[1]
+            clear = detection.detect_each(segments, served, target).segment_langs
         langs = [lang if lang != detected else None for lang in clear]
         source = detected
     else:
-        segments = pool.cut(fmt.name, content, source_lang)
+        segments = pool.cut(fmt.name, content, source_lang, owner)
         source = source_lang
     for i, text in enumerate(segments):
         try:
             check_text(text, i)
         except ValueError as exc:
             raise InvalidInput(f"document segment refused: {exc}") from exc
-    return PreparedDocument(fmt, content, doc.filename, segments, source, detected, langs)
+    return PreparedDocument(
+        fmt, content, doc.filename, segments, source, detected, langs, confidence
+    )
 
 
 def render(
@@ -88,7 +103,9 @@ def render(
     assert job.document_format is not None
     fmt = documents.for_name(job.document_format)
     translations = [o.translation if o is not None and o.ok else None for o in outcomes]
-    rendered = pool.render(fmt.name, content, job.source_lang, translations, job.target_lang)
+    rendered = pool.render(
+        fmt.name, content, job.source_lang, translations, job.target_lang, job.owner
+    )
     return DocumentOut(
         format=fmt.name,
         filename=job.document_name,

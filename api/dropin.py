@@ -100,7 +100,9 @@ async def translate(
     the retry key is derived from."""
     lang = req.source or "en"  # how sentences are cut while the language is not known yet
     pool = services.jobs.documents
-    segments = await run_in_threadpool(pool.cut_fragments, req.texts, lang, req.cutting)
+    segments = await run_in_threadpool(
+        pool.cut_fragments, req.texts, lang, req.cutting, caller.owner
+    )
     flat = [s for segs in segments for s in segs]
     if not flat:
         return [Translated(t, req.source, 0) for t in req.texts]
@@ -118,7 +120,9 @@ async def translate(
     for segs in segments:
         per_text.append(list(done[k : k + len(segs)]))
         k += len(segs)
-    texts = await run_in_threadpool(pool.render_fragments, req.texts, lang, req.cutting, per_text)
+    texts = await run_in_threadpool(
+        pool.render_fragments, req.texts, lang, req.cutting, per_text, caller.owner
+    )
     out = []
     k = 0
     for text, segs in zip(texts, segments, strict=True):

@@ -34,11 +34,12 @@ from typing import Any
 from pebble import ProcessExpired, ProcessPool
 
 from mtfleet.api import metrics
+from mtfleet.api.shares import KeyShares
 from mtfleet.core import documents
 from mtfleet.core.documents import fragments
-from mtfleet.core.documents.base import DocumentError, Unit
+from mtfleet.core.documents.base import DocumentError, Unit, unit_budget
 from mtfleet.core.documents.pipeline import assemble, plan
-from mtfleet.core.errors import Unavailable
+from mtfleet.core.errors import RateLimited, Unavailable
 from mtfleet.core.settings import Settings
 
 #: Tasks a worker process runs before it is replaced.
@@ -59,10 +60,15 @@ def _limit_memory(megabytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
 
 
-def _extract(fmt_name: str, content: bytes) -> list[Unit]:
+def _extract(fmt_name: str, content: bytes, max_segments: int | None = None) -> list[Unit]:
+    """The document's units; with ``max_segments``, the reading stops (DocumentTooLarge) once
+    it has made more units than a job of that many sentences can come from."""
     fmt = documents.for_name(fmt_name)
     try:
-        return fmt.extract(content)
+        if max_segments is None:
+            return fmt.extract(content)
+        with unit_budget(max_segments):
+            return fmt.extract(content)
     except DocumentError:
         raise
     except MemoryError:
@@ -72,14 +78,14 @@ def _extract(fmt_name: str, content: bytes) -> list[Unit]:
 
 
 def _cut(
-    fmt_name: str, content: bytes, lang: str, keep_units: bool
+    fmt_name: str, content: bytes, lang: str, keep_units: bool, max_segments: int
 ) -> tuple[list[Unit] | None, list[str]]:
-    units = _extract(fmt_name, content)
-    return (units if keep_units else None), plan(units, lang).segments
+    units = _extract(fmt_name, content, max_segments)
+    return (units if keep_units else None), plan(units, lang, limit=max_segments).segments
 
 
-def _replan(units: list[Unit], lang: str) -> list[str]:
-    return plan(units, lang).segments
+def _replan(units: list[Unit], lang: str, max_segments: int) -> list[str]:
+    return plan(units, lang, limit=max_segments).segments
 
 
 def _render(
@@ -107,6 +113,12 @@ def _cut_fragments(texts: list[str], lang: str, how: fragments.Cutting) -> list[
         raise DocumentError(f"cannot read this {how.markup}: {exc}") from exc
 
 
+def _warm() -> None:
+    """Import what reading documents needs (every format, the sentence rules)."""
+    documents.formats()
+    plan([Unit("Warm up. The sentence rules are loaded now.")], "en")
+
+
 def _render_fragments(
     texts: list[str],
     lang: str,
@@ -126,8 +138,23 @@ class DocumentPool:
         self.deadline_s = settings.document_deadline_s
         self.memory_mb = settings.document_memory_mb
         self.workers = settings.document_workers
+        self.max_segments = settings.max_segments_per_job
+        # one key's share: its calls running or waiting for a process
+        self.shares = KeyShares(
+            settings.document_workers_per_key or max(1, self.workers // 2),
+            f"of the {self.workers} document processes",
+            "MT_DOCUMENT_WORKERS_PER_KEY",
+        )
         self._pool: ProcessPool | None = None
         self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Start the worker processes now and have each load the formats and the sentence
+        rules (the API does before it serves: a first document otherwise waits seconds for
+        a process to spawn and import them)."""
+        pool = self._get()
+        warm = [pool.schedule(_warm) for _ in range(self.workers)]
+        concurrent.futures.wait(warm, timeout=60)
 
     def _get(self) -> ProcessPool:
         with self._lock:
@@ -141,11 +168,15 @@ class DocumentPool:
                 )
             return self._pool
 
-    def _run(self, op: str, what: str, fn: Any, *args: Any) -> Any:
+    def _run(self, op: str, what: str, owner: str, fn: Any, *args: Any) -> Any:
         t0 = time.perf_counter()
         outcome = "ok"
         try:
-            return self._call(what, fn, *args)
+            with self.shares.hold(owner):
+                return self._call(what, fn, *args)
+        except RateLimited:
+            outcome = "refused"
+            raise
         except DocumentTooComplex:
             outcome = "too_complex"
             raise
@@ -181,21 +212,27 @@ class DocumentPool:
                 f"{self.memory_mb} MiB of memory (MT_DOCUMENT_MEMORY_MB)"
             ) from None
 
-    def cut(self, fmt_name: str, content: bytes, lang: str) -> list[str]:
+    # Every call names the API key it is made for (``owner``: its share of the processes).
+    # A document is read with a budget: past what one job may carry, the reading stops.
+
+    def cut(self, fmt_name: str, content: bytes, lang: str, owner: str = "") -> list[str]:
         """The segments the document cuts into for ``lang``."""
         what = f"reading this {fmt_name} document"
-        return self._run("read", what, _cut, fmt_name, content, lang, False)[1]
+        args = (fmt_name, content, lang, False, self.max_segments)
+        return self._run("read", what, owner, _cut, *args)[1]
 
     def cut_keeping_units(
-        self, fmt_name: str, content: bytes, lang: str
+        self, fmt_name: str, content: bytes, lang: str, owner: str = ""
     ) -> tuple[list[Unit], list[str]]:
         """The document's units too (sent back only when they are cut again: ``replan``)."""
         what = f"reading this {fmt_name} document"
-        return self._run("read", what, _cut, fmt_name, content, lang, True)
+        args = (fmt_name, content, lang, True, self.max_segments)
+        return self._run("read", what, owner, _cut, *args)
 
-    def replan(self, units: list[Unit], lang: str) -> list[str]:
+    def replan(self, units: list[Unit], lang: str, owner: str = "") -> list[str]:
         """The segments of ``units`` cut for another language."""
-        return self._run("read", "cutting this document into sentences", _replan, units, lang)
+        what = "cutting this document into sentences"
+        return self._run("read", what, owner, _replan, units, lang, self.max_segments)
 
     def render(
         self,
@@ -204,11 +241,13 @@ class DocumentPool:
         source_lang: str,
         translations: Sequence[str | None],
         target_lang: str,
+        owner: str = "",
     ) -> bytes:
         """The translated file (``None``: the sentence keeps its source text)."""
         return self._run(
             "render",
             f"rendering this {fmt_name} document",
+            owner,
             _render,
             fmt_name,
             content,
@@ -218,7 +257,7 @@ class DocumentPool:
         )
 
     def cut_fragments(
-        self, texts: Sequence[str], lang: str, how: fragments.Cutting
+        self, texts: Sequence[str], lang: str, how: fragments.Cutting, owner: str = ""
     ) -> list[list[str]]:
         """Each short text's segments (:func:`mtfleet.core.documents.fragments.cut`). Markup is
         read here, in a document worker; plain text in the calling thread (sentence splitting
@@ -226,7 +265,9 @@ class DocumentPool:
         if not how.in_markup:
             return _cut_fragments(list(texts), lang, how)
         what = f"reading these texts as {how.markup}"
-        result: list[list[str]] = self._run("read", what, _cut_fragments, list(texts), lang, how)
+        result: list[list[str]] = self._run(
+            "read", what, owner, _cut_fragments, list(texts), lang, how
+        )
         return result
 
     def render_fragments(
@@ -235,6 +276,7 @@ class DocumentPool:
         lang: str,
         how: fragments.Cutting,
         translations: Sequence[Sequence[str | None]],
+        owner: str = "",
     ) -> list[str]:
         """The texts put back from their segments' translations (the same split as
         :meth:`cut_fragments`)."""
@@ -243,7 +285,7 @@ class DocumentPool:
             return _render_fragments(list(texts), lang, how, done)
         what = f"putting these {how.markup} texts back together"
         result: list[str] = self._run(
-            "render", what, _render_fragments, list(texts), lang, how, done
+            "render", what, owner, _render_fragments, list(texts), lang, how, done
         )
         return result
 

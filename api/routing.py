@@ -77,6 +77,7 @@ class Routing:
         self._pools: tuple[float, dict[str, PoolInfo]] = (0.0, {})
         self._serving: dict[tuple[str, str], tuple[float, list[str]]] = {}
         self._depths: dict[tuple[str, Lane], tuple[float, int]] = {}
+        self._pairs: tuple[float, frozenset[tuple[str, str]]] = (0.0, frozenset())
 
     # -- routing -----------------------------------------------------------------------------
     def route(
@@ -153,6 +154,19 @@ class Routing:
         if serving:
             self._serving[(source, target)] = (now + REMEMBER_S, serving)
         return serving
+
+    def sources_into(self, target: str) -> frozenset[str]:
+        """The languages some pool translates into ``target`` (what ``auto`` detects among;
+        every pool's pairs are read at most once a second)."""
+        now = time.monotonic()
+        expires, pairs = self._pairs
+        if expires <= now:
+            try:
+                pairs = frozenset(self.registry.served_pairs())
+            except redis.RedisError as exc:
+                raise Unavailable.because("the job store", exc) from exc
+            self._pairs = (now + REMEMBER_S, pairs)
+        return frozenset(source for source, into in pairs if into == target)
 
     def _named(self, pool: str, source: str, target: str, adapter: str | None) -> Route:
         pools = self.pools()

@@ -90,6 +90,7 @@ class Texts:
     document: PreparedDocument | None = None
     detected: str | None = None
     segment_langs: list[str | None] | None = None
+    confidence: float | None = None  # the detector's, in the detected language
 
 
 class JobService:
@@ -131,7 +132,7 @@ class JobService:
         ``hits``: what :meth:`answer_from_cache` found in the phrase cache for these texts."""
         if req.callback_url is not None:
             self.check_callback(req.callback_url, key)
-        inputs = self.texts_of(req)
+        inputs = self.texts_of(req, owner)
         charge = self._charge(key, inputs.texts, owner, idempotency_key)
         storage = self.apikeys.storage(key, self.settings.key_storage_mb) if key else None
         try:
@@ -192,16 +193,24 @@ class JobService:
         metrics.CACHE_LOOKUPS.labels("hit").inc(len(texts))
         return FromCache([rewrap(t, hits[n]) for t, n in zip(texts, norms, strict=True)], hits)
 
-    def texts_of(self, req: JobCreate) -> Texts:
-        """The request as texts: a document cut into sentences, ``auto`` detected."""
+    def texts_of(self, req: JobCreate, owner: str = "") -> Texts:
+        """The request as texts: a document cut into sentences, ``auto`` detected among the
+        languages the fleet translates into the target."""
+        auto = detection.is_auto(req.source_lang)
+        target = languages.normalize(req.target_lang) if auto else req.target_lang
+        served = self.routing.sources_into(target) if auto else frozenset()
         if req.document is not None:
-            doc = documents.prepare(req.document, req.source_lang, self.documents)
-            return Texts(doc.texts, doc.source, doc, doc.detected, doc.segment_langs)
+            doc = documents.prepare(
+                req.document, req.source_lang, self.documents, served, target, owner
+            )
+            return Texts(
+                doc.texts, doc.source, doc, doc.detected, doc.segment_langs, doc.confidence
+            )
         texts = req.texts or []
-        if not detection.is_auto(req.source_lang):
+        if not auto:
             return Texts(texts, req.source_lang)
-        detected, langs = detection.detect(texts)
-        return Texts(texts, detected, None, detected, langs)
+        found = detection.detect(texts, served, target)
+        return Texts(texts, found.source, None, found.source, found.segment_langs, found.confidence)
 
     def _charge(
         self, key: ApiKey | None, texts: list[str], owner: str, idempotency_key: str | None
@@ -285,6 +294,7 @@ class JobService:
             document_format=doc.fmt.name if doc is not None else None,
             document_name=doc.filename if doc is not None else None,
             detected_source_lang=inputs.detected,
+            detected_confidence=inputs.confidence,
             segment_langs=inputs.segment_langs,
             callback_url=req.callback_url,
         )

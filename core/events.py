@@ -19,13 +19,16 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Any, TypeVar, cast
 
 import redis
 
 from mtfleet.core import keys
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class JobEvents:
@@ -80,13 +83,39 @@ class JobEvents:
 
 class CompletionWaiter:
     """Requests waiting for jobs to finish, woken by :class:`JobEvents`; a waiter always
-    re-reads the job's status itself (after registering, when woken, at its deadline)."""
+    re-reads the job's status itself (after registering, when woken, at its deadline).
+
+    Reads of the same job are shared (:meth:`shared`): the thousand waiters of one job that
+    its job-done event wakes at once make one read between them, not a thousand (each would
+    hold a Redis connection)."""
 
     def __init__(self, client: redis.Redis) -> None:
         self._lock = threading.Lock()
         self._events: dict[str, list[asyncio.Event]] = defaultdict(list)
         self._loops: dict[int, asyncio.AbstractEventLoop] = {}
         self._listener = JobEvents(client, self._wake, self._wake_all)
+        # job-done events seen so far: a read started before the latest may predate it
+        self._generation = 0
+        self._reads: dict[Hashable, tuple[int, asyncio.Future[Any]]] = {}
+
+    async def shared(self, key: Hashable, read: Callable[[], Awaitable[T]]) -> T:
+        """``await read()``, or the result of the same read (``key``) already under way, when
+        it started after the last job-done event (so it cannot miss one). On the event loop
+        (asyncio reads); a caller that is cancelled does not cancel the others' read."""
+        with self._lock:
+            generation = self._generation
+        found = self._reads.get(key)
+        if found is not None and found[0] == generation and not found[1].done():
+            return cast(T, await asyncio.shield(found[1]))
+        task: asyncio.Future[Any] = asyncio.ensure_future(read())
+        self._reads[key] = (generation, task)
+
+        def forget(_: asyncio.Future[Any]) -> None:
+            if self._reads.get(key, (0, None))[1] is task:
+                del self._reads[key]
+
+        task.add_done_callback(forget)
+        return cast(T, await asyncio.shield(task))
 
     def start(self) -> None:
         self._listener.start()
@@ -99,9 +128,10 @@ class CompletionWaiter:
         self, job_id: str, is_final: Callable[[], Awaitable[bool]], timeout: float
     ) -> bool:
         """Wait until ``await is_final()`` is true or ``timeout`` passes; returns the last
-        check. The request holds no thread while it waits, and its status reads run on the
-        event loop (an asyncio Redis client): thousands of requests can wait at once, and a
-        wait costs no thread-pool hop."""
+        check (``is_final`` reads whether job ``job_id`` is final: the checks of the job's
+        waiters are shared). The request holds no thread while it waits, and its status reads
+        run on the event loop (an asyncio Redis client): thousands of requests can wait at
+        once, and a wait costs no thread-pool hop."""
         loop = asyncio.get_running_loop()
         woken = asyncio.Event()
         deadline = time.monotonic() + timeout
@@ -110,7 +140,7 @@ class CompletionWaiter:
             self._loops[id(woken)] = loop
         try:
             while True:
-                if await is_final():
+                if await self.shared(("final", job_id), is_final):
                     return True
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
@@ -135,11 +165,13 @@ class CompletionWaiter:
 
     def _wake(self, job_id: str) -> None:
         with self._lock:
+            self._generation += 1
             for event in self._events.get(job_id, ()):
                 self._set(event)
 
     def _wake_all(self) -> None:
         with self._lock:
+            self._generation += 1
             for waiters in self._events.values():
                 for event in waiters:
                     self._set(event)

@@ -158,6 +158,31 @@ def detect_many(texts: Sequence[str], *, accuracy: Accuracy = "high") -> list[De
     return out
 
 
+def ranked_many(texts: Sequence[str], *, accuracy: Accuracy = "high") -> list[dict[str, float]]:
+    """For each text, every candidate language's confidence (``{code: confidence}``, the
+    values summing to 1; empty for text without letters): what a caller that knows which
+    languages are possible (those the fleet translates from) chooses among."""
+    if not texts:
+        return []
+    detector = _detector(accuracy)
+    out: list[dict[str, float]] = []
+    for text in texts:
+        ranked: dict[str, float] = {}
+        for found in detector.compute_language_confidence_values(text):
+            if found.value > 0:
+                code = _CODE_OF[found.language.name]
+                ranked[code] = ranked.get(code, 0.0) + float(found.value)
+        out.append(ranked)
+    return out
+
+
+def preload() -> None:
+    """Load the detectors' models now (the API does at start-up, before it says it is ready:
+    the first detection otherwise pays ~2 s for them)."""
+    for accuracy in ("high", "low"):
+        _detector(accuracy).compute_language_confidence_values("Warm up the language models.")
+
+
 def confidence_many(texts: Sequence[str], code: str, *, accuracy: Accuracy = "high") -> list[float]:
     """How likely each text is in language ``code`` (0..1; 0 for text without letters).
     Raises :class:`core.errors.UnsupportedLanguage` for a code the detector does not know

@@ -238,7 +238,11 @@ def connect(url: str, *, socket_timeout: float = 5.0) -> redis.Redis:
 def connect_async(url: str, *, socket_timeout: float = 5.0) -> redis.asyncio.Redis:
     """An asyncio client for ``url``, with the same options as :func:`connect`, for one event
     loop (the API's: its hot path awaits Redis on the loop instead of hopping to a thread).
-    The caller owns it and closes it (``aclose``) with its loop."""
+    The caller owns it and closes it (``aclose``) with its loop.
+
+    Its pool *blocks*: with every connection in use, a command waits up to
+    ``socket_timeout`` for one to come back instead of failing at once
+    (``MaxConnectionsError``): a burst of requests queues for a moment, it does not fail."""
     if is_sentinel(url):
         s = parse_sentinel(url)
         manager = redis.asyncio.sentinel.Sentinel(
@@ -246,7 +250,10 @@ def connect_async(url: str, *, socket_timeout: float = 5.0) -> redis.asyncio.Red
         )
         return manager.master_for(s.master, redis_class=redis.asyncio.Redis, **s.server_kwargs())
     plain, tls = split_tls(url)
-    return redis.asyncio.Redis.from_url(plain, **_options(socket_timeout), **(tls or {}))
+    pool = redis.asyncio.BlockingConnectionPool.from_url(
+        plain, timeout=socket_timeout, **_options(socket_timeout), **(tls or {})
+    )
+    return redis.asyncio.Redis.from_pool(pool)
 
 
 @dataclass(frozen=True)

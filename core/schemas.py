@@ -109,7 +109,12 @@ class TextsIn(BaseModel):
         "(U+202A-U+202E, U+2066-U+2069).",
         examples=[["Add to cart", "Free shipping on orders over $50"]],
     )
-    source_lang: LangCode = Field(description="Source language code, e.g. 'en'.", examples=["en"])
+    source_lang: LangCode = Field(
+        "auto",
+        description="Source language code, e.g. 'en', or 'auto' (the default) to detect it "
+        "among the languages the fleet translates into the target.",
+        examples=["en"],
+    )
     target_lang: LangCode = Field(description="Target language code, e.g. 'es'.", examples=["es"])
     glossary_id: str | None = Field(
         None,
@@ -275,7 +280,17 @@ class JobPublic(BaseModel):
         None, description="Set for a document job; its segments are the document's sentences."
     )
     detected_source_lang: str | None = Field(
-        None, description="The language detected when source_lang was 'auto'."
+        None,
+        description="The language detected when source_lang was 'auto', among those the fleet "
+        "translates into the target (a short or ambiguous text goes to the one the detector "
+        "rates highest).",
+    )
+    detected_confidence: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="The detector's confidence in detected_source_lang (0-1, among every "
+        "language it knows; a few words score low).",
     )
     work: ChunksPublic | None = Field(
         None, description="Unfinished jobs (GET /v1/jobs/{id}): where their chunks are."
@@ -382,6 +397,12 @@ class TranslatePublic(BaseModel):
     warnings: list[SegmentWarning] = Field(default_factory=list)
     cached: int = Field(0, description="Segments answered from the phrase cache.")
     errors: list[SegmentError] = Field(default_factory=list)
+    detected_source_lang: str | None = Field(
+        None, description="As a job's: the language detected when source_lang was 'auto'."
+    )
+    detected_confidence: float | None = Field(
+        None, description="As a job's: the detector's confidence in it (0-1)."
+    )
 
 
 class PairPublic(BaseModel):

@@ -463,6 +463,14 @@ class Settings(BaseSettings):
     document_workers: int = Field(
         2, ge=1, le=64, description="Processes per API process that read and render documents."
     )
+    document_workers_per_key: int | None = Field(
+        None,
+        ge=1,
+        le=64,
+        description="Documents one API key may have read or rendered at once per API process "
+        "(running or waiting for a process); past it 429, so one tenant's uploads never queue "
+        "another's. Default: half of MT_DOCUMENT_WORKERS, at least 1.",
+    )
     body_timeout_s: float = Field(
         60.0,
         gt=0,
@@ -499,6 +507,14 @@ class Settings(BaseSettings):
         description="Seconds POST /v2/translate waits for its job before answering 429 with "
         "Retry-After. The official DeepL clients give an attempt 10 s, then send the same "
         "request again, which joins the same job: keep this under 10.",
+    )
+    deepl_status_wait_s: float = Field(
+        2.0,
+        ge=0,
+        le=8,
+        description="Seconds a DeepL document status check waits for a document expected to be "
+        "done by then (the official client sleeps 5 s between checks: a small document is "
+        "done at its first). 0: answer at once.",
     )
     libretranslate_wait_s: float = Field(
         60.0,
@@ -576,6 +592,14 @@ class Settings(BaseSettings):
         le=60,
         description="Shortest time between two progress events of a job's event stream (the "
         "final event is sent at once).",
+    )
+    max_waits_per_key: int = Field(
+        100,
+        ge=1,
+        le=100_000,
+        description="Event streams (GET /v1/jobs/{id}/events) and ?wait= requests one API key "
+        "may hold open at once per API process; past it 429 with Retry-After, so one tenant's "
+        "streams never take the connections another's requests need.",
     )
     sse_max_s: float = Field(
         3600.0,

@@ -32,6 +32,12 @@ JOB_ERRORS = frozenset({"job_not_found", "unauthorized", "invalid_input"})
 Opened = Literal["stream", "final", "poll"]
 
 
+class StreamEnded(httpx.ReadError):
+    """The server ended the stream with an ``error`` event (it could not read the job on):
+    handled as a broken stream, opened again, and the new answer says what is wrong (404
+    for a purged job)."""
+
+
 @dataclass
 class JobFollow:
     """One job followed until it is final, or until ``timeout`` seconds have passed."""
@@ -93,7 +99,10 @@ class JobFollow:
 
     def event(self, sse: ServerSentEvent) -> JobPublic | None:
         """The job an event carries (None for a block without data: httpx-sse turns each
-        keep-alive comment after the first id into one); its id becomes the resume point."""
+        keep-alive comment after the first id into one); its id becomes the resume point. An
+        ``error`` event raises :class:`StreamEnded`."""
+        if sse.event == "error":
+            raise StreamEnded(sse.data or "the server ended the stream")
         self._attempts = None
         self.empty_streams = 0
         self._open = False  # this stream has given an event: a break of it is not "empty"

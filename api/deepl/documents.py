@@ -11,6 +11,7 @@ times, as long as the job is kept (``MT_RESULT_TTL_S``; DeepL deletes it after o
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -24,9 +25,10 @@ from mtfleet.api.deepl import glossary_ids, languages
 from mtfleet.api.deepl.auth import DeepLCaller
 from mtfleet.api.deepl.errors import Route
 from mtfleet.api.deepl.params import DocumentUpload, fields, one_glossary, parse, refuse_unsupported
-from mtfleet.api.deps import ServicesDep
+from mtfleet.api.deps import Services, ServicesDep
 from mtfleet.api.routes.jobs import content_disposition
 from mtfleet.core import documents as core_documents
+from mtfleet.core import keys
 from mtfleet.core.errors import InvalidInput, JobNotFinished, JobNotFound
 from mtfleet.core.models import JobStatus
 from mtfleet.core.store import JobRecord
@@ -107,10 +109,17 @@ async def status(
     job, chars = await dropin.document_job(
         services, document_id, await _document_key(request), caller
     )
+    remaining = await run_in_threadpool(_seconds_remaining, services, job)
+    cap = services.settings.deepl_status_wait_s
+    if not job.status.final and cap > 0 and (remaining is None or remaining <= cap):
+        # expected done within the wait: answer when it is (the client would sleep 5 s)
+        with services.waits.hold(caller.owner):
+            job = await services.results.wait_final(job, cap)
+        if not job.status.final:
+            remaining = await run_in_threadpool(_seconds_remaining, services, job)
     state = STATES[job.status]
     body: dict[str, Any] = {"document_id": job.id, "status": state}
-    remaining = _seconds_remaining(job)
-    if remaining is not None:
+    if remaining is not None and not job.status.final:
         body["seconds_remaining"] = remaining
     if state == "done":
         body["billed_characters"] = chars
@@ -120,17 +129,30 @@ async def status(
     return JSONResponse(body)
 
 
-def _seconds_remaining(job: JobRecord) -> int | None:
-    """A rough estimate from the job's pace so far (DeepL's own is rough too: its client
-    polls every 5 s whatever it says)."""
+def _seconds_remaining(services: Services, job: JobRecord) -> int | None:
+    """An estimate of when the document is done: its sentences not done yet (and, while it
+    is queued, the chunks queued before it in its lane) at the rate its pool's live workers
+    finished sentences over their last heartbeat, else at the job's own pace so far; None
+    when nothing tells (no worker has reported a rate, nothing is done yet)."""
     if job.status.final:
         return None
     p = job.progress
+    left = p.total - p.done - p.failed
+    rate = sum(
+        w.stats.segments_per_s.get(job.lane.value, 0.0)
+        for w in services.registry.live_workers()
+        if w.pool_name == job.pool and w.stats is not None
+    )
+    if rate > 0:
+        if job.status is JobStatus.queued and job.pool:
+            ahead = services.store.r.llen(keys.queue(job.pool, job.lane.value))
+            left += int(ahead) * services.settings.chunk_size
+        return max(1, math.ceil(left / rate))
     settled = p.done + p.failed
-    if not settled or job.started_at is None:
-        return None
-    elapsed = max(0.0, time.time() - job.started_at)
-    return max(1, round(elapsed / settled * (p.total - settled)))
+    if settled and job.started_at is not None:
+        elapsed = max(0.0, time.time() - job.started_at)
+        return max(1, math.ceil(elapsed / settled * left))
+    return None
 
 
 @router.post("/{document_id}/result")

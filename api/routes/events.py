@@ -10,7 +10,12 @@ What a client gets on the stream:
   the stream ends. A client that reconnects with ``Last-Event-ID: final`` gets 204 (an
   EventSource stops reconnecting);
 * a comment (``: ping``) every ``MT_SSE_PING_S``: no id, never a resume point;
-* ``retry: 3000`` with the first event.
+* ``retry: 3000`` with the first event;
+* ``event: error`` (no id) when the stream cannot go on (its job purged or expired, Redis
+  away), with ``{"error": {"type", "message"}}``; then the stream ends.
+
+One API key holds at most ``MT_MAX_WAITS_PER_KEY`` streams (and ``?wait=`` requests) at once
+per API process: past it, 429 with ``Retry-After``. The streams of one job share their reads.
 
 Every ``data:`` is the job as ``GET /v1/jobs/{id}`` shows it, with its links. Progress is read
 from the job store (the counters ``GET /v1/jobs/{id}`` reads), and the wait between reads is
@@ -20,22 +25,25 @@ lives at most ``MT_SSE_MAX_S``, then ends (the client reconnects with ``Last-Eve
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import AsyncIterator
 from functools import partial
-from typing import Annotated
+from typing import Annotated, Any
 
 import redis
 from fastapi import APIRouter, Header, Response
 from fastapi.concurrency import run_in_threadpool
 from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.types import Receive, Scope, Send
 
 from mtfleet.api.auth import CallerDep
 from mtfleet.api.deps import Services, ServicesDep
 from mtfleet.api.errors import documented
 from mtfleet.api.routes.jobs import visible_job
-from mtfleet.core.errors import JobNotFound
+from mtfleet.api.shares import Release
+from mtfleet.core.errors import MTError, Unavailable
 from mtfleet.core.outbox import public_fields
 from mtfleet.core.schemas import JobEventData, JobLinks
 from mtfleet.core.store import JobRecord
@@ -76,12 +84,15 @@ def as_event(job: JobRecord, *, first: bool) -> ServerSentEvent:
 async def job_stream(
     services: Services, job: JobRecord, seen: int
 ) -> AsyncIterator[ServerSentEvent]:
-    """Events of ``job`` after the client's ``seen`` point, until its final event."""
+    """Events of ``job`` after the client's ``seen`` point, until its final event. A read
+    that fails (the job purged or expired, Redis away) ends the stream with an ``error``
+    event saying why, never with a cut: the client reconnects with Last-Event-ID."""
     s = services.settings
     deadline = time.monotonic() + s.sse_max_s
     last: tuple[int, str] | None = None  # what the last event said (settled, status)
     job_id = job.id
     is_final = partial(services.store.afinal, job_id)
+    read = partial(services.store.aget, job_id)  # on the event loop: no thread per stream
     while True:
         state = (settled(job), job.status.value)
         # on a resume, nothing the client has seen again; then every change
@@ -93,13 +104,36 @@ async def job_stream(
         pause = min(s.sse_progress_s, deadline - time.monotonic())
         if pause <= 0:
             return  # the stream's life is over: the client resumes with Last-Event-ID
-        # returns at once when the job-done event comes, else after the pause (the pace)
-        await services.waiter.wait_async(job_id, is_final, pause)
         try:
-            job = await services.store.aget(job_id)  # on the event loop: no thread per stream
-        except (JobNotFound, redis.RedisError) as exc:
+            # returns at once when the job-done event comes, else after the pause (the pace)
+            await services.waiter.wait_async(job_id, is_final, pause)
+            job = await services.waiter.shared(("job", job_id), read)  # one read per job
+        except (MTError, redis.RedisError) as exc:
             log.info("event stream of job %s ends: %s", job_id, exc)
-            return  # purged, expired or Redis away: a reconnect says which
+            err = exc if isinstance(exc, MTError) else Unavailable.because("the job store", exc)
+            yield error_event(err)
+            return
+
+
+def error_event(err: MTError) -> ServerSentEvent:
+    """The last event of a stream that cannot go on (no ``id``: a reconnect resumes after the
+    last progress event)."""
+    return ServerSentEvent(data=json.dumps({"error": err.as_dict()}), event="error")
+
+
+class HeldEventSource(EventSourceResponse):
+    """An event stream that gives its caller's hold back (:class:`KeyShares`) when it ends,
+    however it ends."""
+
+    def __init__(self, *args: Any, release: Release, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.release()
 
 
 @router.get(
@@ -122,8 +156,14 @@ async def job_events(
     job = await run_in_threadpool(visible_job, services, caller, job_id)
     if job.status.final and last_event_id == FINAL_ID:
         return Response(status_code=204)
-    return EventSourceResponse(
-        job_stream(services, job, resume_point(last_event_id)),
-        ping=services.settings.sse_ping_s,
-        send_timeout=30,
-    )
+    release = services.waits.acquire(caller.owner)  # 429 past the key's share of streams
+    try:
+        return HeldEventSource(
+            job_stream(services, job, resume_point(last_event_id)),
+            ping=services.settings.sse_ping_s,
+            send_timeout=30,
+            release=release,
+        )
+    except BaseException:
+        release()
+        raise

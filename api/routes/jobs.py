@@ -152,12 +152,14 @@ async def get_job(
     wait: Annotated[float, Query(ge=0, le=60, description="Seconds to wait for a final state")] = 0,
 ) -> JobPublic:
     """Status and progress. ``?wait=S`` blocks (no polling) until the job is final or S passes;
-    a waiting request holds no thread. An unfinished job says where its chunks are
+    a waiting request holds no thread (one API key holds at most ``MT_MAX_WAITS_PER_KEY``
+    streams and waiting requests at once: 429 past it). An unfinished job says where its chunks are
     (``work``: chunks queued, in flight and the age of the oldest in flight)."""
     view = await run_in_threadpool(job_view, services, job_id, caller)
     if not wait or view.final:
         return view
-    await services.waiter.wait_async(job_id, partial(services.store.afinal, job_id), wait)
+    with services.waits.hold(caller.owner):  # 429 past the key's share of waiting requests
+        await services.waiter.wait_async(job_id, partial(services.store.afinal, job_id), wait)
     return await run_in_threadpool(job_view, services, job_id)
 
 

@@ -87,4 +87,6 @@ async def translate(
         errors=result.errors,
         warnings=result.warnings,
         cached=job.cached,
+        detected_source_lang=job.detected_source_lang,
+        detected_confidence=job.detected_confidence,
     )

@@ -36,10 +36,36 @@ class TargetRefused(InvalidInput):
     code = "invalid_callback_url"
 
 
+#: NAT64's well-known prefix (RFC 6052): an IPv4 address in its last 32 bits.
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+
+
+def embedded(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address carries to reach (IPv4-mapped ``::ffff:``, 6to4
+    ``2002::/16``, Teredo's client, NAT64 ``64:ff9b::/96``), or None."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip.teredo is not None:
+        return ip.teredo[1]
+    if ip in _NAT64:
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return None
+
+
 def refusal(ip: IPAddress) -> str | None:
-    """Why webhooks may not go to ``ip`` (None: a public address)."""
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    """Why webhooks may not go to ``ip`` (None: a public address): "a loopback address"...
+    An IPv6 address that carries an IPv4 one is judged by that one too, and site-local
+    ``fec0::/10`` (deprecated, still routed on some networks) is refused."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        inner = embedded(ip)
+        if inner is not None:
+            why = refusal(inner)
+            if why is not None:
+                return f"{why} ({inner}, inside {ip})"
+        if ip.is_site_local:
+            return "a site-local address"
     for kind, bad in (
         ("loopback", ip.is_loopback),
         ("link-local", ip.is_link_local),
@@ -50,7 +76,7 @@ def refusal(ip: IPAddress) -> str | None:
         ("non-public", not ip.is_global),
     ):
         if bad:
-            return f"{ip} is a {kind} address"
+            return f"a {kind} address"
     return None
 
 
@@ -80,9 +106,14 @@ def _judge(url: httpx.URL, found: list[IPAddress], allow_private: bool) -> IPAdd
         for ip in found:
             why = refusal(ip)
             if why is not None:
+                where = (
+                    f"callback_url host {ip} is {why}"
+                    if _literal(url.host) is not None
+                    else f"callback_url host {url.host!r} resolves to {ip}, {why}"
+                )
                 raise TargetRefused(
-                    f"callback_url host {url.host!r} resolves to {why}; webhooks go to public "
-                    "addresses only (the operator may allow others: MT_WEBHOOK_ALLOW_PRIVATE)"
+                    f"{where}; webhooks go to public addresses only (the operator may allow "
+                    "others with MT_WEBHOOK_ALLOW_PRIVATE=true, as `mtfleet demo` does)"
                 )
     return found[0]
 

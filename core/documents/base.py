@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -69,17 +71,70 @@ class Code:
 @dataclass
 class Unit:
     """One translatable piece of a document: ``text`` with inline tags, the codes they stand
-    for, and where it sits (``path``, for messages and for the formats' own bookkeeping)."""
+    for, and where it sits (``path``, for messages and for the formats' own bookkeeping).
+
+    Each unit made counts against the budget of the extraction under way, if any
+    (:func:`unit_budget`): a document far over what one job may carry is refused while it is
+    read, not after."""
 
     text: str
     codes: dict[int, Code] = field(default_factory=dict)
     path: str = ""
+
+    def __post_init__(self) -> None:
+        budget = _budget.get()
+        if budget is not None:
+            budget.spend()
 
 
 class DocumentError(InvalidInput):
     """The document cannot be parsed as the format it claims (HTTP 422)."""
 
     code = "invalid_document"
+
+
+class DocumentTooLarge(DocumentError):
+    """A document with more sentences than one job may carry, refused as soon as that is
+    known (HTTP 422)."""
+
+    code = "document_too_large"
+
+
+@dataclass
+class _Budget:
+    units: int
+    segments: int  # what one job may carry (for the message)
+
+    def spend(self) -> None:
+        self.units -= 1
+        if self.units < 0:
+            raise too_large(self.segments, f"more than {self.segments}")
+
+
+def too_large(limit: int, found: int | str) -> DocumentTooLarge:
+    return DocumentTooLarge(
+        f"the document has {found} sentences; one job may carry {limit} "
+        "(MT_MAX_SEGMENTS_PER_JOB): split the file, or ask the operator to raise the limit",
+        limit=limit,
+    )
+
+
+_budget: ContextVar[_Budget | None] = ContextVar("mtfleet_unit_budget", default=None)
+
+#: Units an extraction may make per sentence one job may carry: units with nothing to
+#: translate (a cue of "♪", a cell holding a number) make no sentence, so a few more are let in.
+UNITS_PER_SEGMENT = 2
+
+
+@contextmanager
+def unit_budget(max_segments: int) -> Iterator[None]:
+    """Within the block, making more than ``UNITS_PER_SEGMENT * max_segments`` units raises
+    :class:`DocumentTooLarge` (formats make units as they read: the reading stops there)."""
+    token = _budget.set(_Budget(UNITS_PER_SEGMENT * max_segments, max_segments))
+    try:
+        yield
+    finally:
+        _budget.reset(token)
 
 
 class DocumentFormat(ABC):

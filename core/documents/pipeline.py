@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from sentencex import segment as sentencex_segment
 
-from mtfleet.core.documents.base import TAG, Code, Unit, x
+from mtfleet.core.documents.base import TAG, Code, Unit, too_large, x
 
 # One alternation, most specific first; matches are taken left to right without overlap.
 _SPANS = {
@@ -206,12 +206,15 @@ def _translatable(text: str) -> bool:
     return bool(_WORDLIKE.search(TAG.sub(" ", text)))
 
 
-def plan(units: Sequence[Unit], lang: str, *, split: bool = True) -> Plan:
+def plan(units: Sequence[Unit], lang: str, *, split: bool = True, limit: int | None = None) -> Plan:
     """Segments to translate for ``units`` (source language ``lang``); ``split=False`` keeps
-    each unit one segment (DeepL's ``split_sentences=0``)."""
+    each unit one segment (DeepL's ``split_sentences=0``). Past ``limit`` segments the
+    planning stops: :class:`~mtfleet.core.documents.base.DocumentTooLarge`."""
     segments: list[str] = []
     plans: list[UnitPlan] = []
     for unit in units:
+        if limit is not None and len(segments) > limit:
+            raise too_large(limit, f"more than {limit}")
         text = unit.text
         up = UnitPlan(unit)
         cut = split and _translatable(text)
@@ -229,6 +232,8 @@ def plan(units: Sequence[Unit], lang: str, *, split: bool = True) -> Plan:
             if trail:
                 up.layout.append(trail)
         plans.append(up)
+    if limit is not None and len(segments) > limit:
+        raise too_large(limit, len(segments))
     return Plan(plans, segments)
 
 

@@ -106,10 +106,11 @@ def by_name(filename: str, extensions: dict[str, str]) -> str | None:
 
 _SRT_START = re.compile(r"\d+[ \t]*\r?\n[ \t]*\d+:\d\d:\d\d[,.]\d+[ \t]*-->")
 #: Elements an HTML page or fragment starts with.
-HTML_ROOTS = frozenset(
-    "html head body p div h1 h2 h3 h4 h5 h6 ul ol li table section article header footer "
-    "main nav aside form span a b i em strong img br hr blockquote pre figure".split()
-)
+HTML_ROOTS = frozenset({
+    "html", "head", "body", "p", "div", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li",
+    "table", "section", "article", "header", "footer", "main", "nav", "aside", "form", "span",
+    "a", "b", "i", "em", "strong", "img", "br", "hr", "blockquote", "pre", "figure",
+})  # fmt: skip
 #: What comes before an XML or HTML file's first element: declarations, comments, PIs.
 _PROLOG = re.compile(r"\s*(?:<\?.*?\?>|<!--.*?-->|<!doctype[^>]*>)", re.S)
 _ELEMENT = re.compile(r"\s*<([a-z_][\w:.-]*)")

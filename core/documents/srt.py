@@ -35,23 +35,25 @@ class _Cue:
 
 
 def _cues(text: str) -> list[_Cue]:
+    """The cues, each made as the parser reads it (a unit budget stops the reading there)."""
+    cues: list[_Cue] = []
+    matches = srt_lib.SRT_REGEX.finditer(text)
     try:
-        subs = list(srt_lib.parse(text))
+        for sub in srt_lib.parse(text):
+            m = next(matches, None)
+            if m is None:  # the parser and its regex disagree: never guess
+                raise DocumentError("not a valid SRT file: cues could not be located")
+            start, end = m.span(5)
+            content = text[start:end]
+            lead = len(content) - len(content.lstrip())
+            core = content.strip()
+            if core:
+                unit = _unit(core, f"cue {sub.index}")
+                cues.append(_Cue(start + lead, start + lead + len(core), unit))
     except (srt_lib.SRTParseError, ValueError) as exc:
         raise DocumentError(f"not a valid SRT file: {exc}") from None
-    cues: list[_Cue] = []
-    matches = list(srt_lib.SRT_REGEX.finditer(text))
-    if len(matches) != len(subs):  # the parser and its regex disagree: never guess
+    if next(matches, None) is not None:
         raise DocumentError("not a valid SRT file: cues could not be located")
-    for m, sub in zip(matches, subs, strict=True):
-        start, end = m.span(5)
-        content = text[start:end]
-        lead = len(content) - len(content.lstrip())
-        core = content.strip()
-        if not core:
-            continue
-        unit = _unit(core, f"cue {sub.index}")
-        cues.append(_Cue(start + lead, start + lead + len(core), unit))
     return cues
 
 

@@ -6,6 +6,7 @@ without a key, too many texts, the same request twice at once)."""
 from __future__ import annotations
 
 import io
+import logging
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -67,6 +68,16 @@ def test_translate_text_with_the_official_client(fleet: LocalFleet, key: str, sl
     assert [r.text for r in many] == ["Mi hermana compró una mesa nueva.", "", "Añade a carro"]
     assert [r.detected_source_lang for r in many] == ["EN", "EN", "EN"]  # detected
     assert [r.billed_characters for r in many] == [29, 0, 11]
+
+
+def test_a_short_string_without_source_lang_is_detected_among_the_languages_served(
+    client: deepl.DeepLClient,
+) -> None:
+    """A lone "Hello" looks Italian to a detector: on an en<->es fleet it is English, the only
+    language served into Spanish (it was a 400 "no pool serves it->es")."""
+    for text in ("Hello", "Sale"):
+        out = client.translate_text(text, target_lang="ES")
+        assert out.detected_source_lang == "EN" and out.text, text
 
 
 def test_every_parameter_the_client_sends_is_accepted(client: deepl.DeepLClient) -> None:
@@ -303,6 +314,20 @@ def test_a_file_of_a_format_the_fleet_does_not_read_is_refused_never_translated_
     with pytest.raises(deepl.DeepLException, match="this server reads"):
         client.translate_document_upload(io.BytesIO(path.read_bytes()), target_lang="ES")
     assert jobs_made(fleet) == made and not (tmp_path / path.name).exists()
+
+
+@pytest.mark.parametrize("name", ["text/product-description.txt", "html/product-page.html"])
+def test_a_small_document_is_done_by_the_clients_first_status_check(
+    client: deepl.DeepLClient, name: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The official client sleeps 5 s between status checks: a small document done in
+    milliseconds must be done at its first check, so it never sleeps."""
+    caplog.set_level(logging.INFO, logger="deepl")
+    out = tmp_path / Path(name).name
+    done = client.translate_document_from_filepath(FIXTURES / name, out, target_lang="ES")
+    assert done.done and out.read_bytes() != (FIXTURES / name).read_bytes()
+    slept = [r.getMessage() for r in caplog.records if "sleeping" in r.getMessage()]
+    assert not slept, slept
 
 
 def test_a_document_not_done_yet_is_503_on_download(fleet: LocalFleet, key: str) -> None:

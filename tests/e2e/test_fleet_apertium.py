@@ -90,6 +90,38 @@ def test_500_segments_as_5_jobs_on_both_lanes_all_back_in_order(fleet: LocalFlee
                 assert re.findall(r"\d+", t) == [str(j * 100 + i)]
 
 
+@pytest.mark.parametrize("text", ["Hello", "Sale", "Add to cart"])
+def test_a_short_string_is_detected_among_the_languages_served(
+    fleet: LocalFleet, text: str
+) -> None:
+    """On an en<->es fleet, "Hello" looks Italian to a detector on its own: it goes to the
+    source the fleet serves into es (English), never to "no pool serves it->es"."""
+    proc = cli(fleet, "translate", text, "--to", "es")  # --from auto, the CLI's default
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip()
+    resp = httpx.post(
+        f"{fleet.api_url}/v1/translate", json={"texts": [text], "target_lang": "es"}, timeout=30
+    )  # no source_lang: auto, as the CLI
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    if body["id"] is not None:  # (the phrase cache answers a repeat without a job)
+        assert body["detected_source_lang"] == "en"
+        assert 0 <= body["detected_confidence"] < 0.5  # a few words: not clear
+
+
+def test_a_text_clearly_in_a_language_no_pool_serves_is_refused_saying_so(
+    fleet: LocalFleet,
+) -> None:
+    italian = "Ciao, come stai oggi? Tutto bene, grazie mille per la pazienza."
+    resp = httpx.post(
+        f"{fleet.api_url}/v1/translate", json={"texts": [italian], "target_lang": "es"}, timeout=30
+    )
+    assert resp.status_code == 422, resp.text
+    error = resp.json()["error"]
+    assert error["detected"] == "it" and error["confidence"] > 0.5 and error["served"] == ["en"]
+    assert "Italian" in error["message"] and "into es from: en" in error["message"]
+
+
 def test_sync_translate_over_http_and_cache(fleet: LocalFleet) -> None:
     body = {
         "texts": ["Only 3 left in stock.", "Free shipping"],

@@ -222,3 +222,19 @@ def test_translate_file_refuses_a_format_the_fleet_does_not_read(
     assert got.status_code == 400, got.text
     assert path.name in got.json()["error"] and ".html" in got.json()["error"]
     assert jobs_made(fleet) == made
+
+
+@pytest.mark.parametrize("text", ["Hello", "Sale"])
+def test_auto_detects_a_short_string_among_the_languages_served(
+    base: str, key: str, text: str
+) -> None:
+    """A lone "Hello" looks Italian to a detector; on an en<->es fleet it is English (the only
+    source served into es), with the detector's (low) confidence, never a refusal."""
+    got = httpx.post(
+        f"{base}/translate",
+        json={"q": text, "source": "auto", "target": "es", "api_key": key},
+        timeout=60,
+    )
+    assert got.status_code == 200, got.text
+    detected = got.json()["detectedLanguage"]
+    assert detected["language"] == "en" and 0 <= detected["confidence"] < 50

@@ -47,12 +47,27 @@ def test_a_french_segment_in_an_english_job_is_translated_from_french(
     assert job["detected_source_lang"] == "en" and job["source_lang"] == "en"
 
 
-def test_auto_with_too_little_text_is_a_clear_422(
+def test_text_without_letters_goes_to_a_served_source_with_no_confidence(
     fleet: tuple[LocalFleet, TestClient, redis.Redis],
 ) -> None:
+    """Nothing to tell ("12345") is no reason to refuse: any served source gives the same text
+    back, and the job says the detector had no confidence."""
     _, api, _ = fleet
-    resp = api.post(
-        "/v1/jobs", json={"texts": ["12345"], "source_lang": "auto", "target_lang": "es"}
-    )
-    assert resp.status_code == 422
-    assert "source_lang" in resp.json()["error"]["message"]
+    resp = api.post("/v1/translate", json={"texts": ["12345"], "target_lang": "es"})
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["detected_source_lang"] == "en" and body["detected_confidence"] == 0
+
+
+def test_a_job_of_text_already_in_the_target_is_kept_not_refused(
+    fleet: tuple[LocalFleet, TestClient, redis.Redis],
+) -> None:
+    """Spanish sent to Spanish with auto: each text is kept as it is (with a warning), not
+    refused with "source_lang and target_lang are both 'es'"."""
+    _, api, _ = fleet
+    texts = ["El paquete contiene dos camisas de algodón y un jersey de lana."]
+    resp = api.post("/v1/translate", json={"texts": texts, "target_lang": "es"})
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["translations"] == texts
+    assert body["warnings"][0]["type"] == "already_in_target_language"

@@ -63,12 +63,19 @@ def test_extra_fields_forbidden(model: type[TextsIn]) -> None:
     assert info.value.errors()[0]["type"] == "extra_forbidden"
 
 
-@pytest.mark.parametrize("field", ["texts", "source_lang", "target_lang"])
+@pytest.mark.parametrize("field", ["texts", "target_lang"])
 def test_required_fields(field: str) -> None:
     data = body()
     del data[field]
     with pytest.raises(ValidationError):
         JobCreate(**data)
+
+
+@pytest.mark.parametrize("model", [JobCreate, TranslateCreate])
+def test_the_source_language_is_detected_unless_given(model: type[TextsIn]) -> None:
+    data = body()
+    del data["source_lang"]
+    assert model(**data).source_lang == "auto"
 
 
 @pytest.mark.parametrize("code", ["e", "x" * 17])

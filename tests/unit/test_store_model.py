@@ -36,6 +36,7 @@ def full_job(**overrides: object) -> JobRecord:
         "error": {"type": "engine_error", "message": "boom", "details": [1, "two", None]},
         "document_format": "html",
         "detected_source_lang": "en",
+        "detected_confidence": 0.42,
         "chunks": 4,
         "owner": "key-123",
         "document_name": 'a "quoted" name {not json}.html',

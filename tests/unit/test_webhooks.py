@@ -12,6 +12,7 @@ import asyncio
 import ipaddress
 import json
 import random
+import re
 import time
 from datetime import UTC, datetime
 
@@ -283,6 +284,13 @@ def test_retry_after_in_seconds_or_as_an_http_date() -> None:
         ("224.0.0.1", "multicast"),
         ("100.64.0.1", "non-public"),  # carrier-grade NAT
         ("::ffff:127.0.0.1", "loopback"),  # IPv4-mapped
+        ("2002:7f00:1::1", "loopback"),  # 6to4 of 127.0.0.1
+        ("2002:c0a8:0001::1", "private"),  # 6to4 of 192.168.0.1
+        ("2002:a9fe:a9fe::", "link-local"),  # 6to4 of the cloud metadata address
+        ("fec0::1", "site-local"),
+        ("fed0:1234::5", "site-local"),
+        ("64:ff9b::a00:1", "private"),  # NAT64 of 10.0.0.1
+        ("2001:0:4136:e378:8000:63bf:3fff:fdd2", "192.0.2.45"),  # Teredo: its client
     ],
 )
 def test_non_public_addresses_are_refused(address: str, kind: str) -> None:
@@ -298,6 +306,18 @@ def test_public_addresses_pass_and_names_are_resolved_and_checked() -> None:
         with pytest.raises(targets.TargetRefused, match="MT_WEBHOOK_ALLOW_PRIVATE"):
             targets.check_callback(url, allow_private=False)
         targets.check_callback(url, allow_private=True)
+    # the refusal reads as a sentence, for an address and for a name
+    with pytest.raises(targets.TargetRefused) as literal:
+        targets.check_callback("http://127.0.0.1:9/x", allow_private=False)
+    assert literal.value.message.startswith("callback_url host 127.0.0.1 is a loopback address;")
+    with pytest.raises(targets.TargetRefused) as named:
+        targets.check_callback("http://localhost:9/x", allow_private=False)
+    assert re.match(
+        r"callback_url host 'localhost' resolves to (127\.0\.0\.1|::1), a loopback address;",
+        named.value.message,
+    ), named.value.message
+    for public in ("2002:5db8:d822::1", "2606:2800:220:1::1"):  # 6to4 of a public address
+        assert targets.refusal(ipaddress.ip_address(public)) is None
     with pytest.raises(targets.TargetRefused, match="resolve"):  # or time out
         targets.check_callback("http://name.invalid/x", allow_private=True)
 

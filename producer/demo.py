@@ -15,11 +15,14 @@ stays up until then, and a process of it that dies is reported and started again
 from __future__ import annotations
 
 import itertools
+import shlex
 import shutil
 import signal
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from pathlib import Path
 from types import FrameType
 
 from rich.console import Console
@@ -105,6 +108,17 @@ def catalogue_lines(n: int) -> list[str]:
     return [f.format(a=a, n=noun) for f, a, noun in itertools.islice(combos, n)]
 
 
+def paste_line(api_url: str, api_key: str, redis_url: str) -> str:
+    """The line that points a new shell at the demo's fleet: it puts the ``mtfleet`` command
+    and the SDK on the path when the demo runs from a virtualenv (``make demo``'s: a new shell
+    has neither), and exports where the fleet is and its key."""
+    export = f"export MT_API_URL={api_url} MT_API_KEY={api_key} MT_REDIS_URL={redis_url}"
+    activate = Path(sys.prefix) / "bin" / "activate"
+    if sys.prefix != sys.base_prefix and activate.is_file():
+        return f". {shlex.quote(str(activate))} && {export}"
+    return export
+
+
 def run_demo(*, keep_running: bool, bulk_lines: int, redis_url: str | None = None) -> int:
     if redis_url and not redis_reachable(redis_url):
         console.print(
@@ -114,6 +128,8 @@ def run_demo(*, keep_running: bool, bulk_lines: int, redis_url: str | None = Non
         return 2
     fleet = LocalFleet(redis_url=redis_url)
     fleet.env.setdefault("MT_FLOWER_PASSWORD", "demo")
+    # a playground on this machine: webhooks to a receiver on it (docs/webhooks.md) arrive
+    fleet.env.setdefault("MT_WEBHOOK_ALLOW_PRIVATE", "true")
     code = 1
     with stop_on_signals():
         try:
@@ -168,10 +184,7 @@ def _run(fleet: LocalFleet, *, keep_running: bool, bulk_lines: int) -> int:
     until = "while the demo runs" if keep_running else "until the demo ends (--keep-running)"
     console.print(f"\nTo use this fleet from another shell {until}, paste:")
     console.print(
-        f"  export MT_API_URL={api_url} MT_API_KEY={api_key} MT_REDIS_URL={url}\n",
-        markup=False,
-        highlight=False,
-        soft_wrap=True,
+        f"  {paste_line(api_url, api_key, url)}\n", markup=False, highlight=False, soft_wrap=True
     )
     made: list[str] = []  # jobs to purge at the end
     with MTClient(api_url, api_key=api_key) as mt:

@@ -84,6 +84,8 @@ def test_demo_runs_on_a_private_redis_and_leaves_nothing(tmp_path: Path) -> None
     assert re.search(r"again, 8 from the phrase cache \(identical: True\)", out)
     exports = re.search(r"export MT_API_URL=(\S+) MT_API_KEY=(mt_\S+) MT_REDIS_URL=(\S+)", out)
     assert exports, out
+    # a new shell has neither the virtualenv nor its mtfleet: the line activates it first
+    assert f". {Path(sys.prefix) / 'bin' / 'activate'} && export MT_API_URL=" in out
     workdir = workdir_of(out)
     assert not Path(workdir).exists()  # the private Redis's files and the logs are gone
     assert still_running(processes_in(workdir), within_s=10) == {}

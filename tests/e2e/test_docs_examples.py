@@ -1,8 +1,9 @@
 """Every example in the README and docs/ runs as printed, against a real fleet.
 
 Each ```bash, ```sh and ```python block is extracted and run, in a folder holding the files the
-examples name (page.html, catalogue.txt, sheet.docx...), with what `make demo` tells a user to
-export: MT_API_URL, MT_API_KEY and MT_REDIS_URL. The fleet requires API keys, like a real one;
+examples name (page.html, catalogue.txt, sheet.docx...), from a new shell that has only what
+`make demo` tells a user to paste: its virtualenv activated, MT_API_URL, MT_API_KEY and
+MT_REDIS_URL exported. The fleet requires API keys, like a real one;
 curl runs with --fail-with-body (a .curlrc), so an HTTP error fails the example. A block that
 cannot run here (it needs GPUs or Docker, or it is the set-up itself) says so on the line above
 it: ``<!-- example: not run (why) -->``.
@@ -10,17 +11,16 @@ it: ``<!-- example: not run (why) -->``.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from mtfleet.producer.demo import paste_line
 from mtfleet.producer.localfleet import LocalFleet
 from tests.conftest import ROOT
 from tests.e2e.fleet_control import apertium_fleet
@@ -119,24 +119,35 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (d / "catalogue" / "bags.txt").write_text("A small black bag\n")
     (d / "curl").mkdir()
     (d / "curl" / ".curlrc").write_text("fail-with-body\nshow-error\n")
+    (d / "mtfleet").mkdir()  # the clone, seen from its parent folder
+    (d / "mtfleet" / "README.md").write_text("# mtfleet\n")
     return d
+
+
+#: A new login shell's PATH on stock Debian: no virtualenv, no pyenv, no `python` (only python3).
+NEW_SHELL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 @pytest.mark.parametrize("example", RUN, ids=[e.id for e in RUN])
 def test_example_runs_as_printed(example: Example, fleet: LocalFleet, folder: Path) -> None:
+    """From a new shell that has only what `mtfleet demo` tells a user to paste (its
+    :func:`~mtfleet.producer.demo.paste_line`: the virtualenv and the fleet's address and key),
+    in a folder outside the clone that holds a folder named ``mtfleet``, as the clone's parent
+    does (it once shadowed the package: ``from mtfleet import MTClient`` failed there)."""
+    line = paste_line(fleet.api_url, fleet.env["MT_API_KEY"], fleet.env["MT_REDIS_URL"])
     env = {
-        **os.environ,
-        "MT_API_URL": fleet.api_url,
-        "MT_API_KEY": fleet.env["MT_API_KEY"],
-        "MT_REDIS_URL": fleet.env["MT_REDIS_URL"],
-        "CURL_HOME": str(folder / "curl"),
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",  # mtfleet
+        "HOME": str(folder),
+        "PATH": NEW_SHELL_PATH,
+        "LANG": "C.UTF-8",
+        "CURL_HOME": str(folder / "curl"),  # the harness's: curl fails on an HTTP error
         "COLUMNS": "200",
     }
-    env.pop("MT_AUTH", None)
     if example.lang == "python":
-        cmd = [sys.executable, "-c", example.code]
+        script, stdin = f"{line} && exec python3 -", example.code
     else:
-        cmd = ["bash", "-e", "-o", "pipefail", "-c", example.code]
-    proc = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=180)
+        script, stdin = f"{line}\n{example.code}", None
+    cmd = ["bash", "-e", "-o", "pipefail", "-c", script]
+    proc = subprocess.run(
+        cmd, cwd=folder, env=env, input=stdin, capture_output=True, text=True, timeout=180
+    )
     assert proc.returncode == 0, f"{example.id}\n{example.code}\n{proc.stdout}\n{proc.stderr}"

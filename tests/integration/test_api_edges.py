@@ -7,13 +7,14 @@ import json
 import time
 from collections.abc import Iterator
 
+import psutil
 import pytest
 import redis
 from fastapi.testclient import TestClient
 
 from mtfleet.api.app import create_app
 from mtfleet.core.settings import Settings
-from mtfleet.producer.localfleet import free_port
+from mtfleet.producer.localfleet import LocalFleet, free_port
 from tests.integration.registered import register_pair
 
 BODY = {"texts": ["Red shoes"], "source_lang": "en", "target_lang": "es"}
@@ -160,3 +161,15 @@ def test_redis_down_is_a_quick_503_and_health_stays_up() -> None:
         assert client.get("/healthz").status_code == 200
         assert client.get("/readyz").status_code == 503
         assert client.get("/metrics").status_code == 200
+
+
+def test_the_api_starts_its_document_processes_before_it_serves(redis_url: str) -> None:
+    """The first document must not wait seconds for its processes to spawn and import the
+    formats (nor the first auto-detected request for lingua's models, loaded in the same
+    start-up step): when the API answers at all, its document processes are up."""
+    with LocalFleet(redis_url=redis_url, env={"MT_DOCUMENT_WORKERS": "3"}) as fleet:
+        fleet.start_api()  # returns once /healthz answers
+        api = next(p for p in fleet.procs if p.name == "api")
+        children = psutil.Process(api.popen.pid).children(recursive=True)
+        spawned = [c for c in children if "spawn_main" in " ".join(c.cmdline())]
+        assert len(spawned) == 3, [c.cmdline() for c in children]

@@ -44,6 +44,8 @@ from mtfleet.core.settings import Settings
 
 #: Tasks a worker process runs before it is replaced.
 TASKS_PER_WORKER = 200
+#: Calls of one API key that may wait for its share of the processes, per process of it.
+QUEUED_PER_SHARE = 4
 
 
 class DocumentTooComplex(DocumentError):
@@ -139,11 +141,15 @@ class DocumentPool:
         self.memory_mb = settings.document_memory_mb
         self.workers = settings.document_workers
         self.max_segments = settings.max_segments_per_job
-        # one key's share: its calls running or waiting for a process
+        # one key's share: its calls running or waiting for a process; a few more of its
+        # calls (files uploaded together) wait for its share, the next are refused
+        share = settings.document_workers_per_key or max(1, self.workers // 2)
         self.shares = KeyShares(
-            settings.document_workers_per_key or max(1, self.workers // 2),
+            share,
             f"of the {self.workers} document processes",
             "MT_DOCUMENT_WORKERS_PER_KEY",
+            queue=QUEUED_PER_SHARE * share,
+            wait_s=2 * self.deadline_s + 10,
         )
         self._pool: ProcessPool | None = None
         self._lock = threading.Lock()

@@ -161,8 +161,9 @@ def plan(path: Path, data: bytes, opts: SubmitOptions, out: Path, limit: int) ->
         advice = ""
         if sniffing.extension(path.name) not in sniffing.KNOWN_UNREAD:
             advice = (
-                ". If it is one of those formats under another name, say which with --format "
-                "(--format text, --format html, ...)"
+                ". If it is plain text, send it with --lines (one segment per line); if it is "
+                "one of those formats under another name, say which with --format (--format "
+                "html, --format markdown, ...)"
             )
         raise SourceError(exc.message + advice) from None
     return FileJobs(kind="document", format=name, parts=[1], **common)
@@ -290,19 +291,24 @@ def _layout(entry: FileJobs) -> LineDocument | None:
     return parse_lines(data.decode(entry.encoding))
 
 
-def standalone(mt: MTClient, job_id: str, out: Path, *, partial: bool) -> Written:
-    """``mtfleet result JOB --out DIR`` for a job this folder's manifest does not know: a
-    document job as its file (by the name it was sent with), a text job one line per text."""
+def standalone(
+    mt: MTClient, job_id: str, out: Path, *, partial: bool, into_folder: bool = True
+) -> Written:
+    """``mtfleet result JOB --out PATH`` for a job no manifest there knows: a document job as
+    its file, a text job one line per text. ``out`` is the folder the file goes in, by the
+    job's own name (the name the document was sent with), or with ``into_folder=False`` the
+    file itself."""
     job = mt.get(job_id)
     res = mt.result(job_id, partial=partial)
-    out.mkdir(parents=True, exist_ok=True)
+    (out if into_folder else out.parent).mkdir(parents=True, exist_ok=True)
     if res.document is not None:
         fmt = documents.for_name(res.document.format)
         name = Path(res.document.filename or f"{job_id}{fmt.extensions[0]}")
-        dest = out / f"{name.stem}.{job.target_lang}{name.suffix or fmt.extensions[0]}"
+        own = f"{name.stem}.{job.target_lang}{name.suffix or fmt.extensions[0]}"
+        dest = out / own if into_folder else out
         dest.write_bytes(res.document.data())
         return Written(dest, res.status.value, len(res.errors), len(res.document.warnings))
-    dest = out / f"{job_id}.{job.target_lang}.txt"
+    dest = out / f"{job_id}.{job.target_lang}.txt" if into_folder else out
     dest.write_text("".join((t or "") + "\n" for t in res.translations), encoding="utf-8")
     return Written(dest, res.status.value, len(res.errors), 0, "one line per text")
 

@@ -208,13 +208,12 @@ def _translatable(text: str) -> bool:
 
 def plan(units: Sequence[Unit], lang: str, *, split: bool = True, limit: int | None = None) -> Plan:
     """Segments to translate for ``units`` (source language ``lang``); ``split=False`` keeps
-    each unit one segment (DeepL's ``split_sentences=0``). Past ``limit`` segments the
-    planning stops: :class:`~mtfleet.core.documents.base.DocumentTooLarge`."""
+    each unit one segment (DeepL's ``split_sentences=0``). More than ``limit`` segments is
+    :class:`~mtfleet.core.documents.base.DocumentTooLarge` (the units were read under a budget,
+    :func:`~mtfleet.core.documents.base.unit_budget`: planning them all costs little)."""
     segments: list[str] = []
     plans: list[UnitPlan] = []
     for unit in units:
-        if limit is not None and len(segments) > limit:
-            raise too_large(limit, f"more than {limit}")
         text = unit.text
         up = UnitPlan(unit)
         cut = split and _translatable(text)

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -91,10 +93,14 @@ def test_the_installed_wheel_works_outside_the_source_tree(wheel: Path, tmp_path
         "print(mtfleet.__file__, MTClient.__module__, [u.find_spec(n) for n in "
         "('core', 'api', 'workers', 'producer')])\n"
     )
+    # The base interpreter, with the wheel first and this virtualenv's packages (the wheel's
+    # dependencies) after it: a PYTHONPATH entry's .pth files are not read, so the checkout's
+    # editable install (found first in this virtualenv, see the Makefile) is not in the way.
+    deps = sysconfig.get_paths()["purelib"]
     out = subprocess.run(
-        [sys.executable, "-c", code],
+        [getattr(sys, "_base_executable", sys.executable), "-c", code],
         cwd=tmp_path,
-        env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"},
+        env={"PYTHONPATH": f"{target}{os.pathsep}{deps}", "PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,
         timeout=120,

@@ -15,7 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mtfleet.api import deepl, errors, libretranslate, metrics
 from mtfleet.api.deps import Services
-from mtfleet.api.guard import RequestGuard
+from mtfleet.api.guard import AuthFailures, RequestGuard
 from mtfleet.api.parsing import DocumentPool
 from mtfleet.api.results import Results
 from mtfleet.api.routes import docs, events, glossaries, jobs, meta, ops, pages, translate
@@ -125,6 +125,7 @@ def build_services(settings: Settings) -> Services:
             "event streams and waiting requests",
             "MT_MAX_WAITS_PER_KEY",
         ),
+        AuthFailures(settings.auth_failures_per_minute),
     )
 
 
@@ -142,6 +143,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # Sync routes run in a thread pool; /v1/translate waits in it, so give it room.
         anyio.to_thread.current_default_thread_limiter().total_tokens = 256
+        # first: a metrics port this process cannot have stops it before anything loads
+        stop_metrics = metrics.serve(settings.api_metrics_host, settings.api_metrics_port)
         services = build_services(settings)
         # what the first auto-detected request and the first document would otherwise wait
         # seconds for (lingua's models, the document processes): loaded before serving
@@ -160,6 +163,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         services.waiter.stop()
         services.jobs.documents.close()
         await close_services(services)
+        stop_metrics()
 
     app = FastAPI(
         title="mtfleet",

@@ -3,9 +3,10 @@
 ``MT_AUTH=required`` (default): a missing, unknown, malformed or revoked key is 401 with
 ``WWW-Authenticate: Bearer``; a key over its rate is 429 with ``Retry-After``. ``MT_AUTH=off``
 (local development): every request is let through as an anonymous caller whose jobs have no
-owner. ``/healthz``, ``/readyz``, ``/metrics``, the docs and the pages (``/``, ``/ops``: they
-sign in from the browser, :mod:`api.routes.pages`) take no key. ``/v1/ops`` needs an operator
-key (403 for a user key); with ``MT_AUTH=off`` it is open like everything else.
+owner. ``/healthz``, the docs and the pages (``/``, ``/ops``: they sign in from the browser,
+:mod:`api.routes.pages`) take no key. ``/v1/ops`` and ``/metrics`` need an operator key (403
+for a user key); ``/readyz`` answers anyone its status, and only an operator key its details
+(:func:`sees_internals`). With ``MT_AUTH=off`` all of it is open like everything else.
 
 The dependency is ``async`` and reads Redis only when it must: a key not cached in this
 process from the thread pool, a key's rate on the event loop (an asyncio client: the hot path
@@ -24,8 +25,9 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from mtfleet.api.deps import Services
+from mtfleet.api.guard import client_address
 from mtfleet.core.apikeys import ApiKey
-from mtfleet.core.errors import Forbidden, Unauthorized
+from mtfleet.core.errors import Forbidden, RateLimited, Unauthorized
 from mtfleet.core.store import JobRecord
 
 log = logging.getLogger(__name__)
@@ -70,15 +72,20 @@ async def authenticate(
 async def caller_for(request: Request, token: str | None, missing: str) -> Caller:
     """The caller behind ``token`` (however its surface sends it: a Bearer header here, a
     DeepL-Auth-Key header, LibreTranslate's ``api_key`` field), its rate checked;
-    :class:`Unauthorized` (``missing`` when there is no token) unless ``MT_AUTH=off``."""
+    :class:`Unauthorized` (``missing`` when there is no token) unless ``MT_AUTH=off``. A bad
+    key counts against its client address (:class:`~mtfleet.api.guard.AuthFailures`): past
+    ``MT_AUTH_FAILURES_PER_MINUTE`` it is :class:`RateLimited` instead."""
     services: Services = request.app.state.services
     if services.settings.auth == "off":
         return ANONYMOUS
     if not token:
         raise Unauthorized(missing)
     store = services.apikeys
-    cached = store.verify_cached(token)
-    key = cached if cached is not None else await anyio.to_thread.run_sync(store.verify, token)
+    try:
+        cached = store.verify_cached(token)
+        key = cached if cached is not None else await anyio.to_thread.run_sync(store.verify, token)
+    except Unauthorized as exc:
+        raise services.auth_failures.refusal(client_address(request.scope), exc) from None
     if key.rate is not None:
         try:
             await store.acheck_rate(key)
@@ -105,3 +112,19 @@ async def operator(caller: CallerDep) -> Caller:
 
 
 OperatorDep = Annotated[Caller, Depends(operator)]
+
+
+async def sees_internals(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+) -> bool:
+    """Whether the caller may see the fleet's internals (workers, hosts, pools) on a route that
+    answers everyone as well (``/readyz``): an operator key, or anyone with ``MT_AUTH=off``.
+    No key, a user key, a bad key or one over its rate is no error here, only the short answer
+    (a probe sends no key); a bad key still counts against its address."""
+    token = credentials.credentials if credentials is not None else None
+    try:
+        caller = await caller_for(request, token, "no key")
+    except (Unauthorized, RateLimited, redis.RedisError):
+        return False
+    return caller.key is None or caller.key.role == "operator"

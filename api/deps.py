@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from mtfleet.api.guard import AuthFailures
 from mtfleet.api.results import Results
 from mtfleet.api.service import JobService
 from mtfleet.api.shares import KeyShares
@@ -29,6 +30,7 @@ class Services:
     waiter: CompletionWaiter
     outbox: WebhookOutbox
     waits: KeyShares  # each key's event streams and ?wait= requests (api/shares.py)
+    auth_failures: AuthFailures  # bad keys per client address (api/guard.py)
 
 
 async def _services(request: Request) -> Services:

@@ -3,13 +3,18 @@ in size and in time, failed keys throttled per client.
 
 :class:`RequestGuard` is a plain ASGI middleware in front of the app:
 
-1. a client that sent more than ``MT_AUTH_FAILURES_PER_MINUTE`` requests with a bad key in the
-   last minute is 429 ``rate_limited`` (per client address, in this API process);
-2. a ``/v1`` request is authenticated from its headers (:meth:`KeyStore.verify`, cached per
+1. a ``/v1`` request is authenticated from its headers (:meth:`KeyStore.verify`, cached per
    process) **before a byte of its body is read**: an unauthenticated upload is 401 at once and
    costs no memory (a DeepL ``/v2`` request the same way, from ``Authorization:
    DeepL-Auth-Key``, and 403: each surface answers in its own words,
    :mod:`mtfleet.api.surfaces`);
+2. a bad key from a client address that sent ``MT_AUTH_FAILURES_PER_MINUTE`` of them in the
+   last minute is 429 ``rate_limited`` instead (:class:`AuthFailures`, one per API process,
+   shared with the routes that read their key from the body: LibreTranslate's). Only the bad
+   keys are throttled: a valid key is verified and served whatever its address sent, since
+   behind a proxy one address is every client's. The address is the peer's, or the
+   X-Forwarded-For of a proxy in ``MT_TRUSTED_PROXIES`` (uvicorn's proxy headers, which
+   ``mtfleet api`` honours from those addresses only);
 3. a body over ``MT_MAX_REQUEST_BYTES`` is 413 (at once with a Content-Length; a chunked one
    is read up to the limit);
 4. the whole body must arrive within ``MT_BODY_TIMEOUT_S``: a client that trickles it, or
@@ -39,16 +44,27 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from mtfleet.api.surfaces import V1, Render, Surface, surface_for
 from mtfleet.core.apikeys import KeyStore
-from mtfleet.core.errors import Unauthorized, Unavailable
+from mtfleet.core.errors import RateLimited, Unauthorized, Unavailable
 from mtfleet.core.settings import Settings, get_settings
 
 _BODY_METHODS = {"POST", "PUT", "PATCH"}
 _WINDOW_S = 60.0
 
 
+def client_address(scope: Scope) -> str:
+    """The address the bad-key throttle counts: the peer's, or the client a trusted proxy
+    names (``MT_TRUSTED_PROXIES``: uvicorn has rewritten ``client`` from X-Forwarded-For)."""
+    return str((scope.get("client") or ("?", 0))[0])
+
+
 class AuthFailures:
     """Failed authentications per client address over the last minute (bounded memory: at
-    most ``limit`` timestamps per address, and the oldest addresses go first past 10,000)."""
+    most ``limit`` timestamps per address, and the oldest addresses go first past 10,000).
+
+    What it slows down is the bad keys alone (:meth:`refusal`): a valid key is never asked
+    about. A bad key's own cost stays bounded without it: a malformed token is refused before
+    Redis, and a key id read once is remembered (:meth:`KeyStore.verify`, ``MT_AUTH_CACHE_S``).
+    """
 
     def __init__(self, limit: int, clock: Any = time.monotonic) -> None:
         self.limit = limit
@@ -82,6 +98,18 @@ class AuthFailures:
             times = self._seen[client] = deque(maxlen=self.limit)
         times.append(self.clock())
 
+    def refusal(self, client: str, exc: Unauthorized) -> Unauthorized | RateLimited:
+        """What a bad key from ``client`` is answered: ``exc`` (counted), or past the limit
+        :class:`RateLimited` with ``retry_after`` (not counted: the minute drains)."""
+        wait = self.retry_after(client)
+        if wait:
+            return RateLimited(
+                f"too many requests with an invalid API key from this address; retry in {wait} s",
+                retry_after=wait,
+            )
+        self.add(client)
+        return exc
+
 
 class RequestGuard:
     def __init__(
@@ -91,7 +119,6 @@ class RequestGuard:
         self.limit = settings.max_request_bytes
         self.body_timeout_s = settings.body_timeout_s
         self.auth = settings.auth == "required"
-        self.failures = AuthFailures(settings.auth_failures_per_minute)
         self.surfaces = surfaces
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -166,26 +193,13 @@ class RequestGuard:
     async def _authenticated(
         self, scope: Scope, headers: dict[bytes, bytes], send: Send, surface: Surface
     ) -> bool:
-        """Check the key before anything else; answer 401 (in the surface's words) or 429 and
-        return False if not."""
-        client = (scope.get("client") or ("?", 0))[0]
+        """Check the key before anything else; answer 401 (in the surface's words), or 429
+        past the bad-key limit, and return False if it is not valid."""
         render = surface.render
-        wait = self.failures.retry_after(client)
-        if wait:
-            await self._error(
-                send,
-                render,
-                429,
-                "rate_limited",
-                f"too many requests with an invalid API key from this address; retry in {wait} s",
-                retry_after=wait,
-            )
-            return False
         scheme, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
         if scheme.lower() not in surface.schemes or not token.strip():
             if scope["method"] in _BODY_METHODS:
-                self.failures.add(client)
-                await self._error(send, render, 401, "unauthorized", surface.missing_key)
+                await self._refuse(send, render, scope, Unauthorized(surface.missing_key))
                 return False
             return True  # the route answers 401 (or serves an open page)
         store: KeyStore = scope["app"].state.services.apikeys
@@ -193,14 +207,20 @@ class RequestGuard:
             if store.verify_cached(token.strip()) is None:
                 await anyio.to_thread.run_sync(store.verify, token.strip())
         except Unauthorized as exc:
-            self.failures.add(client)
-            await self._error(send, render, 401, exc.code, exc.message)
+            await self._refuse(send, render, scope, exc)
             return False
         except redis.RedisError as exc:
             err = Unavailable.because("the key store", exc)
             await self._error(send, render, 503, err.code, err.message)
             return False
         return True
+
+    async def _refuse(self, send: Send, render: Render, scope: Scope, exc: Unauthorized) -> None:
+        """A bad key's answer: 401, or 429 past the address's limit."""
+        failures: AuthFailures = scope["app"].state.services.auth_failures
+        err = failures.refusal(client_address(scope), exc)
+        status = 429 if isinstance(err, RateLimited) else 401
+        await self._error(send, render, status, err.code, err.message, **err.details)
 
     async def _read(self, receive: Receive, send: Send, render: Render) -> bytearray | None:
         """The whole body within the deadline and the size limit (else answered, None)."""

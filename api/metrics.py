@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import redis
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from mtfleet.api.fleet import read_fleet
 from mtfleet.core import keys
+from mtfleet.core.errors import ConfigError
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
@@ -163,3 +164,25 @@ for _lane in keys.LANES:
     JOB_LATENCY.labels(_lane)
 for _result in ("hit", "miss"):
     CACHE_LOOKUPS.labels(_result)
+
+
+def serve(host: str, port: int | None) -> Callable[[], None]:
+    """``MT_API_METRICS_PORT``: :data:`REGISTRY` on a listener of its own (a thread), without a
+    key, for scrapers on a private network; returns what stops it (nothing to stop without a
+    port). A port the process cannot have is a :class:`ConfigError` naming the setting: the API
+    does not start rather than serve without the metrics it was told to export."""
+    if port is None:
+        return lambda: None
+    try:
+        server, _ = start_http_server(port, addr=host, registry=REGISTRY)
+    except OSError as exc:  # taken, or an address this host does not have
+        raise ConfigError(
+            f"MT_API_METRICS_PORT={port}: cannot serve metrics on {host}:{port} ({exc}); free "
+            "the port or choose another (MT_API_METRICS_HOST picks the address)"
+        ) from None
+
+    def stop() -> None:
+        server.shutdown()
+        server.server_close()
+
+    return stop

@@ -7,6 +7,7 @@ class and a test fails when it is out of date.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 from functools import lru_cache
@@ -468,7 +469,8 @@ class Settings(BaseSettings):
         ge=1,
         le=64,
         description="Documents one API key may have read or rendered at once per API process "
-        "(running or waiting for a process); past it 429, so one tenant's uploads never queue "
+        "(running or waiting for a process); four times as many more of its calls wait for "
+        "them (files uploaded together), the next are 429, so one tenant's uploads never queue "
         "another's. Default: half of MT_DOCUMENT_WORKERS, at least 1.",
     )
     body_timeout_s: float = Field(
@@ -497,6 +499,22 @@ class Settings(BaseSettings):
     idempotency_ttl_s: int = Field(24 * 3600, ge=60, description="Idempotency-Key lifetime.")
     translate_timeout_s: float = Field(
         10.0, gt=0, le=300, description="/v1/translate waits this long before answering 202."
+    )
+    api_metrics_port: int | None = Field(
+        None,
+        ge=1,
+        le=65535,
+        description="Also serve the API's Prometheus metrics on this port, without a key, for "
+        "scrapers on a private network (the API's own /metrics wants an operator key when "
+        "MT_AUTH=required). One API process per port: mtfleet api --workers N>1 refuses it.",
+    )
+    api_metrics_host: str = Field(
+        "127.0.0.1",
+        min_length=1,
+        description="Address MT_API_METRICS_PORT listens on. Loopback by default, so that "
+        "setting the port alone never opens the fleet's internals to every network the host is "
+        "on; 0.0.0.0 in a container whose scraper is another container or pod (the metrics "
+        "port unpublished).",
     )
 
     # --- drop-in surfaces (DeepL v2, LibreTranslate) -------------------------------------------
@@ -635,7 +653,24 @@ class Settings(BaseSettings):
         30,
         ge=1,
         description="Requests with an invalid API key one client address may send per minute "
-        "(per API process); past it every /v1 request from it is 429 for the rest of the minute.",
+        "(per API process, on every surface); past it that address's requests with a bad key "
+        "are 429 with Retry-After for the rest of the minute. A valid key is served whatever "
+        "its address sent. Behind a proxy, set MT_TRUSTED_PROXIES so the address is the "
+        "client's, not the proxy's.",
+    )
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Addresses or networks of the reverse proxies in front of the API, "
+        "comma-separated (127.0.0.1,10.0.0.0/8; mtfleet api --trusted-proxies): from them, and "
+        "only them, X-Forwarded-For names the client (for the bad-key throttle) and "
+        "X-Forwarded-Proto the scheme (in links the API answers with). Default: none, so "
+        "X-Forwarded-* from anyone is ignored.",
+    )
+    libretranslate_key_in_query: bool = Field(
+        False,
+        description="Take LibreTranslate's api_key from the query string too (?api_key=, where "
+        "proxy logs and Referer headers keep it). Default: only from the body (JSON or form); a "
+        "key in the query is 400, saying where to put it.",
     )
     key_storage_mb: int = Field(
         1024,
@@ -763,6 +798,23 @@ class Settings(BaseSettings):
                     "MT_VLLM_ARGS sets "
                     + ", ".join(f"{k} (use {VLLM_OWNED_ARGS[k]})" for k in owned)
                 )
+        return v
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _parse_proxies(cls, v: object) -> object:
+        if isinstance(v, str):
+            v = [p.strip() for p in v.split(",") if p.strip()]
+        if isinstance(v, list):
+            out = []
+            for p in v:
+                try:
+                    out.append(str(ipaddress.ip_network(str(p).strip(), strict=False)))
+                except ValueError:
+                    raise ValueError(
+                        f"trusted proxy {p!r}: an IP address or network (10.0.0.0/8) is needed"
+                    ) from None
+            return out
         return v
 
     @field_validator("lanes", mode="before")

@@ -158,15 +158,27 @@ def plan(path: Path, data: bytes, opts: SubmitOptions, out: Path, limit: int) ->
     try:
         name = documents.for_upload(data, path.name, opts.fmt).name
     except documents.DocumentError as exc:
-        advice = ""
-        if sniffing.extension(path.name) not in sniffing.KNOWN_UNREAD:
-            advice = (
-                ". If it is plain text, send it with --lines (one segment per line); if it is "
-                "one of those formats under another name, say which with --format (--format "
-                "html, --format markdown, ...)"
-            )
-        raise SourceError(exc.message + advice) from None
+        raise SourceError(exc.message + _advice(path, data)) from None
     return FileJobs(kind="document", format=name, parts=[1], **common)
+
+
+def _advice(path: Path, data: bytes) -> str:
+    """What to do with a file refused for its format: an unknown extension on what reads as
+    plain text may go as lines; nothing is advised for a file recognised as a localization
+    format (sent as lines, its keys and msgids would be translated)."""
+    if sniffing.extension(path.name) in sniffing.KNOWN_UNREAD:
+        return ""
+    try:
+        plain = sniffing.sniff(data, documents.extensions()) == "text"
+    except documents.DocumentError:
+        plain = False
+    lines = (
+        "If it is plain text, send it with --lines (one segment per line); if " if plain else "If "
+    )
+    return (
+        f". {lines}it is one of those formats under another name, say which with --format "
+        "(--format html, --format markdown, ...)"
+    )
 
 
 def send(

@@ -385,6 +385,8 @@ def translate(
         warnings=done.warnings,
         errors=done.errors,
         cached=job.cached,
+        detected_source_lang=job.detected_source_lang,
+        detected_confidence=job.detected_confidence,
     )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import inspect
 import io
 import json
 import os
@@ -25,7 +26,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import httpx
 import redis
@@ -34,6 +35,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from typer.core import TyperGroup
 
 from mtfleet.core.apikeys import KeyStore, is_key_id
 from mtfleet.core.errors import InvalidInput
@@ -46,9 +48,41 @@ from mtfleet.producer.client import (
     MTClientError,
     RetryPolicy,
 )
+from mtfleet.producer.lines import parse_lines
 from mtfleet.producer.plan import plan_command
 
+
+def _prose(text: str | None) -> str | None:
+    """Help ``text`` as prose: each paragraph on one line, for rich to flow to the terminal's
+    width (a paragraph that starts with ``\\b`` keeps its lines), and shown as written
+    (square brackets are not rich markup)."""
+    if not text:
+        return text
+    return "\n\n".join(
+        p if p.startswith("\b") else escape(" ".join(p.split()))
+        for p in inspect.cleandoc(text).split("\n\n")
+    )
+
+
+class ProseHelp(TyperGroup):
+    """The root command: once typer has built the whole command tree, every command's help
+    and every parameter's becomes :func:`_prose` (typer would print a docstring's source line
+    breaks, and take ``[default: ...]`` for markup)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        todo: list[Any] = [self]
+        while todo:
+            command = todo.pop()
+            command.help = _prose(command.help)
+            for param in command.params:
+                if getattr(param, "help", None):
+                    param.help = _prose(param.help)
+            todo += getattr(command, "commands", {}).values()
+
+
 app = typer.Typer(
+    cls=ProseHelp,
     pretty_exceptions_enable=False,
     add_completion=False,
     no_args_is_help=True,
@@ -99,11 +133,32 @@ def api(
     port: Annotated[int, typer.Option(help="Port.")] = 8000,
     workers: Annotated[int, typer.Option(help="Uvicorn worker processes.")] = 1,
     log_level: Annotated[str, typer.Option()] = "info",
+    trusted_proxies: Annotated[
+        str | None,
+        typer.Option(
+            help="Reverse proxies whose X-Forwarded-For/-Proto are honoured, comma-separated "
+            "addresses or networks (MT_TRUSTED_PROXIES; default: none)."
+        ),
+    ] = None,
 ) -> None:
     """Serve the HTTP API (uvicorn)."""
     import uvicorn
 
-    _settings_or_exit({})
+    from mtfleet.core.settings import get_settings
+
+    _settings_or_exit({} if trusted_proxies is None else {"MT_TRUSTED_PROXIES": trusted_proxies})
+    proxies = get_settings().trusted_proxies
+    metrics_port = get_settings().api_metrics_port
+    if workers > 1 and metrics_port is not None:
+        # each process would bind it: one wins, the others fail and are restarted, forever
+        err_console.print(
+            f"[red]--workers {workers} with MT_API_METRICS_PORT={metrics_port}:[/red] each API "
+            "process counts its own metrics and they cannot share one port. Run one process per "
+            "port (several `mtfleet api --workers 1` behind a load balancer, each with its own "
+            "MT_API_METRICS_PORT), or unset MT_API_METRICS_PORT and scrape /metrics with an "
+            "operator key."
+        )
+        raise typer.Exit(2)
     uvicorn.run(
         "mtfleet.api.app:create_app",
         factory=True,
@@ -114,6 +169,10 @@ def api(
         access_log=False,
         timeout_keep_alive=30,
         http="mtfleet.api.guard:HeaderTimeoutProtocol",  # a deadline on request headers
+        # X-Forwarded-* from the trusted proxies only (uvicorn's default trusts loopback, and
+        # anyone there could then pick the address the bad-key throttle counts)
+        proxy_headers=bool(proxies),
+        forwarded_allow_ips=proxies,
     )
 
 
@@ -259,8 +318,14 @@ def _client(url: str | None, api_key: str | None) -> MTClient:
 
 @app.command()
 def translate(
-    texts: Annotated[list[str], typer.Argument(help="Text(s) to translate.")],
     target: Annotated[str, typer.Option("--to", help="Target language code.")],
+    texts: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Text(s) to translate; none: one per line from standard input.",
+            show_default=False,
+        ),
+    ] = None,
     source: Annotated[
         str, typer.Option("--from", help="Source language code, or auto to detect it.")
     ] = "auto",
@@ -272,21 +337,55 @@ def translate(
     pool: PoolOpt = None,
     adapter: AdapterOpt = None,
 ) -> None:
-    """Translate text now (interactive lane); one translation per line."""
-    with _client(url, api_key) as mt:
-        out = mt.translate(
-            texts,
-            source=source,
-            target=target,
-            timeout=timeout,
-            glossary_id=glossary,
-            pool=pool,
-            adapter=adapter,
-        )
-    if as_json:
-        print(json.dumps(out, ensure_ascii=False))
+    """Translate text now (interactive lane); one translation per line.
+
+    Without TEXTS, the texts are read from standard input, one per line (cat lines.txt |
+    mtfleet translate --to es): one line is printed per line read, in order, an empty one for
+    a blank line. A translation that failed prints as <failed> (the exit status is then 1).
+    With --from auto (the default) the language detected, and the detector's confidence in
+    it, go to standard error.
+    """
+    doc = None
+    if not texts:
+        if sys.stdin.isatty():
+            err_console.print(
+                "[red]Missing argument 'TEXTS...'[/red]: give the texts to translate, or pipe "
+                "them in on standard input, one per line",
+                soft_wrap=True,
+            )
+            raise typer.Exit(2)
+        doc = parse_lines(sys.stdin.read())
+        texts = doc.segments
+    out: list[str | None] = []
+    if texts:
+        with _client(url, api_key) as mt:
+            answer = mt.translation(
+                texts,
+                source=source,
+                target=target,
+                timeout=timeout,
+                glossary_id=glossary,
+                pool=pool,
+                adapter=adapter,
+            )
+        out = answer.translations
+        if answer.detected_source_lang is not None:
+            err_console.print(
+                f"detected {answer.detected_source_lang} (confidence "
+                f"{answer.detected_confidence or 0:.2f}, among the languages translated into "
+                f"{target}; --from to say it)",
+                soft_wrap=True,
+                highlight=False,
+            )
+    if doc is not None:  # a line of output for each line read
+        by_line = dict(zip(doc.segment_lines, out, strict=True))
+        shown = [by_line.get(n, "") for n in range(len(doc.lines))]
     else:
-        for t in out:
+        shown = out
+    if as_json:
+        print(json.dumps(shown, ensure_ascii=False))
+    else:
+        for t in shown:
             print(t if t is not None else "<failed>")
     if any(t is None for t in out):
         raise typer.Exit(1)
@@ -468,7 +567,7 @@ def _recovery_hint(manifest: batch.Manifest, out: Path, *, interrupted: bool) ->
     lines += [
         "pick them up with:",
         f"  {again}",
-        f"or one at a time: mtfleet result JOB_ID --out {shlex.quote(str(out))}",
+        f"or one at a time: mtfleet result JOB_ID --out {shlex.quote(str(out))}/",
     ]
     err_console.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
 
@@ -560,24 +659,30 @@ def result(
     partial: Annotated[
         bool, typer.Option(help="What is done so far, before the job ends.")
     ] = False,
-    out: Annotated[
-        Path | None,
+    out_arg: Annotated[
+        str | None,
         typer.Option(
             "--out",
-            help="Write the job as its file in this folder (a document in its format; a line "
-            "file submitted to this folder with its line structure) instead of printing JSON.",
+            metavar="PATH",
+            help="Write the job to this file instead of printing JSON; to an existing folder, "
+            "or a path ending in /, as its own file name in it (a document in its format; a "
+            "line file submitted to that folder with its line structure).",
         ),
     ] = None,
 ) -> None:
     """Print a job's result as JSON, or write it as a file with --out."""
     with _client(url, api_key) as mt:
-        if out is None:
+        if out_arg is None:
             res = mt.result(job_id, partial=partial)
             print(json.dumps(res.model_dump(mode="json"), ensure_ascii=False, indent=2))
             return
-        manifest = _manifest(out)
-        entry = manifest.entry_for_job(job_id)
-        if entry is None:
+        out = Path(out_arg)
+        folder = out.is_dir() or out_arg.endswith(("/", os.sep))
+        manifest = _manifest(out) if folder else None
+        entry = manifest.entry_for_job(job_id) if manifest is not None else None
+        if manifest is None:  # not a folder: the output file itself
+            written = batch.standalone(mt, job_id, out, partial=partial, into_folder=False)
+        elif entry is None:
             written = batch.standalone(mt, job_id, out, partial=partial)
         else:
             others = [j for j in entry.jobs if j != job_id]

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -178,9 +178,13 @@ class LocalFleet:
         """Whether this fleet runs its own redis-server (rather than one it was given)."""
         return any(p.name == "redis" for p in self.procs)
 
-    def start_api(self, port: int | None = None) -> str:
+    def start_api(self, port: int | None = None, *, args: Sequence[str] = ()) -> str:
+        """``mtfleet api`` on loopback (``args``: more of its options); its URL once it
+        answers."""
         port = port or free_port()
-        proc = self._spawn("api", self._cli("api", "--host", "127.0.0.1", "--port", str(port)))
+        proc = self._spawn(
+            "api", self._cli("api", "--host", "127.0.0.1", "--port", str(port), *args)
+        )
         self.api_url = f"http://127.0.0.1:{port}"
         self._wait(lambda: self._http_ok(f"{self.api_url}/healthz"), 30, "API", proc)
         return self.api_url

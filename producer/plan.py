@@ -63,6 +63,15 @@ def option_json(o: Option) -> dict[str, Any]:
     }
 
 
+def worker_commands(o: Option) -> list[str]:
+    """One ``mtfleet worker`` command line per GPU group of ``o``, each with its own GPU ids
+    (TP 2: ``--gpus 0,1``, ``--gpus 2,3``, ...)."""
+    return [
+        f"mtfleet worker --gpus {','.join(str(g * o.tp + i) for i in range(o.tp))} --tp {o.tp}"
+        for g in range(o.groups)
+    ]
+
+
 def plan_json(p: Plan) -> dict[str, Any]:
     best = p.chosen
     return {
@@ -73,6 +82,7 @@ def plan_json(p: Plan) -> dict[str, Any]:
         "options": [option_json(o) for o in p.options],
         "chosen": option_json(best) if best is not None else None,
         "settings": p.settings(),
+        "worker_commands": worker_commands(best) if best is not None else [],
     }
 
 
@@ -115,12 +125,19 @@ def show(p: Plan) -> None:
     if best is None:
         console.print("[red]no option meets the workload[/red] (see above)")
         return
-    gpus = f"0-{best.tp - 1}" if best.tp > 1 else "0"
     console.print(
-        f"plan: [bold]{best.gpus} GPU(s)[/bold] as {best.groups} worker(s) of TP {best.tp} "
-        f"(each: mtfleet worker --gpus {gpus} --tp {best.tp}); settings: "
-        + " ".join(f"{k}={v}" for k, v in p.settings().items())
+        f"plan: [bold]{best.gpus} GPU(s)[/bold] as {best.groups} worker(s) of TP {best.tp}; "
+        "settings: " + " ".join(f"{k}={v}" for k, v in p.settings().items())
     )
+    for command in worker_commands(best):
+        console.print(f"  {command}", markup=False, highlight=False)
+    if best.groups > 1:
+        console.print(
+            f"  (or on one host with these {best.gpus} GPUs, one launcher runs them all: mtfleet "
+            f"worker --gpus 0-{best.gpus - 1} --tp {best.tp})",
+            markup=False,
+            highlight=False,
+        )
 
 
 def plan_command(

@@ -43,7 +43,8 @@ class Supervisor:
     shares its CPU group: ``workers.priority``), so a Ctrl-C on the terminal reaches only the
     launcher, which sends each worker one SIGTERM: Celery's warm shutdown finishes (or gives
     back) the chunks in hand. A second signal escalates to SIGQUIT (cold shutdown;
-    unacknowledged chunks are redelivered by the broker).
+    unacknowledged chunks are redelivered by the broker). Once they have exited, the idle
+    cgroups it and they made are removed (``workers.priority``).
     """
 
     def __init__(
@@ -55,6 +56,7 @@ class Supervisor:
         self.commands = {name: (cmd, env) for name, cmd, env in commands}
         self.bulk = bulk or set()
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.pids: list[int] = []  # every worker process started, for release()
         self.failures: dict[str, int] = {}
         self.started: dict[str, float] = {}
         self.restart_at: dict[str, float] = {}
@@ -82,6 +84,7 @@ class Supervisor:
         self.procs[name] = subprocess.Popen(
             cmd, env=env, stdin=subprocess.DEVNULL, process_group=0, preexec_fn=prepare
         )
+        self.pids.append(self.procs[name].pid)
         self.started[name] = time.monotonic()
 
     def _signal(self, _signum: int, _frame: FrameType | None) -> None:
@@ -96,6 +99,7 @@ class Supervisor:
     def run(self, *, max_backoff_s: float = 30.0) -> int:
         signal.signal(signal.SIGTERM, self._signal)
         signal.signal(signal.SIGINT, self._signal)
+        priority.sweep()  # idle cgroups a worker killed -9 left on this host
         for name in self.commands:
             self._start(name)
         while not self.signals:
@@ -124,6 +128,8 @@ class Supervisor:
                 proc.terminate()
         for proc in self.procs.values():
             proc.wait()
+        # the idle cgroups this launcher and its worker processes made go with them
+        priority.release([os.getpid(), *self.pids])
         return 0
 
 

@@ -9,6 +9,7 @@ links need no key, as on LibreTranslate; a download link carries the document's 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 from urllib.parse import quote
 
@@ -75,8 +76,20 @@ async def values(request: Request) -> dict[str, Any]:
     return out
 
 
+#: What a request with ``?api_key=`` is told while MT_LIBRETRANSLATE_KEY_IN_QUERY is off.
+KEY_IN_QUERY = (
+    "Invalid request: send api_key in the request body (a JSON field or a form field), not in "
+    "the URL, where proxy logs and Referer headers keep it (MT_LIBRETRANSLATE_KEY_IN_QUERY)"
+)
+
+
 async def caller_of(request: Request, services: Services, fields: dict[str, Any]) -> Caller:
-    """The caller behind ``api_key`` (body or query); a missing one is 400, a bad one 403."""
+    """The caller behind ``api_key`` (the body; the query too with
+    ``MT_LIBRETRANSLATE_KEY_IN_QUERY``, else a key there is 400); a missing one is 400, a bad
+    one 403 (429 past the client address's bad-key limit)."""
+    in_query = "api_key" in request.query_params
+    if in_query and not services.settings.libretranslate_key_in_query:
+        raise InvalidInput(KEY_IN_QUERY)
     key = fields.get("api_key") or request.query_params.get("api_key")
     if services.settings.auth == "required" and not key:
         raise InvalidInput(SURFACE.missing_key)
@@ -216,9 +229,19 @@ async def translate_file(request: Request, services: ServicesDep) -> JSONRespons
         "libretranslate_download",
         job_id=job.id,
         token=token,
-        filename=quote(file.filename, safe=""),
+        filename=quote(_link_name(file.filename, job), safe=""),
     )
     return JSONResponse({"translatedFileUrl": str(url)})
+
+
+def _link_name(filename: str, job: JobRecord) -> str:
+    """The last part of an uploaded file's name (a client may send ``a/b/report.html``, and a
+    ``/`` in the link, even quoted, is a path the download route does not match); the job's
+    id and its format's extension when nothing usable is left."""
+    name = re.split(r"[/\\]", filename)[-1]
+    if name.strip() and name not in (".", ".."):
+        return name
+    return f"{job.id}{core_documents.for_name(job.document_format or 'text').extensions[0]}"
 
 
 def _check_not_failed(job: JobRecord) -> None:

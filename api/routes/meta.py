@@ -9,8 +9,9 @@ from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from mtfleet.api import metrics
-from mtfleet.api.auth import authenticate
+from mtfleet.api.auth import authenticate, operator, sees_internals
 from mtfleet.api.deps import ServicesDep
+from mtfleet.api.errors import documented
 from mtfleet.api.routing import choose_pool
 from mtfleet.core import keys, languages
 from mtfleet.core.errors import UnknownPool
@@ -102,9 +103,10 @@ def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz", responses={422: {"model": ErrorPublic}})
+@router.get("/readyz", responses=documented(422))
 def readyz(
     services: ServicesDep,
+    details: Annotated[bool, Depends(sees_internals)],
     pool: Annotated[
         str | None,
         Query(max_length=32, description="Whether this pool is ready (default: the fleet)."),
@@ -112,20 +114,23 @@ def readyz(
 ) -> JSONResponse:
     """Ready when Redis answers and every lane has a live, healthy worker (503 otherwise, with
     an ``error`` saying which lanes lack one); with ``?pool=NAME``, a worker of that pool (422
-    for a pool the fleet has never had).
-    ``pools`` shows each pool's lanes and the workers that serve them; ``unhealthy`` lists live
+    for a pool the fleet has never had). Anyone gets the status (probes send no key); only an
+    operator key (or anyone with ``MT_AUTH=off``) the details: ``pools`` shows each pool's lanes
+    and the workers that serve them, ``lanes`` the workers per lane, ``unhealthy`` the live
     workers whose engine is down or restarting, with the reason."""
     try:
         services.store.r.ping()
         workers = services.registry.live_workers()
         known = sorted(services.registry.pools())
     except Exception as exc:  # noqa: BLE001 - report, never raise
-        message = f"Redis cannot be read: {exc}"
+        error = {"type": "unavailable", "message": "Redis cannot be read"}
+        if not details:  # the cause names Redis's address
+            return JSONResponse({"status": "unavailable", "error": error}, status_code=503)
         return JSONResponse(
             {
                 "status": "unavailable",
                 "redis": f"error: {exc}",
-                "error": {"type": "unavailable", "message": message},
+                "error": {**error, "message": f"{error['message']}: {exc}"},
             },
             status_code=503,
         )
@@ -141,11 +146,13 @@ def readyz(
         lanes = {lane: sorted(w.name for w in healthy if lane in w.lanes) for lane in keys.LANES}
     elif pool in pools:
         lanes = pools[pool]
-    else:
+    elif details:
         raise UnknownPool(
             f"the fleet has no pool {pool!r}; pools: " + (", ".join(pools) or "none yet"),
             pools=list(pools),
         )
+    else:
+        raise UnknownPool(f"the fleet has no pool {pool!r}")
     unhealthy = [
         {"name": w.name, "pool": w.pool_name, "reason": w.unhealthy_reason}
         for w in workers
@@ -166,9 +173,18 @@ def readyz(
             "type": "not_ready",
             "message": f"no live, healthy worker{where} for lane(s) {idle}",
         }
+    if not details:
+        body = {k: v for k, v in body.items() if k in ("status", "error")}
     return JSONResponse(body, status_code=200 if ready else 503)
 
 
-@router.get("/metrics")
+@router.get(
+    "/metrics",
+    dependencies=[Depends(operator)],
+    responses=documented(401, 403, 429),
+)
 def prometheus_metrics() -> Response:
+    """Prometheus metrics: this process's requests and the fleet's queues, workers and dead
+    letters. Needs an operator key (with ``MT_AUTH=required``); scrapers on a private network
+    read the same without a key on ``MT_API_METRICS_PORT``."""
     return Response(generate_latest(metrics.REGISTRY), media_type=CONTENT_TYPE_LATEST)

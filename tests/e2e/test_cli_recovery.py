@@ -44,6 +44,7 @@ def fleet(redis_server: str) -> Iterator[LocalFleet]:
     f.start_api()
     f.wait_ready(60)
     f.env["MT_API_KEY"] = f.create_api_key("cli-recovery")
+    f.env["OPERATOR_KEY"] = f.create_api_key("ops", role="operator")  # /metrics is an operator's
     f.env["MT_API_URL"] = f.api_url
     yield f
     f.stop()
@@ -114,7 +115,7 @@ def test_ctrl_c_says_how_to_pick_up_and_resume_finishes_without_sending_again(
     # and any finished job can be written as its file later, from any folder
     single = cli(fleet, "result", job_id, "--out", "out", cwd=tmp_path)
     assert single.returncode == 0 and single.stdout.strip() == "out/cat.es.txt"
-    elsewhere = cli(fleet, "result", job_id, "--out", str(tmp_path / "other"), cwd=tmp_path)
+    elsewhere = cli(fleet, "result", job_id, "--out", f"{tmp_path / 'other'}/", cwd=tmp_path)
     assert elsewhere.returncode == 0
     assert (tmp_path / "other" / f"{job_id}.es.txt").read_text() == written
 
@@ -255,7 +256,8 @@ def test_work_in_progress_is_visible_in_the_status_and_the_metrics(
         assert job["status"] in {"queued", "running"} and time.monotonic() < deadline, job
         time.sleep(0.1)
     assert work["queued"] + work["in_flight"] >= 1
-    metrics = httpx.get(f"{fleet.api_url}/metrics", timeout=10).text
+    ops = {"Authorization": f"Bearer {fleet.env['OPERATOR_KEY']}"}
+    metrics = httpx.get(f"{fleet.api_url}/metrics", headers=ops, timeout=10).text
     held = float(
         re.search(
             rf'^mt_chunks_held\{{lane="bulk",pool="{COST_POOL}"\}} (\S+)$', metrics, re.M

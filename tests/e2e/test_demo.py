@@ -19,6 +19,7 @@ import pytest
 import redis
 
 from mtfleet.core.apikeys import KeyStore
+from tests.integration.cgroups import idle_cgroups
 
 pytestmark = pytest.mark.slow
 
@@ -151,7 +152,9 @@ class Lines:
         raise AssertionError(f"no {pattern!r} in:\n{''.join(self.seen)}")
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+@pytest.mark.parametrize(
+    "sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: s.name
+)
 def test_a_kept_running_demo_stops_everything_on_a_signal(
     redis_server: str, sig: signal.Signals
 ) -> None:
@@ -167,8 +170,25 @@ def test_a_kept_running_demo_stops_everything_on_a_signal(
     try:
         out = Lines(demo.stdout)
         workdir = out.until(r"logs in (\S+)", 120).group(1)
-        api_url = out.until(r"export MT_API_URL=(\S+)", 10).group(1)
+        exported = out.until(r"export MT_API_URL=(\S+) MT_API_KEY=(\S+)", 10)
+        api_url, api_key = exported.group(1), exported.group(2)
         out.until(r"--keep-running:", 120)
+        if sig is signal.SIGINT:
+            # a playground: a webhook receiver on this machine (docs/webhooks.md) is accepted
+            job = httpx.post(
+                f"{api_url}/v1/jobs",
+                json={"texts": ["Red shoes"], "source_lang": "en", "target_lang": "es",
+                      "callback_url": "http://127.0.0.1:9/hooks/mtfleet"},
+                headers={"Authorization": f"Bearer {api_key}"},
+                timeout=30,
+            )  # fmt: skip
+            assert job.status_code in (200, 202), job.text
+            httpx.delete(
+                f"{api_url}/v1/jobs/{job.json()['id']}",
+                params={"purge": "true"},
+                headers={"Authorization": f"Bearer {api_key}"},
+                timeout=30,
+            )  # its webhook event with it
         started = processes_in(workdir)
         names = " ".join(started.values())
         assert " api " in names and " worker " in names and " flower " in names
@@ -189,8 +209,10 @@ def test_a_kept_running_demo_stops_everything_on_a_signal(
             else:
                 raise AssertionError("the restarted API never answered")
             started |= processes_in(workdir)
+        idle = idle_cgroups(started)  # its bulk pipeline's, where this host allows one
         demo.send_signal(sig)
-        assert demo.wait(timeout=60) == 128 + sig
+        # a stop asked for, and done: no error (`make demo` then prints none either)
+        assert demo.wait(timeout=60) == 0
         out.until("stopping everything the demo started", 5)
     finally:
         if demo.poll() is None:
@@ -203,3 +225,4 @@ def test_a_kept_running_demo_stops_everything_on_a_signal(
     assert left == {}, left
     assert processes_in(workdir) == {}
     assert KeyStore(client, cache_s=0).list_keys() == []  # its key is gone with it
+    assert {g for g in idle if g.exists()} == set()  # and no cgroup of it on the host

@@ -99,6 +99,8 @@ def test_a_short_string_is_detected_among_the_languages_served(
     proc = cli(fleet, "translate", text, "--to", "es")  # --from auto, the CLI's default
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip()
+    # the first time (no phrase-cache answer): detected, and said so with the confidence
+    assert re.search(r"detected en \(confidence 0\.\d\d, among the languages", proc.stderr)
     resp = httpx.post(
         f"{fleet.api_url}/v1/translate", json={"texts": [text], "target_lang": "es"}, timeout=30
     )  # no source_lang: auto, as the CLI

@@ -40,6 +40,7 @@ def base(fleet: LocalFleet) -> str:
 
 def test_libretranslatepy_translates_detects_and_lists(base: str, key: str) -> None:
     lt = LibreTranslateAPI(base, api_key=key)  # it adds the trailing "/" itself
+    # (it sends api_key as a form field: the body, where the key is taken by default)
     assert lt.translate("The red shirt is in the house.", "en", "es") == (
         "La camisa roja es en la casa."
     )
@@ -81,15 +82,47 @@ def test_json_batch_with_auto_detection_html_and_alternatives(base: str, key: st
     assert plain == {"translatedText": "Añade a carro"}  # no detectedLanguage without auto
 
 
-def test_form_fields_and_the_key_in_the_query(base: str, key: str) -> None:
+def test_form_fields(base: str, key: str) -> None:
     form = httpx.post(
         f"{base}/translate",
-        params={"api_key": key},
-        data={"q": "The house\r\nThe shirt", "source": "en", "target": "es"},
+        data={"q": "The house\r\nThe shirt", "source": "en", "target": "es", "api_key": key},
         timeout=60,
     )
     assert form.status_code == 200, form.text
     assert form.json() == {"translatedText": "La casa\nLa camisa"}  # line endings as LT's
+
+
+def test_a_key_in_the_query_string_is_refused_saying_where_it_goes(
+    fleet: LocalFleet, base: str, key: str
+) -> None:
+    """A key in the URL ends up in proxy logs and Referer headers: by default it is a 400 that
+    says to send it in the body (nothing translated, nothing charged)."""
+    made = jobs_made(fleet)
+    form = {"q": "The house", "source": "en", "target": "es"}
+    for route, body in (("translate", form), ("detect", {"q": "The house"})):
+        for sent in ({"data": body}, {"data": {**body, "api_key": key}}, {"json": body}):
+            got = httpx.post(f"{base}/{route}", params={"api_key": key}, timeout=60, **sent)
+            assert got.status_code == 400, got.text
+            error = got.json()["error"]
+            assert "send api_key in the request body" in error and "not in the URL" in error
+    assert jobs_made(fleet) == made
+
+
+def test_the_key_in_the_query_string_where_the_operator_allows_it(
+    fleet: LocalFleet, key: str
+) -> None:
+    env = {"MT_AUTH": "required", "MT_LIBRETRANSLATE_KEY_IN_QUERY": "true"}
+    with LocalFleet(redis_url=str(fleet.redis_url), env=env) as allowing:
+        allowing.start_redis()  # the fleet's own: its worker translates for this API too
+        allowing.start_api()
+        got = httpx.post(
+            f"{allowing.api_url}/libretranslate/translate",
+            params={"api_key": key},
+            data={"q": "The house", "source": "en", "target": "es"},
+            timeout=60,
+        )
+        assert got.status_code == 200, got.text
+        assert got.json() == {"translatedText": "La casa"}
 
 
 def test_a_translation_still_running_is_503_and_the_same_request_joins_it(
@@ -201,6 +234,26 @@ def test_translate_file_answers_a_url_that_downloads_the_file(
         f"{base}/translate_file", data={"source": "en", "target": "es", "api_key": key}
     )
     assert missing.json() == {"error": "Invalid request: missing file parameter"}
+
+
+@pytest.mark.parametrize("name", ["a/b/report.html", "C:\\Users\\me\\report.html", ".."])
+def test_translate_file_answers_a_working_link_whatever_path_the_name_carries(
+    base: str, key: str, name: str
+) -> None:
+    """A client may send the file's path as its name: the link names its last part (or, when
+    none is usable, the job), and following it downloads the translation."""
+    got = httpx.post(
+        f"{base}/translate_file",
+        files={"file": (name, b"<p>The red shirt is in the house.</p>", "text/html")},
+        data={"source": "en", "target": "es", "api_key": key},
+        timeout=120,
+    )
+    assert got.status_code == 200, got.text
+    url = got.json()["translatedFileUrl"]
+    file = httpx.get(url, timeout=120)
+    assert file.status_code == 200, (url, file.text)
+    assert "camisa roja" in file.text
+    assert url.endswith("/report.html") or name == ".."
 
 
 UNREAD = sorted((FIXTURES / "unread").iterdir())

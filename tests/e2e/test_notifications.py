@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -76,6 +76,13 @@ def rd(fleet: LocalFleet) -> redis.Redis:
 @pytest.fixture(scope="module")
 def token(fleet: LocalFleet) -> str:
     return fleet.create_api_key("notifications")
+
+
+@pytest.fixture(scope="module")
+def scrape(fleet: LocalFleet) -> Callable[[], str]:
+    """The API's /metrics, read with an operator key (it is an operator's)."""
+    headers = {"Authorization": f"Bearer {fleet.create_api_key('ops', role='operator')}"}
+    return lambda: httpx.get(f"{fleet.api_url}/metrics", headers=headers, timeout=10).text
 
 
 @pytest.fixture(scope="module")
@@ -208,7 +215,11 @@ def test_submission_refuses_private_targets_and_jobs_with_nothing_to_sign_with(
 
 
 def test_a_worker_killed_mid_job_still_gives_one_webhook_id_per_job_and_identical_bodies(
-    fleet: LocalFleet, rd: redis.Redis, api: httpx.Client, receiver: Receiver
+    fleet: LocalFleet,
+    rd: redis.Redis,
+    api: httpx.Client,
+    receiver: Receiver,
+    scrape: Callable[[], str],
 ) -> None:
     """Done-when: kill -9 of the worker twice while two jobs run; the receiver fails the first
     attempts (500, then 429 with Retry-After: 1, then 200). Each job: exactly one distinct
@@ -241,7 +252,7 @@ def test_a_worker_killed_mid_job_still_gives_one_webhook_id_per_job_and_identica
         assert hook["last_status"] == 200 and hook["delivered_at"] >= hook["last_attempt_at"] - 1
         assert hook["id"] == f"msg_{job_id}_succeeded" and hook["next_attempt_at"] is None
         assert rd.hlen(keys.job_results(job_id)) == 1200
-    text = httpx.get(f"{fleet.api_url}/metrics").text
+    text = scrape()
     assert metric(text, 'mt_webhook_attempts_total{outcome="delivered"}') >= 2
     assert metric(text, 'mt_webhook_attempts_total{outcome="http_error"}') >= 4
     assert metric(text, "mt_webhooks_pending ") == 0
@@ -389,13 +400,13 @@ def test_the_event_stream_gives_progress_pings_a_final_event_and_resumes(
 
 
 def test_mtfleet_submit_follows_the_event_stream_instead_of_polling(
-    fleet: LocalFleet, token: str, tmp_path: Path
+    fleet: LocalFleet, token: str, tmp_path: Path, scrape: Callable[[], str]
 ) -> None:
     lines = [f"Catalogue line {i}" for i in range(1500)]
     (tmp_path / "catalogue.txt").write_text("\n".join(lines) + "\n")
 
     def requests(route: str) -> float:
-        text = httpx.get(f"{fleet.api_url}/metrics").text
+        text = scrape()
         return metric(text, f'mt_api_request_seconds_count{{method="GET",route="{route}"')
 
     streams, polls = requests("/v1/jobs/{job_id}/events"), requests("/v1/jobs/{job_id}")
@@ -416,7 +427,7 @@ def test_mtfleet_submit_follows_the_event_stream_instead_of_polling(
 
 
 def test_the_api_killed_while_an_event_is_pending_delivers_it_after_restart(
-    fleet: LocalFleet, api: httpx.Client, receiver: Receiver, token: str
+    fleet: LocalFleet, api: httpx.Client, receiver: Receiver, token: str, scrape: Callable[[], str]
 ) -> None:
     """kill -9 of the API with a webhook pending (the receiver answering 503): the restarted
     API delivers it, same id and bytes. An SDK client following another job's event stream
@@ -452,7 +463,7 @@ def test_the_api_killed_while_an_event_is_pending_delivers_it_after_restart(
     # counted when the server has closed it, which may be just after the client has read it)
     streams = 'mt_api_request_seconds_count{method="GET",route="/v1/jobs/{job_id}/events"'
     deadline = time.monotonic() + 10
-    while metric(httpx.get(f"{fleet.api_url}/metrics").text, streams) < 1:
+    while metric(scrape(), streams) < 1:
         assert time.monotonic() < deadline, "the follower did not come back on the stream"
         time.sleep(0.1)
 

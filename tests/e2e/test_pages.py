@@ -9,6 +9,7 @@ ops-phone.png, flower-workers.png, flower-tasks.png.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -61,6 +62,7 @@ def fleet(redis_server: str) -> Iterator[LocalFleet]:
         "MT_FLOWER_PASSWORD": FLOWER_AUTH[1],
         "MT_CHUNK_SIZE": "16",  # a document's progress moves in steps a page can see
         "MT_WORKER_METRICS_PORT": str(free_port()),
+        "MT_API_METRICS_PORT": str(free_port()),  # what Prometheus scrapes (no key)
     }
     with apertium_fleet(redis_server, env, flower=True) as f:
         wait_flower_listening(f.flower_url)
@@ -148,6 +150,78 @@ def test_translator_translates_text_through_its_labelled_controls(
     assert page.evaluate("sessionStorage.length") == 1
     assert page.evaluate("document.cookie") == ""
     assert console.errors == []
+
+
+@contextlib.contextmanager
+def speaking(browser: Browser, locale: str) -> Iterator[BrowserContext]:
+    """A browser whose language is ``locale`` (``navigator.languages``, ``Accept-Language``)."""
+    ctx = browser.new_context(locale=locale, viewport={"width": 1280, "height": 900})
+    ctx.set_default_timeout(30_000)
+    try:
+        yield ctx
+    finally:
+        ctx.close()
+
+
+def test_translator_targets_the_browsers_language_by_default(
+    fleet: LocalFleet, browser: Browser
+) -> None:
+    with speaking(browser, "es-ES") as ctx:
+        page, console = open_page(ctx, f"{fleet.api_url}/")
+        sign_in(page, fleet.env["USER_KEY"])
+        expect(page.get_by_label("Source language")).to_have_value("auto")  # left as it is
+        page.get_by_label("Text to translate").fill("The cat is on the table.")
+        page.get_by_role("button", name="Translate").click()
+        result = page.get_by_role("region", name="Translation")
+        expect(result).to_contain_text("gato", timeout=30_000)
+        expect(result.locator(".error")).to_have_count(0)
+        expect(page.get_by_label("Target language")).to_have_value("es")
+        assert console.errors == []
+
+
+def test_translator_remembers_the_chosen_languages_after_a_reload(
+    fleet: LocalFleet, browser: Browser
+) -> None:
+    key = fleet.env["USER_KEY"]
+    with speaking(browser, "ca-ES") as ctx:  # a choice wins over the browser's Catalan
+        page, console = open_page(ctx, f"{fleet.api_url}/")
+        sign_in(page, key)
+        page.get_by_label("Source language").select_option("en")
+        page.get_by_label("Target language").select_option("es")
+        page.reload()
+        expect(page.locator("#app")).to_be_visible()  # the key is still in the tab's session
+        expect(page.get_by_label("Source language")).to_have_value("en")
+        expect(page.get_by_label("Target language")).to_have_value("es")
+        # a new tab: signed in again (the key stays in its own tab), the same choice
+        again, console_again = open_page(ctx, f"{fleet.api_url}/")
+        sign_in(again, key)
+        expect(again.get_by_label("Source language")).to_have_value("en")
+        expect(again.get_by_label("Target language")).to_have_value("es")
+        again.get_by_label("Text to translate").fill("The cat is on the table.")
+        again.get_by_role("button", name="Translate").click()
+        translation = again.get_by_role("region", name="Translation")
+        expect(translation).to_contain_text("gato", timeout=30_000)
+        assert key not in again.evaluate("JSON.stringify(localStorage)")  # never the key
+        assert console.errors == console_again.errors == []
+
+
+def test_choosing_the_target_as_source_moves_the_target_to_the_next_sensible_one(
+    fleet: LocalFleet, browser: Browser
+) -> None:
+    with speaking(browser, "es-ES") as ctx:
+        page, console = open_page(ctx, f"{fleet.api_url}/")
+        sign_in(page, fleet.env["USER_KEY"])
+        source = page.get_by_label("Source language")
+        target = page.get_by_label("Target language")
+        target.select_option("en")
+        source.select_option("en")  # the text turns out to be English after all
+        expect(target).not_to_have_value("en")
+        expect(target).to_have_value("es")  # the browser's language, not the first in the list
+        page.get_by_label("Text to translate").fill("The cat is on the table.")
+        page.get_by_role("button", name="Translate").click()
+        translation = page.get_by_role("region", name="Translation")
+        expect(translation).to_contain_text("gato", timeout=30_000)
+        assert console.errors == []
 
 
 def catalogue_docx(path: Path, paragraphs: int) -> Path:
@@ -412,7 +486,7 @@ def test_every_metric_the_dashboard_and_alerts_name_is_exported(fleet: LocalFlee
         ).json()["id"]
         assert http.get(f"/v1/jobs/{bulk}?wait=60").json()["status"] == "succeeded"
     exported = (
-        scraped_names(f"{fleet.api_url}/metrics")
+        scraped_names(f"http://127.0.0.1:{fleet.env['MT_API_METRICS_PORT']}/metrics")
         | scraped_names(f"http://127.0.0.1:{fleet.env['MT_WORKER_METRICS_PORT']}/metrics")
         | scraped_names(f"{fleet.flower_url}/metrics")
     )

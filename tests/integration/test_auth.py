@@ -79,7 +79,7 @@ def test_every_v1_route_is_in_the_list_below(api: TestClient) -> None:
 
 
 def test_open_routes_need_no_key(api: TestClient) -> None:
-    for path in ("/healthz", "/metrics", "/docs", "/openapi.json"):
+    for path in ("/healthz", "/docs", "/openapi.json"):
         assert api.get(path).status_code == 200, path
     assert api.get("/readyz").status_code == 200  # the registered worker counts as live
     schemes = api.get("/openapi.json").json()["components"]["securitySchemes"]
@@ -324,3 +324,94 @@ def test_redis_down_with_auth_required_is_503_not_401_or_500() -> None:
         assert resp.status_code == 503 and resp.headers["retry-after"] == "1"
         assert resp.json()["error"]["type"] == "unavailable"
         assert client.get("/v1/languages").status_code == 401  # no key: no Redis needed
+
+
+# --- the fleet's internals: /readyz's details and /metrics are an operator's ---------------------
+#: What /readyz's details would name: a worker, its host, its pool, its engine's address.
+INTERNALS = ("gpu0@node-7", "node-7", "nllb-night", "10.1.2.3")
+
+
+def test_readyz_tells_anyone_its_status_and_only_an_operator_its_workers(
+    api: TestClient, store: KeyStore
+) -> None:
+    _, user = store.create("shop")
+    _, operator = store.create("ops", role="operator")
+    for headers in ({}, auth(user), auth("mt_not_a_key")):  # a probe, a tenant, a typo
+        for params in ({}, {"pool": "apertium"}):
+            short = api.get("/readyz", params=params, headers=headers)
+            assert short.status_code == 200, (headers, short.text)
+            assert short.json() == {"status": "ready"}, headers
+        unknown = api.get("/readyz", params={"pool": "nope"}, headers=headers)
+        assert unknown.status_code == 422 and unknown.json()["error"]["type"] == "unknown_pool"
+        assert "apertium" not in unknown.text  # the pools the fleet has are not listed
+    full = api.get("/readyz", headers=auth(operator))
+    assert full.status_code == 200
+    assert full.json()["pools"] == {"apertium": {"interactive": ["w@test"], "bulk": ["w@test"]}}
+    assert full.json()["lanes"] == {"interactive": ["w@test"], "bulk": ["w@test"]}
+    unknown = api.get("/readyz", params={"pool": "nope"}, headers=auth(operator))
+    assert unknown.status_code == 422 and unknown.json()["error"]["pools"] == ["apertium"]
+
+
+def test_an_unready_fleet_says_which_lanes_without_naming_workers_hosts_or_pools(
+    api: TestClient, store: KeyStore, r: redis.Redis
+) -> None:
+    registry = Registry(r)
+    registry.leave("")  # the registered worker is gone ...
+    registry.beat(  # ... and the one left is down, for a reason that names its server
+        WorkerInfo(
+            name=INTERNALS[0],
+            host=INTERNALS[1],
+            pool=INTERNALS[2],
+            healthy=False,
+            unhealthy_reason=f"the server at http://{INTERNALS[3]}:8000 does not answer",
+            engine="openai",
+            model="m",
+            fingerprint="fp",
+            pairs=[("en", "de")],
+            lanes=["interactive", "bulk"],
+        ),
+        ttl_s=60,
+    )
+    _, user = store.create("shop")
+    _, operator = store.create("ops", role="operator")
+    for headers in ({}, auth(user)):
+        short = api.get("/readyz", headers=headers)
+        assert short.status_code == 503
+        body = short.json()
+        assert set(body) == {"status", "error"} and body["status"] == "not_ready"
+        assert body["error"]["type"] == "not_ready"
+        assert "interactive" in body["error"]["message"]  # which lanes lack a worker
+        assert not [word for word in INTERNALS if word in short.text], short.text
+    full = api.get("/readyz", headers=auth(operator))
+    assert full.status_code == 503
+    (down,) = full.json()["unhealthy"]
+    assert down["name"] == INTERNALS[0] and down["pool"] == INTERNALS[2]
+    assert INTERNALS[3] in down["reason"]
+
+
+def test_metrics_need_an_operator_key(api: TestClient, store: KeyStore) -> None:
+    _, user = store.create("shop")
+    _, operator = store.create("ops", role="operator")
+    none = api.get("/metrics")
+    assert none.status_code == 401 and none.json()["error"]["type"] == "unauthorized"
+    assert none.headers["www-authenticate"].startswith("Bearer")
+    tenant = api.get("/metrics", headers=auth(user))
+    assert tenant.status_code == 403 and tenant.json()["error"]["type"] == "forbidden"
+    assert "--role operator" in tenant.json()["error"]["message"]
+    scraped = api.get("/metrics", headers=auth(operator))
+    assert scraped.status_code == 200
+    assert 'mt_lane_live_workers{lane="bulk",pool="apertium"} 1.0' in scraped.text
+    assert "mt_api_request_seconds_count" in scraped.text
+
+
+def test_with_redis_down_readyz_says_so_without_its_address() -> None:
+    port = free_port()
+    dead = Settings(redis_url=f"redis://127.0.0.1:{port}/0", auth="required")
+    with TestClient(create_app(dead), raise_server_exceptions=False) as client:
+        resp = client.get("/readyz")
+        assert resp.status_code == 503
+        assert resp.json() == {
+            "status": "unavailable",
+            "error": {"type": "unavailable", "message": "Redis cannot be read"},
+        }
+        assert str(port) not in resp.text

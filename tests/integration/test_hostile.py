@@ -65,6 +65,13 @@ def api(fleet: LocalFleet) -> Iterator[httpx.Client]:
         yield c
 
 
+@pytest.fixture(scope="module")
+def ops(fleet: LocalFleet) -> Iterator[httpx.Client]:
+    """An operator key's client: /metrics is an operator's."""
+    with client_for(fleet, fleet.create_api_key("ops", role="operator")) as c:
+        yield c
+
+
 def api_process(fleet: LocalFleet) -> psutil.Process:
     return psutil.Process(next(p for p in fleet.procs if p.name == "api").popen.pid)
 
@@ -95,11 +102,12 @@ def finished(api: httpx.Client, job_id: str) -> dict[str, Any]:
     return job
 
 
-def document_work(api: httpx.Client) -> dict[tuple[str, str], float]:
-    """mt_api_document_seconds_count by (op, outcome), from the API's /metrics."""
+def document_work(ops: httpx.Client) -> dict[tuple[str, str], float]:
+    """mt_api_document_seconds_count by (op, outcome), from the API's /metrics (``ops``: an
+    operator key's client)."""
     found: dict[tuple[str, str], float] = {}
     pattern = r'mt_api_document_seconds_count\{op="(\w+)",outcome="(\w+)"\} ([0-9.e+]+)'
-    for m in re.finditer(pattern, api.get("/metrics").text):
+    for m in re.finditer(pattern, ops.get("/metrics").text):
         found[(m.group(1), m.group(2))] = float(m.group(3))
     return found
 
@@ -141,12 +149,12 @@ def test_markup_nested_past_the_limit_is_refused_in_every_format(api: httpx.Clie
 
 
 def test_a_document_past_the_deadline_is_refused_and_the_api_answers_meanwhile(
-    api: httpx.Client,
+    api: httpx.Client, ops: httpx.Client
 ) -> None:
     # Unclosed link labels: markdown-it's label scan is superlinear in them (minutes for this
     # 2 MB body); the document worker is stopped at the deadline.
     text = "[a" * 1_000_000 + " Hello world."
-    before = document_work(api).get(("read", "too_complex"), 0)
+    before = document_work(ops).get(("read", "too_complex"), 0)
     with httpx.Client(base_url=str(api.base_url), headers=api.headers, timeout=120) as other:
         answer: list[httpx.Response] = []
         thread = threading.Thread(
@@ -165,25 +173,27 @@ def test_a_document_past_the_deadline_is_refused_and_the_api_answers_meanwhile(
     message = refused(api, answer[0], 422, "document_too_complex")
     assert f"longer than {DEADLINE_S} s" in message and "MT_DOCUMENT_DEADLINE_S" in message
     assert healthy >= 1
-    assert document_work(api)[("read", "too_complex")] == before + 1
+    assert document_work(ops)[("read", "too_complex")] == before + 1
     # the pool replaced the stopped worker: the next document is read as usual
     ok = api.post("/v1/jobs", json=document_job("markdown", "# Hello\n\nRed shoes.\n"))
     assert ok.status_code in (200, 202), ok.text
 
 
-def test_a_result_is_rendered_once_however_often_it_is_read(api: httpx.Client) -> None:
+def test_a_result_is_rendered_once_however_often_it_is_read(
+    api: httpx.Client, ops: httpx.Client
+) -> None:
     text = "# Shipping\n\nFree *shipping* on [all orders](https://example.com).\n\nRed shoes.\n"
     resp = api.post("/v1/jobs", json=document_job("markdown", text, filename="p.md"))
     assert resp.status_code in (200, 202), resp.text
     job_id = resp.json()["id"]
     finished(api, job_id)
-    before = document_work(api)
+    before = document_work(ops)
     for _ in range(3):
         assert api.get(f"/v1/jobs/{job_id}/result").status_code == 200
         download = api.get(f"/v1/jobs/{job_id}/document")
         assert download.status_code == 200
         assert "envío" in download.text.lower() or "zapatos" in download.text.lower()
-    after = document_work(api)
+    after = document_work(ops)
     renders = after.get(("render", "ok"), 0) - before.get(("render", "ok"), 0)
     reads = sum(v for (op, _), v in after.items() if op == "read") - sum(
         v for (op, _), v in before.items() if op == "read"
@@ -511,21 +521,26 @@ def test_failed_keys_are_throttled_per_client_and_cost_no_redis_read_each(
     # another loopback address: the throttle is per client address
     transport = httpx.HTTPTransport(local_address="127.0.0.2")
     with httpx.Client(base_url=fleet.api_url, transport=transport, timeout=30) as guesser:
+        malformed = guesser.get("/v1/languages", headers={"Authorization": "Bearer mt_deadbeef_x"})
+        assert malformed.status_code == 401  # never read from Redis: not a key id
         unknown = [
             guesser.get("/v1/languages", headers={"Authorization": "Bearer mt_00000000deadbeef_x"})
             for _ in range(10)
         ]
         known = [
             guesser.get("/v1/languages", headers={"Authorization": f"Bearer mt_{key_id}_guess"})
-            for _ in range(10)
-        ]
+            for _ in range(9)
+        ]  # 20 failures: the limit
         assert {u.status_code for u in unknown + known} == {401}
         assert {u.json()["error"]["message"] for u in unknown + known} == {"invalid API key"}
         r.get("stop-watching")
         watcher.join(10)
         assert len(reads) == 1, reads  # the unknown id was read once, then remembered
-        blocked = guesser.get("/v1/languages", headers={"Authorization": f"Bearer {token}"})
+        blocked = guesser.get("/v1/languages", headers={"Authorization": "Bearer mt_deadbeef"})
         assert blocked.status_code == 429 and int(blocked.headers["retry-after"]) >= 1
+        # the address's valid key is served all the same
+        served = guesser.get("/v1/languages", headers={"Authorization": f"Bearer {token}"})
+        assert served.status_code == 200, served.text
     assert api.get("/v1/languages").status_code == 200  # other clients are not throttled
 
 
@@ -557,3 +572,126 @@ def test_with_redis_full_a_rate_limited_key_still_reads(fleet: LocalFleet) -> No
             assert "OOM" not in message and "127.0.0.1" not in message  # internals stay in the log
         finally:
             r.config_set("maxmemory", 0)
+
+
+# --- 10. a bad key from one client never costs a valid key its access -----------------------
+
+LT_FORM = {"q": "Red shoes", "source": "en", "target": "es"}
+
+
+def from_address(base_url: str, address: str) -> httpx.Client:
+    transport = httpx.HTTPTransport(local_address=address)
+    return httpx.Client(base_url=base_url, transport=transport, timeout=60)
+
+
+def bad_key_attempt(client: httpx.Client, n: int, **headers: str) -> httpx.Response:
+    """A request with a bad key (a fresh one each time), on /v1, DeepL's /v2 and
+    LibreTranslate in turn."""
+    token = f"mt_{n:016x}_guess"
+    surface = n % 3
+    if surface == 0:
+        return client.get("/v1/languages", headers={"Authorization": f"Bearer {token}", **headers})
+    if surface == 1:
+        return client.post(
+            "/v2/translate",
+            json={"text": ["Red shoes"], "target_lang": "ES"},
+            headers={"Authorization": f"DeepL-Auth-Key {token}", **headers},
+        )
+    return client.post(
+        "/libretranslate/translate", data={**LT_FORM, "api_key": token}, headers=headers
+    )
+
+
+def assert_throttled_after(answers: list[httpx.Response], limit: int) -> None:
+    """Refused as a bad key (401; 403 on DeepL and LibreTranslate) up to ``limit``, then 429
+    with Retry-After."""
+    statuses = [a.status_code for a in answers]
+    assert set(statuses[:limit]) <= {401, 403}, statuses
+    assert set(statuses[limit:]) == {429}, statuses
+    assert all(int(a.headers["retry-after"]) >= 1 for a in answers[limit:])
+
+
+def assert_served(client: httpx.Client, token: str, **headers: str) -> None:
+    """The key's calls succeed on every surface: /v1, DeepL (DeepL-Auth-Key), LibreTranslate
+    (api_key in the body)."""
+    v1 = client.post(
+        "/v1/translate",
+        json={"texts": ["Red shoes"], "source_lang": "en", "target_lang": "es", "timeout": 30},
+        headers={"Authorization": f"Bearer {token}", **headers},
+    )
+    assert v1.status_code == 200 and v1.json()["translations"], v1.text
+    deepl = client.post(
+        "/v2/translate",
+        json={"text": ["Red shoes"], "source_lang": "EN", "target_lang": "ES"},
+        headers={"Authorization": f"DeepL-Auth-Key {token}", **headers},
+    )
+    assert deepl.status_code == 200 and deepl.json()["translations"][0]["text"], deepl.text
+    lt = client.post(
+        "/libretranslate/translate", json={**LT_FORM, "api_key": token}, headers=headers
+    )
+    assert lt.status_code == 200 and lt.json()["translatedText"], lt.text
+
+
+def test_a_hundred_bad_keys_from_an_address_cost_its_valid_keys_nothing(
+    fleet: LocalFleet,
+) -> None:
+    """Behind a proxy every client shares one address: 100 bad keys from it (on every surface)
+    are throttled past MT_AUTH_FAILURES_PER_MINUTE (20 here), and two tenants' valid keys
+    from that same address are served on every surface all the while."""
+    keys = [fleet.create_api_key("tenant-proxied-1"), fleet.create_api_key("tenant-proxied-2")]
+    with from_address(fleet.api_url, "127.0.0.4") as shared:
+        answers = [bad_key_attempt(shared, n) for n in range(100)]
+        assert_throttled_after(answers, 20)
+        lt_bad = shared.post("/libretranslate/translate", data={**LT_FORM, "api_key": "x"})
+        assert lt_bad.status_code == 429 and lt_bad.json()["error"].startswith("Slowdown: ")
+        for token in keys:
+            assert_served(shared, token)
+        assert bad_key_attempt(shared, 100).status_code == 429  # still throttled
+
+
+def test_bad_keys_sent_to_libretranslate_are_counted_by_the_same_throttle(
+    fleet: LocalFleet,
+) -> None:
+    with from_address(fleet.api_url, "127.0.0.5") as client:
+        answers = [
+            client.post(
+                "/libretranslate/translate", data={**LT_FORM, "api_key": f"mt_{n:016x}_guess"}
+            )
+            for n in range(21)
+        ]
+        assert_throttled_after(answers, 20)
+        assert bad_key_attempt(client, 0).status_code == 429  # /v1 too: one throttle
+
+
+def test_a_rotating_x_forwarded_for_does_not_evade_the_throttle(fleet: LocalFleet) -> None:
+    """By default no proxy is trusted, loopback included: X-Forwarded-For from anyone is
+    ignored and the throttle counts the peer's address."""
+    with from_address(fleet.api_url, "127.0.0.1") as client:
+        answers = [
+            bad_key_attempt(client, n, **{"X-Forwarded-For": f"198.51.100.{n}"}) for n in range(30)
+        ]
+        assert_throttled_after(answers, 20)
+
+
+def test_behind_a_trusted_proxy_the_forwarded_client_is_throttled(fleet: LocalFleet) -> None:
+    """``mtfleet api --trusted-proxies 127.0.0.7``: from that proxy, X-Forwarded-For names the
+    client (throttled alone, its valid key served); another address's X-Forwarded-For is
+    ignored."""
+    env = {"MT_AUTH": "required", "MT_AUTH_FAILURES_PER_MINUTE": "20"}
+    with LocalFleet(redis_url=str(fleet.redis_url), env=env) as behind:
+        behind.start_redis()  # the fleet's own: its worker translates for this API too
+        behind.start_api(args=("--trusted-proxies", "127.0.0.7"))
+        token = fleet.create_api_key("tenant-behind-proxy")
+        with from_address(behind.api_url, "127.0.0.7") as proxy:
+            first = {"X-Forwarded-For": "203.0.113.1"}
+            answers = [bad_key_attempt(proxy, n, **first) for n in range(21)]
+            assert_throttled_after(answers, 20)
+            other = bad_key_attempt(proxy, 0, **{"X-Forwarded-For": "203.0.113.2"})
+            assert other.status_code == 401, other.text  # another client, not throttled
+            assert_served(proxy, token, **first)
+        with from_address(behind.api_url, "127.0.0.8") as untrusted:
+            answers = [
+                bad_key_attempt(untrusted, n, **{"X-Forwarded-For": f"203.0.113.{n}"})
+                for n in range(21)
+            ]
+            assert_throttled_after(answers, 20)

@@ -17,6 +17,7 @@ from mtfleet.producer.localfleet import LocalFleet, Proc
 from mtfleet.workers import priority
 from mtfleet.workers.gpus import gpu_groups
 from mtfleet.workers.supervisor import worker_plan
+from tests.integration.cgroups import cgroups_here, cpu_cgroup
 
 
 @pytest.fixture
@@ -91,7 +92,7 @@ def test_a_process_per_lane_runs_bulk_at_the_lowest_priority(
     env = {"MT_REDIS_URL": redis_url, "MT_HEARTBEAT_S": "1", "MT_PROCESS_PER_LANE": "true"}
     with LocalFleet(redis_url=redis_url, env=env) as fleet:
         fleet.start_redis()
-        fleet.start_worker("--engine", "apertium", "--lanes", "interactive,bulk")
+        launcher = fleet.start_worker("--engine", "apertium", "--lanes", "interactive,bulk")
         workers = live(Registry(r), 2)
         assert {name: w.lanes for name, w in workers.items()} == {
             "cpu-interactive": ["interactive"],
@@ -105,10 +106,13 @@ def test_a_process_per_lane_runs_bulk_at_the_lowest_priority(
         assert os.sched_getscheduler(interactive) == os.SCHED_OTHER
         assert os.getsid(bulk) == os.getsid(interactive) != os.getsid(0)  # the launcher's
         assert os.getpgid(bulk) == bulk
-        idle = priority.idle_cgroup()
-        if idle is not None:  # root here: the bulk worker is in the idle cgroup
-            assert str(bulk) in idle.read_text().split()
-            assert str(interactive) not in idle.read_text().split()
+        here = cpu_cgroup()
+        idle = here / f"{priority.IDLE_CGROUP}-{launcher.popen.pid}" if here else None
+        if cgroups_here() is None:  # root here: the bulk worker is in its launcher's idle cgroup
+            assert idle is not None and cpu_cgroup(bulk) == idle
+            assert cpu_cgroup(interactive) == here
+            assert (idle / "cpu.idle").read_text().strip() == "1"
+    assert idle is None or not idle.exists()  # gone with the launcher
 
 
 def test_a_process_per_lane_is_refused_with_gpus() -> None:

@@ -100,8 +100,8 @@ def test_ops_shows_chunks_waiting_for_nobody_and_dead_letters(
     assert newest["reason"] == "malformed chunk message" and newest["job_id"] is None
     assert first["job_id"] == msg.job_id and first["chunk"] == 0 and first["lane"] == "bulk"
     assert "2 outputs for 1" in first["reason"]
-    # the same reading feeds /metrics
-    scraped = api.get("/metrics").text
+    # the same reading feeds /metrics (an operator's too)
+    scraped = api.get("/metrics", headers=auth(tokens["operator"])).text
     assert 'mt_lane_live_workers{lane="bulk",pool="apertium"} 0.0' in scraped
     assert re.search(
         r'mt_oldest_queued_chunk_seconds\{lane="bulk",pool="apertium"\} [0-9.]+', scraped

@@ -134,3 +134,34 @@ def test_cli_prints_json_and_exits_by_whether_a_plan_meets() -> None:
     engine = json.loads(measured.stdout)["chosen"]["engine"]
     assert (engine["step_fixed_s"], engine["max_num_seqs"]) == (0.02, 16)
     assert math.isclose(engine["per_token_s"], 5e-4)
+
+
+def test_cli_plan_prints_each_workers_own_command_line() -> None:
+    """Each worker (GPU group) the plan chooses gets its own command line with its own GPUs:
+    ``--gpus 0`` and ``--gpus 1``, never "2 workers, each --gpus 0"."""
+    runner = CliRunner()
+    single = runner.invoke(app, ["plan", "--interactive-rps", "200", "--nightly-segments",
+                                 "50000000", "--window", "8h", "--gpu", "h200", "--quantization",
+                                 "fp8"], env={"COLUMNS": "200"})  # fmt: skip
+    assert single.exit_code == 0, single.output
+    assert "as 2 worker(s) of TP 1" in single.stdout
+    lines = [line.strip() for line in single.stdout.splitlines()]
+    assert [line for line in lines if line.startswith("mtfleet worker")] == [
+        "mtfleet worker --gpus 0 --tp 1",
+        "mtfleet worker --gpus 1 --tp 1",
+    ], single.stdout
+    assert "each: mtfleet worker" not in single.stdout
+    paired = runner.invoke(app, ["plan", "--interactive-rps", "200", "--nightly-segments",
+                                 "150000000", "--window", "8h", "--quantization", "fp8",
+                                 "--tp", "2", "--json"])  # fmt: skip
+    out = json.loads(paired.stdout)
+    assert (out["chosen"]["tp"], out["chosen"]["groups"]) == (2, 3)
+    assert out["worker_commands"] == [
+        "mtfleet worker --gpus 0,1 --tp 2",
+        "mtfleet worker --gpus 2,3 --tp 2",
+        "mtfleet worker --gpus 4,5 --tp 2",
+    ]
+    # an unknown GPU is refused (exit 2), naming the ones the planner knows
+    unknown = runner.invoke(app, ["plan", "--gpu", "H300"], env={"COLUMNS": "200"})
+    assert unknown.exit_code == 2
+    assert "unknown GPU 'H300'; known: a100, h100, h200, l4, l40s" in unknown.output

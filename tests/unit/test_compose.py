@@ -132,11 +132,25 @@ def test_prometheus_scrapes_the_api_and_every_worker(services: dict[str, dict[st
         for sd in job.get("dns_sd_configs", [])
         for n in sd["names"]
     }
-    assert "api:8000" in targets
+    assert "api:9100" in targets  # the API's metrics port (its public /metrics wants a key)
+    assert "api:8000" not in targets
     assert {f"{name}:9100" for name in _workers(services)} <= targets
     assert "openai-worker:9100" in targets  # the openai profile's thin workers
     assert services["prometheus"]["profiles"] == ["monitoring"]
     assert services["prometheus"]["ports"] == ["127.0.0.1:9090:9090"]
+
+
+def test_the_apis_metrics_port_is_for_the_compose_network_only(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    api = services["api"]
+    env = _env(api)
+    assert env["MT_API_METRICS_PORT"] == "9100"
+    assert env["MT_API_METRICS_HOST"] == "0.0.0.0"  # Prometheus is another container
+    assert [str(p) for p in api.get("expose", [])] == ["9100"]
+    published = [str(p) for p in api.get("ports", [])]
+    assert published == ["8000:8000"]  # the public API only, never the metrics port
+    assert _flag(_argv(api), "--workers") in (None, "1")  # one process: one metrics port
 
 
 def test_docker_compose_requires_flower_password() -> None:

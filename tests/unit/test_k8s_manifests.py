@@ -161,3 +161,25 @@ def test_each_gpu_pool_has_a_scaled_object_on_its_own_depth() -> None:
     assert nightly["minReplicaCount"] == 0  # an overnight pool scales to zero
     assert nightly["triggers"][0]["metadata"]["activationThreshold"] == "0"
     assert nightly["cooldownPeriod"] >= 300
+
+
+def test_the_api_pods_are_scraped_on_their_metrics_port() -> None:
+    """Prometheus reads each API pod on its metrics port (no key: the public port's /metrics
+    wants an operator's), which the Service, the API's public face, does not expose."""
+    (api,) = [d for d in of_kind("Deployment") if d["metadata"]["name"] == "mtfleet-api"]
+    pod = api["spec"]["template"]
+    (container,) = pod["spec"]["containers"]
+    env = {e["name"]: e.get("value") for e in container.get("env", [])}
+    port = int(env["MT_API_METRICS_PORT"])
+    assert env["MT_API_METRICS_HOST"] == "0.0.0.0"  # the scraper is another pod
+    Settings(api_metrics_port=port, api_metrics_host=env["MT_API_METRICS_HOST"])  # valid
+    annotations = pod["metadata"]["annotations"]
+    assert annotations["prometheus.io/scrape"] == "true"
+    assert annotations["prometheus.io/port"] == str(port)
+    assert annotations["prometheus.io/path"] == "/metrics"
+    declared = {p["containerPort"]: p.get("name") for p in container["ports"]}
+    assert declared[port] == "metrics"
+    assert "--workers" not in container["command"]  # one process: one metrics port
+    (service,) = [d for d in of_kind("Service") if d["metadata"]["name"] == "mtfleet-api"]
+    exposed = {p.get("targetPort") for p in service["spec"]["ports"]}
+    assert exposed == {"http"} and not exposed & {port, "metrics"}

@@ -84,6 +84,8 @@ def test_lanes_parse_from_comma_list(
         ("MT_LANES", "fast"),
         ("MT_LANES", "interactive,fast"),
         ("MT_LANES", ","),
+        ("MT_TRUSTED_PROXIES", "*"),
+        ("MT_TRUSTED_PROXIES", "proxy.example.com"),
     ],
 )
 def test_bad_values_are_refused(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:
@@ -120,6 +122,26 @@ def test_cli_refuses_bad_setting_before_starting_anything() -> None:
     assert "invalid settings" in proc.stderr
     assert "tensor_parallel_size" in proc.stderr
     assert "starting" not in proc.stderr
+
+
+def test_trusted_proxies_are_addresses_or_networks(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert Settings().trusted_proxies == []  # default: X-Forwarded-For from anyone is ignored
+    monkeypatch.setenv("MT_TRUSTED_PROXIES", " 127.0.0.1, 10.0.0.0/8,::1 ")
+    assert Settings().trusted_proxies == ["127.0.0.1/32", "10.0.0.0/8", "::1/128"]
+
+
+def test_api_refuses_a_trusted_proxy_that_is_not_an_address() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MT_")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "mtfleet.producer.cli", "api", "--trusted-proxies", "*"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=15,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "invalid settings" in proc.stderr and "trusted proxy '*'" in proc.stderr
 
 
 def test_lanes_parse_from_json_list(monkeypatch: pytest.MonkeyPatch) -> None:

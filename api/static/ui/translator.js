@@ -24,10 +24,50 @@ function fill(select, values, keep) {
   if (values.some(([v]) => v === before)) select.value = before;
 }
 
+// --- the languages chosen ------------------------------------------------------------------
+// The last source and target the user chose are kept in localStorage (the API key is not: it
+// stays in the tab's sessionStorage) and shown again while the fleet still serves them.
+const CHOSEN = { source: "mtfleet.translator.source", target: "mtfleet.translator.target" };
+
+function chosen(which) {
+  try {
+    return localStorage.getItem(CHOSEN[which]);
+  } catch (_) {
+    return null; // storage turned off: nothing remembered
+  }
+}
+
+function choose(which, value) {
+  try {
+    localStorage.setItem(CHOSEN[which], value);
+  } catch (_) {
+    /* storage turned off or full: the choice lasts this page only */
+  }
+}
+
+// The served code a browser language tag stands for: the tag itself when served ("zh-Hant",
+// "pt-BR"), Chinese by its script or region, else its primary subtag ("es-MX" -> "es").
+function served(tag, codes) {
+  const low = tag.toLowerCase();
+  const exact = codes.find((c) => c.toLowerCase() === low);
+  if (exact) return exact;
+  const [primary, ...rest] = low.split("-");
+  const code = primary !== "zh" ? primary : rest.some((p) => ["hant", "tw", "hk", "mo"].includes(p)) ? "zh-Hant" : "zh";
+  return codes.includes(code) ? code : null;
+}
+
+// The target to show: of the one shown, the one last chosen, the browser's languages in order
+// and then every target, the first that this source is served into and is not the source.
+function sensibleTarget(source, targets, shown) {
+  const browser = navigator.languages?.length ? navigator.languages : [navigator.language || ""];
+  const candidates = [shown, chosen("target"), ...browser.map((t) => served(t, targets)), ...targets];
+  return candidates.find((t) => t && t !== source && targets.includes(t));
+}
+
 function fillTargets() {
   const source = $("source").value;
   const targets = [...new Set(pairs.filter((p) => source === "auto" || p.source === source).map((p) => p.target))].sort();
-  fill($("target"), targets.map((t) => [t, label(t)]));
+  fill($("target"), targets.map((t) => [t, label(t)]), sensibleTarget(source, targets, $("target").value));
   fillGlossaries();
 }
 
@@ -44,7 +84,7 @@ async function loadLanguages() {
   names = Object.fromEntries(langs.languages.map((l) => [l.code, l.name]));
   glossaries = gl.glossaries;
   const sources = [...new Set(pairs.map((p) => p.source))].sort();
-  fill($("source"), [["auto", "Detect automatically"], ...sources.map((s) => [s, label(s)])], "auto");
+  fill($("source"), [["auto", "Detect automatically"], ...sources.map((s) => [s, label(s)])], chosen("source") ?? "auto");
   fillTargets();
   if (!pairs.length) $("text-status").textContent = "No language pair is served yet: start a worker.";
 }
@@ -143,7 +183,7 @@ function upload(file) {
   bar.max = 1;
   bar.value = 0;
   bar.setAttribute("aria-label", `Progress of ${file.name}`);
-  const state = el("span", "uploading…", "state");
+  const state = el("span", "waiting…", "state");
   state.setAttribute("role", "status");
   const actions = el("span", null, "actions");
   item.append(title, bar, state, actions);
@@ -152,7 +192,15 @@ function upload(file) {
   const form = new FormData();
   form.append("file", file, file.name);
   for (const [k, v] of Object.entries(languages())) form.append(k, v);
-  api("/v1/documents", { method: "POST", form })
+  // sent when its turn comes (sendNext); settles once the fleet has accepted or refused it
+  return () => {
+    state.textContent = "uploading…";
+    return send(form, file, bar, state, actions);
+  };
+}
+
+function send(form, file, bar, state, actions) {
+  return api("/v1/documents", { method: "POST", form })
     .then(({ body: job }) => {
       job.document_name = file.name;
       let stop = null;
@@ -183,8 +231,23 @@ function upload(file) {
     });
 }
 
+// Files are sent two at a time (each waits for the fleet to read it; one API key has a share
+// of the document processes): the rest show "waiting…" until their turn.
+const UPLOADS_AT_ONCE = 2;
+let sending = 0;
+const toSend = [];
+
 function uploadAll(files) {
-  for (const f of files) upload(f);
+  for (const f of files) toSend.push(upload(f));
+  sendNext();
+}
+
+function sendNext() {
+  while (sending < UPLOADS_AT_ONCE && toSend.length) {
+    const next = toSend.shift();
+    sending += 1;
+    next().finally(() => { sending -= 1; sendNext(); });
+  }
 }
 
 // --- recent jobs ---------------------------------------------------------------------------
@@ -211,8 +274,8 @@ async function loadRecent() {
 }
 
 function start() {
-  $("source").addEventListener("change", fillTargets);
-  $("target").addEventListener("change", fillGlossaries);
+  $("source").addEventListener("change", () => { choose("source", $("source").value); fillTargets(); });
+  $("target").addEventListener("change", () => { choose("target", $("target").value); fillGlossaries(); });
   $("text-form").addEventListener("submit", translateText);
   $("files").addEventListener("change", (e) => { uploadAll(e.target.files); e.target.value = ""; });
   const drop = $("drop");

@@ -148,10 +148,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         services = build_services(settings)
         # what the first auto-detected request and the first document would otherwise wait
         # seconds for (lingua's models, the document processes): loaded before serving
-        await asyncio.gather(
-            anyio.to_thread.run_sync(langdetect.preload),
-            anyio.to_thread.run_sync(services.jobs.documents.start),
-        )
+        if settings.preload:
+            await asyncio.gather(
+                anyio.to_thread.run_sync(langdetect.preload),
+                anyio.to_thread.run_sync(services.jobs.documents.start),
+            )
         services.waiter.start()
         deliverer = WebhookDeliverer(settings, services.outbox, services.apikeys)
         deliverer.start()  # every API process sends the fleet's webhooks (docs/webhooks.md)

@@ -464,6 +464,13 @@ class Settings(BaseSettings):
     document_workers: int = Field(
         2, ge=1, le=64, description="Processes per API process that read and render documents."
     )
+    preload: bool = Field(
+        True,
+        description="Load the language detector's models and start the document processes "
+        "before the API serves (the first auto-detected request and the first document wait "
+        "for neither). false: on first use (a smaller, faster-starting API that never detects "
+        "a language nor reads a document).",
+    )
     document_workers_per_key: int | None = Field(
         None,
         ge=1,

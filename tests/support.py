@@ -37,7 +37,16 @@ from mtfleet.workers.scheduler import Deadlines, Scheduler, make_scheduler
 Reply = str | Translation | BaseException
 Script = Callable[[TranslationRequest], Reply]
 
+
 #: The engine fingerprint a :class:`ChunkRun`'s worker keys the phrase cache with.
+def in_process(settings: Settings) -> Settings:
+    """``settings`` for an API app built in the test process, one per test or module: without
+    the start-up warm-up (lingua's models, the document processes: seconds of CPU per app),
+    which these tests do not measure. A real API process warms up as in production
+    (tests/integration/test_api_edges.py checks it)."""
+    return settings.model_copy(update={"preload": False})
+
+
 FINGERPRINT = "fp"
 #: The pool a :class:`ChunkRun`'s jobs are routed to.
 POOL = "scripted"

@@ -35,6 +35,7 @@ from tests.e2e.fleet_control import worker_paused
 from tests.e2e.webhook_receiver import Attempt, Receiver
 from tests.integration.costfleet import COST_ENGINE
 from tests.integration.test_faults import kill_while_holding
+from tests.support import in_process
 
 pytestmark = pytest.mark.slow
 
@@ -137,7 +138,7 @@ def test_submission_refuses_private_targets_and_jobs_with_nothing_to_sign_with(
     gives it one; MT_AUTH=off without MT_WEBHOOK_SECRET refuses callbacks."""
     assert fleet.redis_url
     strict = Settings(redis_url=fleet.redis_url, auth="off", webhook_secret=new_webhook_secret())  # type: ignore[arg-type]
-    with TestClient(create_app(strict)) as app:
+    with TestClient(create_app(in_process(strict))) as app:
         for url, why in (
             ("http://127.0.0.1:9/hook", "loopback"),
             ("http://localhost/hook", "loopback"),
@@ -173,7 +174,7 @@ def test_submission_refuses_private_targets_and_jobs_with_nothing_to_sign_with(
             json={"texts": ["a"], "source_lang": "en", "target_lang": "es", "callback_url": "x"},
         )
         assert resp.status_code == 422 and "http" in resp.json()["error"]["message"]
-    with TestClient(create_app(Settings(redis_url=fleet.redis_url, auth="off"))) as app:
+    with TestClient(create_app(in_process(Settings(redis_url=fleet.redis_url, auth="off")))) as app:
         resp = app.post(
             "/v1/translate",
             json={

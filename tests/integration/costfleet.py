@@ -15,6 +15,7 @@ from mtfleet.api.app import create_app
 from mtfleet.core import keys
 from mtfleet.core.settings import Settings, default_pool
 from mtfleet.producer.localfleet import LocalFleet
+from tests.support import in_process
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,7 +48,7 @@ def cost_fleet(
         fleet.start_worker("--lanes", "interactive,bulk")
         fields = {k[3:].lower(): v for k, v in env.items() if k.startswith("MT_")}
         settings = Settings(**{**fields, "redis_url": url})
-        with TestClient(create_app(settings)) as api:
+        with TestClient(create_app(in_process(settings))) as api:
             deadline = time.monotonic() + 60
             while api.get("/readyz").status_code != 200:
                 assert time.monotonic() < deadline, fleet.procs[-1].log_tail()

@@ -16,6 +16,7 @@ from mtfleet.api.app import create_app
 from mtfleet.core.settings import Settings
 from mtfleet.producer.localfleet import LocalFleet, free_port
 from tests.integration.registered import register_pair
+from tests.support import in_process
 
 BODY = {"texts": ["Red shoes"], "source_lang": "en", "target_lang": "es"}
 
@@ -30,7 +31,7 @@ def api(redis_url: str, r: redis.Redis) -> Iterator[TestClient]:
         max_segment_chars=100,
         max_segments_per_job=20,
     )
-    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+    with TestClient(create_app(in_process(settings)), raise_server_exceptions=False) as client:
         yield client
 
 
@@ -149,7 +150,7 @@ def test_translate_answers_202_with_the_job_when_no_worker_finishes_in_time(
 
 def test_redis_down_is_a_quick_503_and_health_stays_up() -> None:
     dead = Settings(redis_url=f"redis://127.0.0.1:{free_port()}/0")
-    with TestClient(create_app(dead), raise_server_exceptions=False) as client:
+    with TestClient(create_app(in_process(dead)), raise_server_exceptions=False) as client:
         t0 = time.monotonic()
         resp = client.post("/v1/jobs", json=BODY)
         assert resp.status_code == 503 and resp.json()["error"]["type"] == "unavailable"

@@ -21,6 +21,7 @@ from mtfleet.core.registry import Registry, WorkerInfo
 from mtfleet.core.settings import Settings
 from mtfleet.producer.localfleet import free_port
 from tests.integration.registered import register_pair
+from tests.support import in_process
 
 BODY = {"texts": ["Red shoes"], "source_lang": "en", "target_lang": "es"}
 
@@ -39,7 +40,7 @@ def api(redis_url: str, r: redis.Redis) -> Iterator[TestClient]:
     # A registered pair (as a worker's heartbeat leaves it); no worker consumes the jobs.
     register_pair(r, ttl_s=60)
     settings = Settings(redis_url=redis_url, auth="required", auth_cache_s=0, max_segment_chars=50)
-    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+    with TestClient(create_app(in_process(settings)), raise_server_exceptions=False) as client:
         yield client
 
 
@@ -310,7 +311,7 @@ def test_auth_off_lets_anyone_in_and_jobs_have_no_owner(redis_url: str, r: redis
         ),
         ttl_s=60,
     )
-    with TestClient(create_app(Settings(redis_url=redis_url, auth="off"))) as client:
+    with TestClient(create_app(in_process(Settings(redis_url=redis_url, auth="off")))) as client:
         job = client.post("/v1/jobs", json=BODY, headers=auth("anything")).json()
         assert client.get(f"/v1/jobs/{job['id']}").status_code == 200
     assert r.hget(keys.job(job["id"]), "owner") is None
@@ -319,7 +320,7 @@ def test_auth_off_lets_anyone_in_and_jobs_have_no_owner(redis_url: str, r: redis
 def test_redis_down_with_auth_required_is_503_not_401_or_500() -> None:
     dead = Settings(redis_url=f"redis://127.0.0.1:{free_port()}/0", auth="required")
     token = f"mt_{'a' * 16}_secret"
-    with TestClient(create_app(dead), raise_server_exceptions=False) as client:
+    with TestClient(create_app(in_process(dead)), raise_server_exceptions=False) as client:
         resp = client.get("/v1/languages", headers=auth(token))
         assert resp.status_code == 503 and resp.headers["retry-after"] == "1"
         assert resp.json()["error"]["type"] == "unavailable"
@@ -407,7 +408,7 @@ def test_metrics_need_an_operator_key(api: TestClient, store: KeyStore) -> None:
 def test_with_redis_down_readyz_says_so_without_its_address() -> None:
     port = free_port()
     dead = Settings(redis_url=f"redis://127.0.0.1:{port}/0", auth="required")
-    with TestClient(create_app(dead), raise_server_exceptions=False) as client:
+    with TestClient(create_app(in_process(dead)), raise_server_exceptions=False) as client:
         resp = client.get("/readyz")
         assert resp.status_code == 503
         assert resp.json() == {

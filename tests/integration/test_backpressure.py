@@ -15,13 +15,14 @@ from mtfleet.api.app import create_app
 from mtfleet.core import keys
 from mtfleet.core.settings import Settings
 from tests.integration.registered import register_pair
+from tests.support import in_process
 
 
 @pytest.fixture
 def api(redis_url: str, r: redis.Redis) -> Iterator[TestClient]:
     register_pair(r, ttl_s=60)
     settings = Settings(redis_url=redis_url, chunk_size=10, max_queue_bulk=5, auth="off")
-    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+    with TestClient(create_app(in_process(settings)), raise_server_exceptions=False) as client:
         yield client
 
 

@@ -49,6 +49,7 @@ from mtfleet.producer.localfleet import LocalFleet
 from mtfleet.workers import prompts
 from tests.conftest import tiny_model_path
 from tests.integration.injecting_engine import DROP_TAGS, MARKER
+from tests.support import in_process
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_BYTES, MAX_CHARS, MAX_TEXTS = 65536, 5000, 20
@@ -86,7 +87,7 @@ def fleet(redis_server: str) -> Iterator[LocalFleet]:
 def asgi(fleet: LocalFleet) -> Iterator[TestClient]:
     fields = {k[3:].lower(): v for k, v in LIMITS.items()}
     settings = Settings(**{**fields, "redis_url": fleet.redis_url})
-    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+    with TestClient(create_app(in_process(settings)), raise_server_exceptions=False) as client:
         yield client
 
 

@@ -19,6 +19,7 @@ from mtfleet.core.glossary import GlossaryNotFound, GlossaryStore
 from mtfleet.core.models import ChunkMessage
 from mtfleet.core.registry import Registry, WorkerInfo
 from mtfleet.core.settings import Settings
+from tests.support import in_process
 
 SHOP = {
     "name": "shop terms",
@@ -51,7 +52,7 @@ def register_pair(r: redis.Redis) -> None:
 
 def client(redis_url: str, **settings: object) -> TestClient:
     return TestClient(
-        create_app(Settings(redis_url=redis_url, **settings)),  # type: ignore[arg-type]
+        create_app(in_process(Settings(redis_url=redis_url, **settings))),  # type: ignore[arg-type]
         raise_server_exceptions=False,
     )
 

@@ -24,6 +24,7 @@ from mtfleet.core.settings import Settings
 from mtfleet.core.store import JobStore
 from mtfleet.workers.chunk import dead_letter
 from tests.integration.registered import register_pair
+from tests.support import in_process
 
 BULK = {"source_lang": "en", "target_lang": "es", "lane": "bulk"}
 
@@ -38,7 +39,7 @@ def api(redis_url: str, r: redis.Redis) -> Iterator[TestClient]:
     register_pair(r, ttl_s=60)
     Registry(r).leave("")
     settings = Settings(redis_url=redis_url, auth="required", auth_cache_s=0)
-    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+    with TestClient(create_app(in_process(settings)), raise_server_exceptions=False) as client:
         yield client
 
 
@@ -62,7 +63,7 @@ def test_ops_is_for_operator_keys(api: TestClient, tokens: dict[str, str]) -> No
 
 
 def test_with_auth_off_ops_is_open(redis_url: str, r: redis.Redis) -> None:
-    with TestClient(create_app(Settings(redis_url=redis_url, auth="off"))) as client:
+    with TestClient(create_app(in_process(Settings(redis_url=redis_url, auth="off")))) as client:
         assert client.get("/v1/ops").status_code == 200
         assert client.get("/v1/jobs").json() == {"jobs": []}  # no owner, no list
         assert '<meta name="mt-auth" content="off">' in client.get("/").text

@@ -19,6 +19,7 @@ from mtfleet.api.app import create_app
 from mtfleet.core.settings import Settings
 from mtfleet.producer.localfleet import LocalFleet, free_port
 from tests.integration.costfleet import cost_fleet, held
+from tests.support import in_process
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,7 +61,7 @@ def test_worker_holds_its_pull_window_not_its_slots(redis_server: str) -> None:
         # two calls' worth of segments (16 each) in chunks of 4: 8 chunks, far below 32
         assert window == 8
         settings = Settings(redis_url=url, chunk_size=4, interactive_max_segments=1)
-        with TestClient(create_app(settings)) as api:
+        with TestClient(create_app(in_process(settings))) as api:
             texts = [f"segment number {i} of the backlog" for i in range(200)]
             job = api.post(
                 "/v1/jobs",

@@ -30,6 +30,7 @@ from mtfleet.core.redis_conn import connect, split_tls
 from mtfleet.core.settings import Settings
 from mtfleet.producer.localfleet import LocalFleet, free_port, redis_reachable, redis_server_command
 from tests.integration.costfleet import COST_ENGINE, COST_POOL, cost_fleet, held
+from tests.support import in_process
 
 # ACL users (as docs/security.md advises): the fleet's (every key and channel,
 # no @dangerous command), and a cache-only one that may touch only the phrase cache's keys, so
@@ -138,7 +139,7 @@ def test_wrong_password_is_a_503_at_the_api_and_a_clear_line_in_the_worker_log(
     port = acl_redis
     wrong = f"redis://mt:not-the-password@127.0.0.1:{port}/0"
     api_settings = Settings(redis_url=wrong, auth="off")
-    with TestClient(create_app(api_settings)) as api:
+    with TestClient(create_app(in_process(api_settings))) as api:
         resp = api.post(
             "/v1/jobs", json={"texts": ["Hello"], "source_lang": "en", "target_lang": "es"}
         )

@@ -32,6 +32,7 @@ from mtfleet.producer.localfleet import LocalFleet, free_port
 from tests.integration.costfleet import COST_ENGINE, COST_POOL
 from tests.integration.sentinels import PASSWORD, SENTINEL_PASSWORD, SentinelGroup, Server
 from tests.integration.test_redis_security import make_certs
+from tests.support import in_process
 
 # Redelivery within seconds, as in the fault tests (test_faults.FAULT_ENV).
 HA_ENV = {
@@ -199,7 +200,7 @@ def test_a_job_no_replica_confirms_is_refused_and_not_kept(redis_url: str) -> No
     body = {"texts": ["a lamp"], "source_lang": "en", "target_lang": "es"}
     settings = Settings(redis_url=redis_url, redis_min_replicas=1, redis_replica_timeout_ms=50)
     registry_pool(redis_url)
-    with TestClient(create_app(settings)) as api:
+    with TestClient(create_app(in_process(settings))) as api:
         resp = api.post("/v1/jobs", json=body, headers={"Idempotency-Key": "k1"})
         assert resp.status_code == 503, resp.text
         assert resp.json()["error"]["type"] == "not_replicated"
@@ -208,7 +209,7 @@ def test_a_job_no_replica_confirms_is_refused_and_not_kept(redis_url: str) -> No
     jobs = [k for k in store.r.scan_iter("mt:job:*") if k.count(":") == 2]
     assert len(jobs) == 1
     assert store.get(jobs[0].split(":")[2]).status == JobStatus.failed
-    with TestClient(create_app(Settings(redis_url=redis_url))) as api:
+    with TestClient(create_app(in_process(Settings(redis_url=redis_url)))) as api:
         again = api.post("/v1/jobs", json=body, headers={"Idempotency-Key": "k1"})
         assert again.status_code == 202, again.text  # the key was released: a new job
 

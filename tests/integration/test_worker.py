@@ -19,6 +19,7 @@ from mtfleet.core.store import JobStore
 from mtfleet.producer.localfleet import LocalFleet, free_port
 from tests.integration.costfleet import held
 from tests.integration.test_store import make_job
+from tests.support import in_process
 
 
 def cache_url(redis_server: str) -> str:
@@ -60,7 +61,7 @@ def settings(fleet: LocalFleet) -> Settings:
 
 @pytest.fixture(scope="module")
 def api(settings: Settings) -> Iterator[TestClient]:
-    with TestClient(create_app(settings)) as client:
+    with TestClient(create_app(in_process(settings))) as client:
         yield client
 
 

@@ -15,6 +15,7 @@ from mtfleet.core import keys
 from mtfleet.core.registry import Registry, WorkerInfo
 from mtfleet.core.settings import Settings
 from mtfleet.producer.localfleet import LocalFleet
+from tests.support import in_process
 
 pytestmark = pytest.mark.slow
 
@@ -42,7 +43,7 @@ def test_worker_with_broken_engine_takes_nothing_and_job_waits(
     fleet = LocalFleet(redis_url=redis_url, env={"MT_REDIS_URL": redis_url, "MT_HEARTBEAT_S": "1"})
     fleet.start_redis()
     try:
-        with TestClient(create_app(Settings(redis_url=redis_url))) as api:
+        with TestClient(create_app(in_process(Settings(redis_url=redis_url)))) as api:
             job = api.post(
                 "/v1/jobs",
                 json={"texts": ["The small dog."], "source_lang": "en", "target_lang": "es"},

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
+import redis
 
+from mtfleet.core.keys import job_all as keys_of
 from mtfleet.producer.client import MTClient, MTClientError
 from mtfleet.producer.localfleet import LocalFleet
 from tests.e2e.fleet_control import APERTIUM_WORKER, apertium_fleet
@@ -219,20 +221,20 @@ def test_a_stream_whose_reads_fail_ends_with_an_event_not_a_cut(
         assert data[-1]["error"]["type"] == "job_not_found"
 
 
-def test_the_sdk_following_a_job_purged_under_it_says_so(
+def test_the_sdk_following_a_job_that_expires_under_it_says_so(
     fleet: LocalFleet, keys: tuple[str, str]
 ) -> None:
-    """mt.events() meets the stream's error event, opens the stream again and raises the
-    404 that answers it (it once failed to read the error event as a job)."""
+    """mt.events() meets the stream's error event (its job's keys expired mid-stream), opens
+    the stream again and raises the 404 that answers it (it once failed to read the error event
+    as a job). Expiry is what deletes a job without a cancel: a purge cancels first, and its
+    stream may end on ``job.cancelled`` (test above)."""
     _, b = keys
     with MTClient(fleet.api_url, api_key=b) as mt:
         job = mt.submit(["Parked once more."], source="en", target="es", pool="parked")
         events = mt.events(job.id, timeout=30)
         assert next(events).status.value == "queued"
-        purged = httpx.delete(
-            f"{fleet.api_url}/v1/jobs/{job.id}", params={"purge": "true"}, headers=auth(b)
-        )
-        assert purged.status_code == 200
+        r = redis.Redis.from_url(fleet.redis_url)
+        assert r.delete(*keys_of(job.id)) > 0  # what the TTL does when it runs out
         with pytest.raises(MTClientError) as raised:
             for _ in events:
                 pass

@@ -99,7 +99,7 @@ def build_services(settings: Settings) -> Services:
         replica_timeout_ms=settings.redis_replica_timeout_ms,
     )
     registry = Registry(r, ar)
-    apikeys = KeyStore(r, cache_s=settings.auth_cache_s, aclient=ar)
+    apikeys = KeyStore(r, cache_s=settings.auth_cache_s, aclient=ar, default_rate=settings.key_rate)
     same = settings.effective_cache_url == settings.redis_url
     cache = PhraseCache(
         connect(settings.effective_cache_url),

@@ -1,6 +1,7 @@
 """The fleet as Redis records it, read in one place for ``/metrics`` and ``/v1/ops``.
 
-Figures are kept per (pool, lane): each has its broker queue (:func:`mtfleet.core.keys.queue`).
+Figures are kept per (pool, lane): each has its backlog and its broker queue
+(:func:`mtfleet.core.queues.read_queues`).
 Every pool the registry knows has its rows, a pool whose workers are gone included (its work
 waits there and nobody takes it: ``workers`` 0).
 """
@@ -33,6 +34,7 @@ class LaneRow:
     oldest_in_flight_s: float | None
     workers: int  # live, healthy workers of the pool that consume the lane
     segments_per_s: float  # what those workers finished, per their last heartbeats
+    waiting_by_key: dict[str, int] = field(default_factory=dict)  # backlog chunks per API key
 
 
 @dataclass
@@ -74,6 +76,7 @@ def lane_rows(
                     segments_per_s=round(
                         sum(w.stats.segments_per_s.get(lane, 0.0) for w in members if w.stats), 3
                     ),
+                    waiting_by_key=dict(reading.by_key),
                 )
             )
     return rows
@@ -86,7 +89,7 @@ def read_fleet(r: redis.Redis, *, dead_letters: int = 0, now: float | None = Non
     registry = Registry(r)
     workers = registry.live_workers()
     pools = sorted(set(registry.pools()) | {w.pool_name for w in workers})
-    queues = read_queues(r, [keys.queue(p, lane) for p in pools for lane in keys.LANES], now)
+    queues = read_queues(r, [(p, lane) for p in pools for lane in keys.LANES], now)
     held = registry.held_by_queue(now)
     pipe = r.pipeline(transaction=False)
     pipe.llen(keys.DEAD_LETTER)

@@ -86,7 +86,9 @@ class FleetCollector(Collector):
             return
         where = ["pool", "lane"]
         depth = GaugeMetricFamily(
-            "mt_queue_depth", "Chunks waiting per pool and lane", labels=where
+            "mt_queue_depth",
+            "Chunks waiting per pool and lane: in its backlog and its broker queue",
+            labels=where,
         )
         waited = GaugeMetricFamily(
             "mt_oldest_queued_chunk_seconds",
@@ -123,6 +125,12 @@ class FleetCollector(Collector):
             "far above a chunk's usual time, work is stuck",
             labels=where,
         )
+        by_key = GaugeMetricFamily(
+            "mt_backlog_chunks",
+            "Chunks waiting in the pool and lane's backlog, per API key ('-': MT_AUTH=off): "
+            "each key with work waiting gets its turn, by its weight (docs/reliability.md)",
+            labels=[*where, "key"],
+        )
         webhooks = GaugeMetricFamily(
             "mt_webhooks_pending",
             "Webhook events not yet delivered nor given up (the outbox), in the whole fleet",
@@ -140,6 +148,8 @@ class FleetCollector(Collector):
             lane_depth.add_metric(at, row.queued + row.in_flight)
             oldest.add_metric(at, row.oldest_in_flight_s or 0.0)
             lane_workers.add_metric(at, row.workers)
+            for key, n in row.waiting_by_key.items():
+                by_key.add_metric([*at, key or "-"], n)
         for pool in fleet.pools:
             workers.add_metric([pool], sum(1 for w in fleet.workers if w.pool_name == pool))
         dead.add_metric([], fleet.dead_letters)
@@ -151,6 +161,7 @@ class FleetCollector(Collector):
         yield held
         yield lane_depth
         yield oldest
+        yield by_key
         yield webhooks
 
 

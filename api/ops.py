@@ -15,9 +15,12 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from mtfleet.api import metrics
-from mtfleet.api.fleet import DEAD_LETTERS_SHOWN, FleetReading
+from mtfleet.api.fleet import DEAD_LETTERS_SHOWN, FleetReading, LaneRow
 from mtfleet.core import keys
 from mtfleet.core.registry import GpuReading, WorkerInfo
+
+#: Keys listed per lane in the panel (the most waiting first): /metrics has every one.
+KEYS_SHOWN = 10
 
 
 class LanePublic(BaseModel):
@@ -26,7 +29,10 @@ class LanePublic(BaseModel):
         "workers are all gone keeps its rows while the registry knows it."
     )
     lane: str
-    queued: int = Field(description="Chunks waiting on the queue.")
+    queued: int = Field(
+        description="Chunks waiting: in the lane's backlog and its broker queue (exact at any "
+        "depth)."
+    )
     oldest_queued_s: float | None = Field(description="How long the oldest waiting chunk waited.")
     in_flight: int = Field(description="Chunks workers fetched and have not finished.")
     oldest_in_flight_s: float | None
@@ -35,6 +41,11 @@ class LanePublic(BaseModel):
         "chunks wait for a worker of the pool to come."
     )
     segments_per_s: float = Field(description="Segments those workers finished per second.")
+    waiting_by_key: dict[str, int] = Field(
+        default_factory=dict,
+        description=f"Chunks waiting in the backlog per API key id ('-': MT_AUTH=off), the "
+        f"{KEYS_SHOWN} keys with the most; their turns are fair shares (docs/operations.md).",
+    )
 
 
 class LatencyPublic(BaseModel):
@@ -175,6 +186,11 @@ def worker_public(w: WorkerInfo) -> WorkerPublic:
     )
 
 
+def lane_public(row: LaneRow) -> LanePublic:
+    most = sorted(row.waiting_by_key.items(), key=lambda kv: (-kv[1], kv[0]))[:KEYS_SHOWN]
+    return LanePublic.model_validate({**vars(row), "waiting_by_key": dict(most)})
+
+
 def summary(fleet: FleetReading) -> OpsPublic:
     dead = []
     for entry in fleet.latest_dead[:DEAD_LETTERS_SHOWN]:
@@ -184,7 +200,7 @@ def summary(fleet: FleetReading) -> OpsPublic:
             dead.append(DeadLetterPublic(reason=str(entry.get("reason", ""))[:500]))
     return OpsPublic(
         at=fleet.at,
-        lanes=[LanePublic.model_validate(row, from_attributes=True) for row in fleet.lanes],
+        lanes=[lane_public(row) for row in fleet.lanes],
         segments_per_s=round(sum(r.segments_per_s for r in fleet.lanes), 3),
         latency=[fleet_latency(fleet.workers, lane) for lane in keys.LANES],
         cache=cache_figures(fleet.workers),

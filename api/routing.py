@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import redis
 
 from mtfleet.api import metrics
-from mtfleet.core import keys
+from mtfleet.core.backlog import Backlog
 from mtfleet.core.errors import Overloaded, Unavailable, UnknownPool, UnsupportedLanguage
 from mtfleet.core.models import Lane
 from mtfleet.core.registry import PoolInfo, Registry
@@ -70,10 +70,17 @@ def choose_pool(
 
 
 class Routing:
-    def __init__(self, settings: Settings, client: redis.Redis, registry: Registry) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        client: redis.Redis,
+        registry: Registry,
+        backlog: Backlog | None = None,
+    ) -> None:
         self.settings = settings
         self.r = client
         self.registry = registry
+        self.backlog = backlog or Backlog(client, ttl_s=settings.result_ttl_s)
         self._pools: tuple[float, dict[str, PoolInfo]] = (0.0, {})
         self._serving: dict[tuple[str, str], tuple[float, list[str]]] = {}
         self._depths: dict[tuple[str, Lane], tuple[float, int]] = {}
@@ -218,9 +225,10 @@ class Routing:
 
     # -- backpressure ------------------------------------------------------------------------
     def admit(self, pool: str, lane: Lane) -> None:
-        """Backpressure: refuse new work for a pool's lane whose queue is past its limit (429).
-        The depth is read at most every 0.2 s per process, so the queue may overshoot the limit
-        by what the API processes accept in that time."""
+        """Backpressure: refuse new work for a pool's lane with more chunks waiting (its
+        backlog and its broker queue) than its limit (429). The depth is read at most every
+        0.2 s per process, so it may overshoot the limit by what the API processes accept in
+        that time."""
         limit = (
             self.settings.max_queue_interactive
             if lane is Lane.interactive
@@ -230,7 +238,7 @@ class Routing:
         seen = self._depths.get((pool, lane))
         if seen is None or seen[0] < now:
             try:
-                depth = int(self.r.llen(keys.queue(pool, lane.value)))
+                depth = self.backlog.waiting(pool, lane.value).total
             except redis.RedisError as exc:
                 raise Unavailable.because("the job store", exc) from exc
             if seen is None:  # the pool lane's first job here: its refusals count from 0

@@ -6,14 +6,15 @@ In order, each step once: the request becomes texts (a document is cut into sent
 the caller's characters are charged; the texts are validated, normalised (NFC, outer whitespace
 off: :func:`mtfleet.core.cache.normalize`) and looked up in the phrase cache; the rest are
 grouped by normalised text (each translated once) and cut into chunks; the job is written to
-Redis *before* any chunk is sent, and a job whose chunks cannot be sent is failed and answered
-with 503, so the API never answers 2xx for work that is not durably recorded. Every refusal
-gives the charged characters back.
+Redis with its chunks in its API key's backlog, in one step (:mod:`mtfleet.core.backlog`), so
+the API never answers 2xx for work that is not durably recorded; then what the pool lane's
+broker queue has room for is released to it (the rest goes as the workers take work, the keys
+taking turns). Every refusal gives the charged characters back.
 """
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -32,10 +33,12 @@ from mtfleet.api.routing import Route, Routing
 from mtfleet.api.webhooks import targets
 from mtfleet.core import keys, languages
 from mtfleet.core.apikeys import ApiKey, Charge, KeyStore, Storage
-from mtfleet.core.broker import send_chunk
+from mtfleet.core.backlog import Backlog
+from mtfleet.core.broker import release
 from mtfleet.core.cache import PhraseCache, normalize, rewrap
 from mtfleet.core.errors import (
     IdempotencyConflict,
+    InteractiveShareExceeded,
     InvalidInput,
     JobNotFound,
     JobPurged,
@@ -44,6 +47,7 @@ from mtfleet.core.errors import (
     UnsupportedLanguage,
 )
 from mtfleet.core.glossary import GlossaryInfo, GlossaryStore
+from mtfleet.core.interactive import InteractiveShares, Reservation
 from mtfleet.core.models import (
     ChunkMessage,
     ChunkSegment,
@@ -111,7 +115,8 @@ class JobService:
         self.registry = registry
         self.celery = celery
         self.apikeys = apikeys
-        self.routing = Routing(settings, store.r, registry)
+        self.backlog = Backlog(store.r, ttl_s=settings.result_ttl_s)
+        self.routing = Routing(settings, store.r, registry, self.backlog)
 
     # -- the whole path ----------------------------------------------------------------------
     def submit(
@@ -135,16 +140,22 @@ class JobService:
         inputs = self.texts_of(req, owner)
         charge = self._charge(key, inputs.texts, owner, idempotency_key)
         storage = self.apikeys.storage(key, self.settings.key_storage_mb) if key else None
+        share = None
         try:
+            share = self._interactive_share(req, inputs.texts, owner, idempotency_key)
             submitted = self._submit(
                 req, inputs, owner, idempotency_key, storage, hits, idempotency_ttl_s
             )
         except BaseException:
             if charge is not None:
                 charge.refund()
+            if share is not None:
+                share.release()
             raise
         if charge is not None and not submitted.created:
             charge.refund()
+        if share is not None:
+            share.bind(submitted.job.id, final=not submitted.created or submitted.job.status.final)
         submitted.chars = sum(len(t) for t in inputs.texts)
         return submitted
 
@@ -226,6 +237,45 @@ class JobService:
                 return None
             raise
 
+    def lane_for(self, req: JobCreate, n_texts: int) -> Lane:
+        """The lane a job of ``n_texts`` runs on: the one it asks for, else interactive up to
+        ``MT_INTERACTIVE_MAX_SEGMENTS``; and never interactive past that, whatever it asks for
+        (every surface that asks for the interactive lane alike): one request cannot take the
+        lane meant for small ones. A larger job is served on the bulk lane, not refused, so a
+        drop-in client's long request still gets its translation."""
+        if n_texts > self.settings.interactive_max_segments:
+            return Lane.bulk
+        return req.lane or Lane.interactive
+
+    @functools.cached_property
+    def interactive_shares(self) -> InteractiveShares:
+        s = self.settings
+        return InteractiveShares(
+            self.store.r,
+            segments=s.key_interactive_segments,
+            jobs=s.key_interactive_jobs,
+            ttl_s=s.result_ttl_s,
+        )
+
+    def _interactive_share(
+        self, req: JobCreate, texts: list[str], owner: str, idempotency_key: str | None
+    ) -> Reservation | None:
+        """The caller's share of the interactive lane for an interactive job of ``texts``
+        (:mod:`mtfleet.core.interactive`: 429 past ``MT_KEY_INTERACTIVE_SEGMENTS`` or
+        ``MT_KEY_INTERACTIVE_JOBS``); None for a bulk job, and for a replay of an earlier job
+        (its Idempotency-Key names one: it queues nothing, and a drop-in client's resend must
+        find its job even while the key's share is full)."""
+        if not owner or self.lane_for(req, len(texts)) is not Lane.interactive:
+            return None
+        try:
+            return self.interactive_shares.reserve(owner, len(texts))
+        except InteractiveShareExceeded:
+            if idempotency_key and self._exists(self.idempotency_redis_key(idempotency_key, owner)):
+                return None
+            raise
+        except redis.RedisError as exc:
+            raise Unavailable.because("the job store", exc) from exc
+
     def _submit(
         self,
         req: JobCreate,
@@ -236,16 +286,13 @@ class JobService:
         hits: dict[str, str] | None = None,
         idempotency_ttl_s: int | None = None,
     ) -> Submitted:
-        s = self.settings
         texts = inputs.texts
         source = languages.normalize(inputs.source)
         target = languages.normalize(req.target_lang)
         if source == target:
             raise InvalidInput(f"source_lang and target_lang are both {source!r}")
         self._check_limits(texts, document=req.document is not None)
-        lane = req.lane or (
-            Lane.interactive if len(texts) <= s.interactive_max_segments else Lane.bulk
-        )
+        lane = self.lane_for(req, len(texts))
         route = self.routing.route(source, target, req.pool, req.adapter)
         glossary = self._glossary(req.glossary_id, owner, source, target) if texts else None
         norms = [normalize(t) for t in texts]
@@ -271,6 +318,7 @@ class JobService:
                 cache_scope=scope,
                 pool=route.name,
                 adapter=route.adapter,
+                owner=owner,
             )
             for n, (src, segs) in enumerate(plan)
         ]
@@ -325,7 +373,8 @@ class JobService:
                     f"this Idempotency-Key made job {old_id}, which was purged (or has expired); "
                     "send the request with a new key to make another"
                 ) from None
-        self._enqueue(job_id, messages, ledger, idem[0] if idem else "")
+        if messages:
+            self.release(route.name, lane)
         metrics.JOBS.labels(route.name, lane.value).inc()
         metrics.SEGMENTS.labels(route.name, lane.value).inc(len(texts))
         metrics.CACHE_LOOKUPS.labels("hit").inc(job.cached)
@@ -505,22 +554,13 @@ class JobService:
         except redis.RedisError as exc:
             raise Unavailable.because("the job store", exc) from exc
 
-    def _enqueue(
-        self, job_id: str, messages: list[ChunkMessage], payloads: dict[int, str], idem_key: str
-    ) -> None:
-        """Send every chunk of the job in one round trip (kombu's publish batch: one Redis
-        pipeline, flushed when the block ends; a failed flush fails the job with 503). A job
-        answered entirely at submission (phrase-cache hits) sends nothing and takes no producer
-        from the pool."""
-        if not messages:
-            return
+    def release(self, pool: str, lane: Lane) -> None:
+        """Hand what waits in the pool lane's backlog to the broker, up to its target (the
+        job's chunks are in the backlog already, stored with it: a broker that cannot be
+        reached now delays them, the workers release them once it can)."""
         try:
-            with self.celery.producer_or_acquire() as producer, producer.batch():
-                for msg in messages:
-                    send_chunk(self.celery, msg, payload=payloads[msg.chunk], producer=producer)
+            release(self.celery, self.backlog, pool, lane.value, self.settings.release_ahead)
         except (OperationalError, redis.RedisError, OSError) as exc:
-            log.error("could not enqueue job %s: %s", job_id, exc)
-            err = Unavailable("the broker is unavailable; the job was not accepted, retry shortly")
-            with contextlib.suppress(redis.RedisError):
-                self.store.fail(job_id, err.as_dict(), idempotency_key=idem_key, notify=False)
-            raise err from exc
+            log.warning(
+                "could not release %s %s chunks now (the workers will): %s", pool, lane.value, exc
+            )

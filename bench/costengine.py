@@ -54,8 +54,8 @@ Environment: ``MTBENCH_PRESET`` (``h200-7b``, ``zero``, ``cpu-small``), then ove
 ``MTBENCH_MAX_NUM_BATCHED_TOKENS``, ``MTBENCH_OUT_RATIO`` and ``MTBENCH_MODE`` (``continuous``:
 a streaming engine; ``batch``: a batch engine whose calls run one at a time on the same model).
 Fault injection (fault tests): ``MTBENCH_CRASH_ON`` / ``MTBENCH_FAIL_ON`` /
-``MTBENCH_SLOW_ON`` / ``MTBENCH_HANG_ON`` / ``MTBENCH_STALL_ON``, and ``MTBENCH_LOAD_S`` (time to
-load), see the engine.
+``MTBENCH_SLOW_ON`` / ``MTBENCH_HANG_ON`` / ``MTBENCH_STALL_ON``, ``MTBENCH_LOAD_S`` (time to
+load) and ``MTBENCH_DOWN_FILE`` (an outage while that file exists), see the engine.
 """
 
 from __future__ import annotations
@@ -298,6 +298,9 @@ class CostModelEngine(Engine):
         self.stall_on = os.environ.get("MTBENCH_STALL_ON") or None
         # MTBENCH_LOAD_S: loading takes this long (a model's weights), at boot and at restarts.
         self.load_s = float(os.environ.get("MTBENCH_LOAD_S") or 0)
+        # MTBENCH_DOWN_FILE: while this file exists the engine cannot serve (an outage: a
+        # server that is away, a device that is lost), then it serves again.
+        self.down_file = os.environ.get("MTBENCH_DOWN_FILE") or None
 
     def load(self) -> None:
         if self._gpu is None:
@@ -333,6 +336,8 @@ class CostModelEngine(Engine):
         """Start one request; ``done`` gets its output. Returns its handle for :meth:`abort`."""
         if self._gpu is None:
             raise EngineUnavailable("cost-model engine used before load() or after close()")
+        if self.down_file and os.path.exists(self.down_file):
+            raise EngineUnavailable(f"simulated outage ({self.down_file} exists)")
         if self.crash_on and self.crash_on in request.text:
             os._exit(70)
         if self.fail_on and self.fail_on in request.text:

@@ -119,9 +119,9 @@ class BenchFleet:
 
     def cpu_by_part(self) -> dict[str, float]:
         """CPU seconds so far by part: ``api``, ``redis``, the worker's lane processes
-        (``worker:interactive``, ``worker:bulk``, each with its engine's processes, where
-        ``MT_PROCESS_PER_LANE`` runs a process per lane; else all of it in ``worker``), this
-        benchmark process (``bench``: the load generator), and the whole machine's ``idle``
+        (``worker:interactive``, ``worker:bulk``, each with its engine's processes, where the
+        worker runs a process per lane, Apertium's by default; else all of it in ``worker``),
+        this benchmark process (``bench``: the load generator), and the whole machine's ``idle``
         and ``steal`` time (summed over its cores)."""
         pids = self.pids()
         out = self.cpu_seconds()

@@ -204,9 +204,9 @@ def apertium_rate(seed: int) -> tuple[dict[str, str], float]:
         rate = len(sample) / (time.monotonic() - t0)
     finally:
         engine.close()
-    # a worker process per lane (the bulk one niced): the interactive lane's Python never
-    # waits for the bulk lane's GIL (MT_PROCESS_PER_LANE, docs/operations.md)
-    return {"MT_ENGINE": "apertium", "MT_PROCESS_PER_LANE": "true"}, rate
+    # default settings: the worker runs a process per lane by itself (MT_PROCESS_PER_LANE=auto,
+    # docs/operations.md), so the interactive lane's Python never waits for the bulk lane's GIL
+    return {"MT_ENGINE": "apertium"}, rate
 
 
 RATES: dict[str, Callable[[int], tuple[dict[str, str], float]]] = {
@@ -315,7 +315,7 @@ def _cpu_budget(blocks: list[dict[str, Any]]) -> dict[str, Any]:
     and on, and what the stream cost each part per request (its cores' rise over the on
     slices, per answered request). Bulk keeps what the stream leaves it: on these cores, bulk
     kept ~ 1 - (the stream's cores - the idle it filled) / bulk's cores with the stream off.
-    Only where the lanes are processes of their own (Apertium's ``MT_PROCESS_PER_LANE``) is
+    Only where the lanes are processes of their own (Apertium's, by default) is
     the stream's cost in the worker its own; one process serving both lanes (the cost model)
     shows in ``worker`` the sum of the stream's cost and bulk's change, and the other parts
     serve both lanes' traffic too (Redis carries bulk's results)."""

@@ -2,7 +2,9 @@
 
 A token is ``mt_<key id>_<secret>``: the key id (16 hex digits) names the key's hash in Redis,
 which holds only the sha256 of the secret (compared with :func:`hmac.compare_digest`) and the
-key's name, creation time, daily character quota, rate and revoked flag. The token itself is
+key's name, creation time, daily character quota, rate and revoked flag. A key made without a
+rate is held to ``MT_KEY_RATE`` (read when the key is, so a new value applies to every such
+key, old ones included); one made with ``rate="none"`` has none. The token itself is
 shown once, when the key is created, and stored nowhere.
 
 Hot path: :meth:`KeyStore.verify` reads a key at most once per ``cache_s`` seconds per process
@@ -89,10 +91,19 @@ class ApiKey(BaseModel):
     created_at: float
     chars_per_day: int | None = Field(None, description="Characters per UTC day; None: no limit.")
     rate: float | None = Field(None, description="Requests per second; None: no limit.")
+    rate_default: bool = Field(
+        False, description="The rate is MT_KEY_RATE's: the key was made without one."
+    )
     storage_mb: int | None = Field(
         None, description="MiB the key may keep in Redis; None: MT_KEY_STORAGE_MB."
     )
     role: Role = Field("user", description="user, or operator: may also read /v1/ops.")
+    weight: int = Field(
+        1,
+        ge=1,
+        description="Its share of a pool lane when keys wait for the same workers: a key of "
+        "weight 2 gets twice the turns of a key of weight 1 (core/backlog.py).",
+    )
     revoked: bool = False
     revoked_at: float | None = None
     secret_sha256: str = Field("", exclude=True, repr=False)
@@ -132,9 +143,18 @@ def _opt(raw: str | None) -> str | None:
     return raw if raw not in (None, "") else None
 
 
-def _parse(raw: dict[str, str]) -> ApiKey:
+#: The largest weight a key may have (its share of a pool lane's turns, core/backlog.py).
+MAX_WEIGHT = 1000
+
+#: What a key stores as its rate to have none (``mtfleet keys create --rate none``); a key
+#: storing no rate has the default (``MT_KEY_RATE``).
+NO_RATE = "none"
+
+
+def _parse(raw: dict[str, str], default_rate: float | None = None) -> ApiKey:
     chars = _opt(raw.get("chars_per_day"))
     rate = _opt(raw.get("rate"))
+    unlimited = rate == NO_RATE
     storage = _opt(raw.get("storage_mb"))
     revoked_at = _opt(raw.get("revoked_at"))
     return ApiKey(
@@ -142,9 +162,11 @@ def _parse(raw: dict[str, str]) -> ApiKey:
         name=raw.get("name", ""),
         created_at=float(raw.get("created_at", 0)),
         chars_per_day=int(chars) if chars else None,
-        rate=float(rate) if rate else None,
+        rate=None if unlimited else float(rate) if rate else default_rate,
+        rate_default=rate is None and default_rate is not None,
         storage_mb=int(storage) if storage else None,
         role="operator" if raw.get("role") == "operator" else "user",  # keys made before roles
+        weight=max(1, int(_opt(raw.get("weight")) or 1)),
         revoked=raw.get("revoked") == "1",
         revoked_at=float(revoked_at) if revoked_at else None,
         secret_sha256=raw.get("secret_sha256", ""),
@@ -218,7 +240,8 @@ class Charge:
 
 
 class KeyStore:
-    """API keys on the durable Redis (``MT_REDIS_URL``); ``r`` must decode responses."""
+    """API keys on the durable Redis (``MT_REDIS_URL``); ``r`` must decode responses.
+    ``default_rate``: the rate of keys made without one (``MT_KEY_RATE``; None: no limit)."""
 
     def __init__(
         self,
@@ -228,8 +251,10 @@ class KeyStore:
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
         aclient: redis.asyncio.Redis | None = None,
+        default_rate: float | None = None,
     ) -> None:
         self.r = r
+        self.default_rate = default_rate
         self.cache_s = cache_s
         self._clock = clock
         self._wall = wall
@@ -247,11 +272,14 @@ class KeyStore:
         name: str,
         *,
         chars_per_day: int | None = None,
-        rate: float | None = None,
+        rate: float | Literal["none"] | None = None,
         storage_mb: int | None = None,
         role: str = "user",
+        weight: int = 1,
     ) -> tuple[ApiKey, str]:
-        """A new key and its token (shown once: only the secret's sha256 is stored)."""
+        """A new key and its token (shown once: only the secret's sha256 is stored). ``rate``:
+        requests per second; None: the default (``MT_KEY_RATE``, whatever it is when the key
+        is used); ``"none"``: no limit."""
         if role not in ROLES:
             raise InvalidInput(f"a key's role is one of {', '.join(ROLES)}, not {role!r}")
         checked_role: Role = "operator" if role == "operator" else "user"
@@ -260,10 +288,16 @@ class KeyStore:
             raise InvalidInput("a key name is 1-64 printable characters")
         if chars_per_day is not None and chars_per_day < 1:
             raise InvalidInput("chars_per_day must be at least 1 (or unset: no limit)")
-        if rate is not None and not 0 < rate <= 1_000_000:
-            raise InvalidInput("rate must be above 0 requests per second (or unset: no limit)")
+        if isinstance(rate, str) and rate != NO_RATE:
+            raise InvalidInput(f"rate is a number of requests per second, or {NO_RATE!r}")
+        if isinstance(rate, float | int) and not 0 < rate <= 1_000_000:
+            raise InvalidInput(
+                "rate must be above 0 requests per second (or none: no limit; unset: MT_KEY_RATE)"
+            )
         if storage_mb is not None and storage_mb < 1:
             raise InvalidInput("storage_mb must be at least 1 (or unset: MT_KEY_STORAGE_MB)")
+        if not 1 <= weight <= MAX_WEIGHT:
+            raise InvalidInput(f"a key's weight is a whole number from 1 to {MAX_WEIGHT}")
         key_id = secrets.token_hex(_KEY_ID_HEX // 2)
         secret = secrets.token_urlsafe(32)
         key = ApiKey(
@@ -271,18 +305,20 @@ class KeyStore:
             name=name,
             created_at=self._wall(),
             chars_per_day=chars_per_day,
-            rate=rate,
+            rate=self.default_rate if rate is None else None if rate == NO_RATE else float(rate),
+            rate_default=rate is None and self.default_rate is not None,
             storage_mb=storage_mb,
             role=checked_role,
+            weight=weight,
             secret_sha256=_digest(secret),
             webhook_secret=new_webhook_secret(),
         )
         fields = [
             *("id", key.id, "name", key.name, "created_at", repr(key.created_at)),
             *("chars_per_day", "" if chars_per_day is None else str(chars_per_day)),
-            *("rate", "" if rate is None else repr(rate)),
+            *("rate", "" if rate is None else rate if isinstance(rate, str) else repr(rate)),
             *("storage_mb", "" if storage_mb is None else str(storage_mb)),
-            *("role", key.role),
+            *("role", key.role, "weight", str(weight)),
             *("revoked", "0", "secret_sha256", key.secret_sha256),
             *("webhook_secret", key.webhook_secret),
         ]
@@ -294,7 +330,7 @@ class KeyStore:
 
     def get(self, key_id: str) -> ApiKey | None:
         raw = self.r.hgetall(keys.api_key(key_id))
-        return _parse({str(k): str(v) for k, v in raw.items()}) if raw else None
+        return _parse({str(k): str(v) for k, v in raw.items()}, self.default_rate) if raw else None
 
     def list_keys(self) -> list[ApiKey]:
         """Every key, revoked ones too, oldest first."""
@@ -302,7 +338,11 @@ class KeyStore:
         pipe = self.r.pipeline(transaction=False)
         for key_id in ids:
             pipe.hgetall(keys.api_key(key_id))
-        found = [_parse({str(k): str(v) for k, v in raw.items()}) for raw in pipe.execute() if raw]
+        found = [
+            _parse({str(k): str(v) for k, v in raw.items()}, self.default_rate)
+            for raw in pipe.execute()
+            if raw
+        ]
         return sorted(found, key=lambda k: k.created_at)
 
     def used_today(self, key_ids: Iterable[str]) -> dict[str, int]:
@@ -311,6 +351,17 @@ class KeyStore:
         day = utc_day(self._wall())
         values = self.r.mget([keys.api_key_chars(i, day) for i in ids]) if ids else []
         return {i: int(v or 0) for i, v in zip(ids, values, strict=True)}
+
+    def set_weight(self, key_id: str, weight: int) -> ApiKey | None:
+        """Set a key's share of the turns (1-MAX_WEIGHT; the release script reads it at every
+        turn, so it counts at once); None when there is no such key."""
+        if not 1 <= weight <= MAX_WEIGHT:
+            raise InvalidInput(f"a key's weight is a whole number from 1 to {MAX_WEIGHT}")
+        if not is_key_id(key_id) or not self.r.exists(keys.api_key(key_id)):
+            return None
+        self.r.hset(keys.api_key(key_id), "weight", weight)
+        self._cache.pop(key_id, None)
+        return self.get(key_id)
 
     def revoke(self, key_id: str) -> ApiKey | None:
         """Revoke a key (it stays listed); None when there is no such key. API processes stop
@@ -361,6 +412,7 @@ class KeyStore:
         self.r.delete(
             keys.api_key(key_id),
             keys.api_key_rate(key_id),
+            keys.api_key_interactive(key_id),
             *keys.api_key_storage(key_id),
             *(keys.api_key_chars(key_id, day) for day in days),
         )

@@ -6,16 +6,22 @@ their app here. The API only *sends* (by task name); it never imports ``workers`
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import Any
 
+import redis
 from celery import Celery
 from kombu import Queue
+from kombu.exceptions import OperationalError
 
 from mtfleet.core import keys
+from mtfleet.core.backlog import Backlog
 from mtfleet.core.models import ChunkMessage
 from mtfleet.core.redis_conn import kombu_broker
 from mtfleet.core.settings import Settings
+
+log = logging.getLogger(__name__)
 
 
 def make_celery(settings: Settings, name: str = "mtfleet") -> Celery:
@@ -106,3 +112,26 @@ def send_chunk(
         },
     )
     return task_id
+
+
+def release(app: Celery, backlog: Backlog, pool: str, lane: str, target: int) -> int:
+    """Take what the backlog releases for a pool lane (:meth:`Backlog.release`) and publish it,
+    in one round trip to the broker; returns how many chunks were sent. Chunks that cannot be
+    published go back to the front of their key's backlog (and the error is raised): nothing
+    released is ever only in flight between the two."""
+    payloads = backlog.release(pool, lane, target)
+    if not payloads:
+        return 0
+    msgs = [ChunkMessage.model_validate_json(p) for p in payloads]
+    try:
+        with app.producer_or_acquire() as producer, producer.batch():
+            for msg, payload in zip(msgs, payloads, strict=True):
+                send_chunk(app, msg, payload=payload, producer=producer)
+    except (OperationalError, redis.RedisError, OSError):
+        for msg in msgs:
+            try:
+                backlog.requeue(msg.job_id, msg.chunk, pool=pool, lane=lane, owner=msg.owner)
+            except redis.RedisError as exc:  # the reconciler puts it back from the released hash
+                log.warning("chunk %s of job %s stays released: %s", msg.chunk, msg.job_id, exc)
+        raise
+    return len(msgs)

@@ -137,6 +137,13 @@ class Cancelled(MTError):
     code = "cancelled"
 
 
+class Unfinished(MTError):
+    """The segment's chunk ran out of its time budget before the engine finished it: it gets
+    no result now, and the chunk's next delivery translates it (never stored)."""
+
+    code = "unfinished"
+
+
 class EngineOutputMismatch(EngineError):
     """An engine returned a different number of outputs than it was given."""
 
@@ -186,6 +193,14 @@ class StorageQuotaExceeded(RateLimited):
     quota (HTTP 429; ``retry_after``: seconds until its oldest job expires)."""
 
     code = "storage_quota_exceeded"
+
+
+class InteractiveShareExceeded(RateLimited):
+    """An API key's interactive work queued or being translated is at its share of the
+    interactive lane (HTTP 429 with ``retry_after``): its next interactive request waits until
+    some of that work is done, or goes as a bulk job."""
+
+    code = "interactive_share_exceeded"
 
 
 class Overloaded(RateLimited):

@@ -7,8 +7,9 @@ at-most-once, so listeners re-read what they care about themselves: after a reco
 (``on_reconnect``) as well as on each event.
 
 * :class:`CompletionWaiter` (the API) wakes the requests waiting for a job without polling;
-* the workers' :class:`~mtfleet.workers.cancellation.Cancellations` aborts a cancelled job's
-  segments in the engine.
+* the workers do not listen here: each follows only the jobs it holds, on their own channels
+  (:func:`mtfleet.core.keys.job_events`, published beside this one by the same ``announce``;
+  :class:`~mtfleet.workers.cancellation.Cancellations`).
 """
 
 from __future__ import annotations

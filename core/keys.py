@@ -51,7 +51,9 @@ def job_results(job_id: str) -> str:
 
 
 def chunk_deliveries(job_id: str) -> str:
-    """Hash: chunk number -> how many times a worker started it (poison detection)."""
+    """Hash: chunk number -> how many times a worker started it (poison detection);
+    ``progressed:<chunk>`` -> how many of those recorded results before the chunk went back
+    (not failures); ``dead-lettered:<chunk>`` -> when it was dead-lettered."""
     return f"{PREFIX}job:{job_id}:deliveries"
 
 
@@ -69,6 +71,8 @@ def job_all(job_id: str) -> list[str]:
         chunk_deliveries(job_id),
         chunk_starts(job_id),
         job_chunks(job_id),
+        job_pending(job_id),
+        dead_chunks(job_id),
         job_document(job_id),
         job_rendered(job_id),
         document_access(job_id),
@@ -92,6 +96,13 @@ def job_chunks(job_id: str) -> str:
     """Hash: the ledger of a job's unfinished chunks: chunk number -> the chunk message (JSON).
     An entry leaves when its chunk is finished; the reconciler re-sends one that was lost."""
     return f"{PREFIX}job:{job_id}:chunks"
+
+
+def dead_chunks(job_id: str) -> str:
+    """Hash: chunk number -> the message (JSON) of a chunk of the job that was dead-lettered,
+    taken from the ledger when it was listed, so that ``mtfleet dead-letters retry`` can send it
+    again; expires with the job, leaves when retried or purged (core/deadletters.py)."""
+    return f"{PREFIX}job:{job_id}:dead"
 
 
 def idempotency(key_digest: str) -> str:
@@ -152,6 +163,14 @@ def unacked_mutex(instance: str) -> str:
 JOB_DONE_CHANNEL = f"{PREFIX}events:job-done"
 
 
+def job_events(job_id: str) -> str:
+    """Pub/sub channel: the same events as :data:`JOB_DONE_CHANNEL` (and a cancel's) for one
+    job, its id published on each; what a worker follows while it holds a chunk of the job
+    (workers/cancellation.py). lib.lua's ``announce`` names it from the channel it is given:
+    that channel, ``:`` and the job id."""
+    return f"{JOB_DONE_CHANNEL}:{job_id}"
+
+
 def webhook(job_id: str) -> str:
     """Hash: the webhook event of a job that carries a ``callback_url``, written by the script
     that makes the job final (lib.lua ``outbox_add``): its webhook-id, type, a snapshot of the
@@ -167,7 +186,9 @@ def webhook(job_id: str) -> str:
 #: due again (core/lua/webhook_claim.lua); it leaves when delivered or given up.
 WEBHOOKS_DUE = f"{PREFIX}webhooks:due"
 
-#: List: chunks that exhausted their deliveries, as JSON {job_id, chunk, reason, at}.
+#: List (newest first): chunks that exhausted their deliveries, as JSON {job_id, chunk, reason,
+#: at, lane}. At most ``MT_DEAD_LETTER_MAX`` entries, none older than ``MT_DEAD_LETTER_TTL_S``
+#: (core/deadletters.py); ``mtfleet dead-letters`` lists, retries and purges them.
 DEAD_LETTER = f"{PREFIX}dead-letter"
 
 
@@ -177,16 +198,62 @@ def active(pool: str, lane: str) -> str:
     return f"{PREFIX}active:{pool}:{lane}"
 
 
-def lane_started(pool: str, lane: str) -> str:
-    """String: the newest ``enqueued_at`` of any chunk first started from the pool's lane queue
-    (a chunk enqueued well before it has been fetched at least once: the queue is first in,
-    first out)."""
-    return f"{PREFIX}lane:{pool}:{lane}:started"
-
-
 #: Hash: "job_id:chunk" -> when the reconciler first found the chunk in neither the queue nor a
 #: worker; re-sent when still missing a grace period later.
 RECONCILE_SUSPECTS = f"{PREFIX}reconcile:suspects"
+
+
+# -- the backlog: where work waits until it is released to the broker (core/backlog.py) ---------
+
+
+def job_pending(job_id: str) -> str:
+    """List: the job's chunk numbers not yet released to the broker, first to go first (a
+    requeued chunk is put back at the front). Expires with the job."""
+    return f"{PREFIX}job:{job_id}:pending"
+
+
+def backlog_owner(pool: str, lane: str, owner: str) -> str:
+    """List: the jobs of one API key ('' : MT_AUTH=off) with chunks waiting in a pool's lane, in
+    the order they came (the first is released from first)."""
+    return f"{PREFIX}backlog:{pool}:{lane}:owner:{owner or '-'}"
+
+
+def backlog_owner_prefix(pool: str, lane: str) -> str:
+    """What :func:`backlog_owner` puts before the owner (the release script builds the key of
+    the owner whose turn it is; ``-`` for '')."""
+    return f"{PREFIX}backlog:{pool}:{lane}:owner:"
+
+
+def backlog_ring(pool: str, lane: str) -> str:
+    """List: the API keys with chunks waiting in a pool's lane, in turn order (the head's turn
+    now; a key goes to the tail after its turn, leaves when it has nothing waiting)."""
+    return f"{PREFIX}backlog:{pool}:{lane}:ring"
+
+
+def backlog_sizes(pool: str, lane: str) -> str:
+    """Hash: API key -> chunks it has waiting in a pool's lane (exact: every step that adds or
+    takes a chunk counts it)."""
+    return f"{PREFIX}backlog:{pool}:{lane}:sizes"
+
+
+def backlog_credit(pool: str, lane: str) -> str:
+    """Hash: API key -> chunks it may still release in its current turn (its weight at the start
+    of a turn: deficit round robin with chunks as the unit)."""
+    return f"{PREFIX}backlog:{pool}:{lane}:credit"
+
+
+def backlog_released(pool: str, lane: str) -> str:
+    """Hash: "job_id:chunk" -> "<owner>|<released at>": chunks handed to the broker that no
+    worker has started yet (in the broker queue, or fetched this instant). The reconciler puts
+    one that is in neither the queue nor a worker back in its backlog."""
+    return f"{PREFIX}backlog:{pool}:{lane}:released"
+
+
+def backlog_delayed(pool: str, lane: str) -> str:
+    """Sorted set: "<owner>|job_id:chunk" -> when a chunk that failed may go again (a failure's
+    backoff, without holding a worker thread); released before the backlog once due."""
+    return f"{PREFIX}backlog:{pool}:{lane}:delayed"
+
 
 #: String with a short expiry: the worker whose reconciler runs the current sweep.
 RECONCILE_LOCK = f"{PREFIX}reconcile:lock"
@@ -230,6 +297,14 @@ def api_key_chars(key_id: str, day: str) -> str:
     """String (expires two days later): characters the key submitted on a UTC day
     (``YYYY-MM-DD``)."""
     return f"{PREFIX}apikey:{key_id}:chars:{day}"
+
+
+def api_key_interactive(key_id: str) -> str:
+    """Hash (expires with the key's newest interactive job): the key's interactive work not
+    done yet, for its share of the interactive lane (:mod:`mtfleet.core.interactive`). Field: a
+    job id, or ``r:<token>`` for a submission under way; value ``"<segments> <added at>"``. An
+    entry leaves once its job is final, cancelling or gone (read from the job's hash)."""
+    return f"{PREFIX}apikey:{key_id}:interactive"
 
 
 def glossary(glossary_id: str) -> str:

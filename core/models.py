@@ -73,6 +73,9 @@ class ChunkMessage(BaseModel):
     # LoRA adapter the job named (vLLM pools), if any
     pool: str | None = None
     adapter: str | None = None
+    # the API key whose job it is ('' : MT_AUTH=off): whose backlog it goes back to when a
+    # worker cannot finish it (core/backlog.py)
+    owner: str = ""
 
     def summary(self) -> str:
         """Short description shown in Flower instead of customer text."""

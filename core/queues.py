@@ -1,12 +1,13 @@
-"""What waits on the broker: a queue's depth and how long its oldest chunk has been waiting.
+"""What waits in a pool lane: its chunks in the backlog (per API key, :mod:`mtfleet.core.backlog`)
+and in the broker queue, and how long the oldest of them has waited.
 
-A queue is a Redis list (kombu's Redis transport): the API's ``send_task`` pushes on the left,
-workers pop on the right, so the chunk that leaves next, the oldest one, is the list's last
-element. Each element is kombu's envelope (JSON) around Celery's message body (base64 JSON
-``[args, kwargs, embed]``); the one argument is the chunk message
+The broker queue is a Redis list (kombu's Redis transport): the API's ``send_task`` pushes on the
+left, workers pop on the right. Each element is kombu's envelope (JSON) around Celery's message
+body (base64 JSON ``[args, kwargs, embed]``); the one argument is the chunk message
 (:class:`~mtfleet.core.models.ChunkMessage`) as JSON text, whose ``enqueued_at`` says when the
-API queued it. A chunk put back by a worker (a restore, a rescue) may land at the other end, so
-both ends are read and the older counts.
+API queued it. A chunk put back by a worker's restore may land at the other end, so both ends
+are read and the older counts. In the backlog, the oldest chunk of a key is in the first job of
+its list: that job's ``created_at`` is when it was queued.
 """
 
 from __future__ import annotations
@@ -15,17 +16,20 @@ import base64
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import redis
 
+from mtfleet.core import keys
+
 
 @dataclass(frozen=True)
 class QueueReading:
-    queue: str
-    queued: int  # chunks waiting for a worker
-    oldest_queued_s: float | None  # seconds the oldest has waited; None: the queue is empty
+    queue: str  # the lane's broker queue
+    queued: int  # chunks waiting for a worker: in the backlog and in the broker queue
+    oldest_queued_s: float | None  # seconds the oldest has waited; None: nothing waits
+    by_key: dict[str, int] = field(default_factory=dict)  # backlog chunks per API key
 
 
 def enqueued_at(raw: bytes | str) -> float | None:
@@ -44,20 +48,48 @@ def enqueued_at(raw: bytes | str) -> float | None:
 
 
 def read_queues(
-    r: redis.Redis, queues: Sequence[str], now: float | None = None
+    r: redis.Redis, lanes: Sequence[tuple[str, str]], now: float | None = None
 ) -> dict[str, QueueReading]:
-    """Depth and oldest wait of each queue, in one round trip."""
+    """What waits in each (pool, lane), keyed by its broker queue's name: three round trips
+    whatever the depth (the ends of each broker queue and each backlog's sizes; the first job
+    of each key with chunks waiting; when those jobs were made)."""
     now = time.time() if now is None else now
     pipe = r.pipeline(transaction=False)
-    for q in queues:
+    for pool, lane in lanes:
+        q = keys.queue(pool, lane)
         pipe.llen(q)
         pipe.lindex(q, -1)
         pipe.lindex(q, 0)
-    replies = pipe.execute() if queues else []
+        pipe.hgetall(keys.backlog_sizes(pool, lane))
+    replies = pipe.execute() if lanes else []
+    sizes: list[dict[str, int]] = []
+    for i in range(len(lanes)):
+        raw = replies[4 * i + 3]
+        sizes.append({str(k): int(v) for k, v in raw.items() if int(v) > 0})
+    # the first job waiting of every key with chunks in a backlog, and when it was made
+    heads = [(i, owner) for i, by_key in enumerate(sizes) for owner in by_key]
+    pipe = r.pipeline(transaction=False)
+    for i, owner in heads:
+        pipe.lindex(keys.backlog_owner(*lanes[i], owner), 0)
+    first_jobs = pipe.execute() if heads else []
+    pipe = r.pipeline(transaction=False)
+    for job_id in first_jobs:
+        if job_id:
+            pipe.hget(keys.job(str(job_id)), "created_at")
+        else:
+            pipe.echo("")
+    made = pipe.execute() if heads else []
+    waited: dict[int, list[float]] = {}
+    for (i, _), at in zip(heads, made, strict=True):
+        if at:
+            waited.setdefault(i, []).append(float(at))
     out = {}
-    for i, q in enumerate(queues):
-        depth, *ends = replies[3 * i : 3 * i + 3]
+    for i, (pool, lane) in enumerate(lanes):
+        q = keys.queue(pool, lane)
+        depth, *ends = replies[4 * i : 4 * i + 3]
         times = [t for t in (enqueued_at(raw) for raw in ends if raw) if t is not None]
+        times += waited.get(i, [])
+        total = int(depth) + sum(sizes[i].values())
         oldest = round(max(0.0, now - min(times)), 3) if times else None
-        out[q] = QueueReading(q, int(depth), oldest if depth else None)
+        out[q] = QueueReading(q, total, oldest if total else None, sizes[i])
     return out

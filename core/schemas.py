@@ -445,6 +445,17 @@ class LimitsPublic(BaseModel):
     max_segments_per_job: int = Field(description="Texts (or document sentences) in one job.")
     max_segment_chars: int = Field(description="Characters in one text.")
     max_request_bytes: int = Field(description="Bytes in one request body.")
+    interactive_max_segments: int | None = Field(
+        None,
+        description="Texts in one interactive job: a larger one runs on the bulk lane, "
+        "whatever lane it asks for.",
+    )
+    key_interactive_segments: int | None = Field(
+        None, description="Interactive segments one API key may have queued or running at once."
+    )
+    key_interactive_jobs: int | None = Field(
+        None, description="Interactive jobs one API key may have queued or running at once."
+    )
 
 
 class ErrorBody(BaseModel):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import math
 import re
 from functools import lru_cache
 from typing import Annotated, Any, Literal
@@ -17,6 +18,11 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 _PLUGIN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+#: Share of MT_VISIBILITY_TIMEOUT_S a chunk may hold its broker lease (its time budget,
+#: workers/chunk.py), and share one engine call may take (the deadlines' ceiling: half the
+#: budget, so a segment past its deadline fails alone before its chunk's budget runs out).
+CHUNK_BUDGET_SHARE = 0.5
+ENGINE_DEADLINE_SHARE = CHUNK_BUDGET_SHARE / 2
 #: The engines mtfleet ships (workers/engines/); anything else is a plugin (module:Class).
 ENGINES = frozenset({"vllm", "openai", "transformers", "apertium"})
 
@@ -277,8 +283,9 @@ class Settings(BaseSettings):
     engine_deadline_floor_s: float = Field(
         30.0,
         gt=0,
-        description="Shortest engine deadline, whatever the estimate (never more than a quarter "
-        "of the visibility timeout: a chunk's own budget is half of it).",
+        description="Shortest engine deadline, whatever the estimate. At most a quarter of "
+        "MT_VISIBILITY_TIMEOUT_S (a chunk's own budget is half of it): a larger value is "
+        "refused at start-up, and the default is capped there.",
     )
 
     # --- OpenAI-compatible server engine (openai) -------------------------------------------
@@ -382,6 +389,19 @@ class Settings(BaseSettings):
     max_deliveries: int = Field(
         5, ge=1, description="Deliveries of one chunk before it goes to the dead-letter list."
     )
+    dead_letter_max: int = Field(
+        10_000,
+        ge=1,
+        description="Entries the dead-letter list keeps at most (the newest; `mtfleet "
+        "dead-letters` lists, retries and purges them).",
+    )
+    dead_letter_ttl_s: int = Field(
+        7 * 24 * 3600,
+        ge=60,
+        description="Seconds a dead-letter entry is kept after it was listed. A chunk can be "
+        "retried only while its job is kept (MT_RESULT_TTL_S), so longer than that only "
+        "keeps its reason.",
+    )
     visibility_timeout_s: int = Field(
         3600, ge=10, description="Seconds before an unacked chunk is redelivered (broker)."
     )
@@ -412,16 +432,21 @@ class Settings(BaseSettings):
         "make bench), so larger chunks cost less per segment; a chunk that kills its worker "
         "every time is dead-lettered whole, so smaller ones lose less to a poison segment.",
     )
-    process_per_lane: bool = Field(
-        False,
+    process_per_lane: bool | Literal["auto"] = Field(
+        "auto",
         description="mtfleet worker: run each lane in a Celery worker process of its own, the "
         "bulk one at the lowest CPU priority, so the interactive lane's Python never waits "
-        "behind the bulk lane's (its own GIL, the CPU first). For engines that can run twice on "
-        "one host (apertium, CPU plugins); refused with --gpus, where each process would load "
-        "the model again.",
+        "behind the bulk lane's (its own GIL, the CPU first). auto: on for a worker without "
+        "--gpus serving both lanes whose engine can run once per lane on one host (apertium; a "
+        "plugin whose class sets lane_processes), off otherwise. true is refused with --gpus, "
+        "where each process would load the model again.",
     )
     interactive_max_segments: int = Field(
-        50, ge=1, description="Jobs up to this many segments default to the interactive lane."
+        50,
+        ge=1,
+        description="Jobs up to this many segments default to the interactive lane, and the "
+        "most one interactive job may carry: a larger one runs on the bulk lane whatever lane "
+        "it asks for (POST /v1/jobs, /v1/translate, /v1/documents and the drop-ins alike).",
     )
     routes: Annotated[dict[str, str], NoDecode] = Field(
         default_factory=dict,
@@ -447,6 +472,22 @@ class Settings(BaseSettings):
     max_segment_chars: int = Field(5_000, ge=1, description="Characters one segment may carry.")
     max_request_bytes: int = Field(
         8 * 1024 * 1024, ge=1024, description="Largest request body the API reads."
+    )
+    release_ahead: int = Field(
+        32,
+        ge=1,
+        le=100_000,
+        description="Chunks a pool lane's broker queue holds at most; the rest wait in the "
+        "fleet's backlog, where API keys take turns (docs/reliability.md, fair shares). Enough "
+        "to keep every worker's pull window fed between releases; more only delays a new "
+        "key's turn.",
+    )
+    release_interval_s: float = Field(
+        0.25,
+        gt=0,
+        le=60,
+        description="Seconds between a worker's releases from the backlog when no chunk ends "
+        "(one runs after every chunk anyway).",
     )
     document_deadline_s: float = Field(
         20.0,
@@ -693,6 +734,29 @@ class Settings(BaseSettings):
         description="Seconds an API process trusts an API key it has read from Redis; a revoke "
         "takes effect within this (0: read Redis on every request).",
     )
+    key_rate: float = Field(
+        10.0,
+        gt=0,
+        le=1_000_000,
+        description="Requests per second (bursts of a second's worth) of an API key made "
+        "without --rate, keys made before this setting included; past it 429 with Retry-After. "
+        "mtfleet keys create --rate N gives a key its own, --rate none no limit.",
+    )
+    key_interactive_segments: int = Field(
+        200,
+        ge=1,
+        description="Interactive segments one API key may have queued or being translated at "
+        "once, fleet-wide (its interactive jobs' segments not yet done); past it an "
+        "interactive request is 429 with Retry-After, so one tenant cannot take the "
+        "interactive lane from the others. A key holding none may always send one job.",
+    )
+    key_interactive_jobs: int = Field(
+        16,
+        ge=1,
+        description="Interactive jobs one API key may have queued or being translated at once, "
+        "fleet-wide; past it an interactive request is 429 with Retry-After (send large work "
+        "as a bulk job).",
+    )
 
     # --- glossaries / checks -----------------------------------------------------------------
     glossary_max_terms: int = Field(
@@ -841,6 +905,19 @@ class Settings(BaseSettings):
             raise ValueError(
                 "engine openai needs MT_OPENAI_BASE_URL (the server's API, e.g. "
                 "http://127.0.0.1:8000/v1)"
+            )
+        ceiling = self.visibility_timeout_s * ENGINE_DEADLINE_SHARE
+        if (
+            "engine_deadline_floor_s" in self.model_fields_set
+            and self.engine_deadline_floor_s > ceiling
+        ):
+            floor = self.engine_deadline_floor_s
+            raise ValueError(
+                f"MT_ENGINE_DEADLINE_FLOOR_S={floor:g} does not fit "
+                f"MT_VISIBILITY_TIMEOUT_S={self.visibility_timeout_s}: one engine call may take "
+                f"at most a quarter of it ({ceiling:g}s; a chunk holds its lease for half), so no "
+                f"call could be given that floor; set MT_VISIBILITY_TIMEOUT_S to at least "
+                f"{math.ceil(floor / ENGINE_DEADLINE_SHARE)} or the floor to at most {ceiling:g}"
             )
         if self.max_seqs and self.max_step_tokens and self.max_seqs > self.max_step_tokens:
             raise ValueError(

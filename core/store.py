@@ -33,9 +33,12 @@ from pydantic import Field, TypeAdapter
 
 from mtfleet.core import keys, scripts
 from mtfleet.core.apikeys import Storage
+from mtfleet.core.backlog import job_keys as backlog_keys
+from mtfleet.core.deadletters import DeadLetters
 from mtfleet.core.errors import JobNotFound, NotReplicated
 from mtfleet.core.models import JobStatus, Progress, SegmentOutcome
 from mtfleet.core.schemas import ChunksPublic, JobPublic
+from mtfleet.core.settings import Settings
 
 
 class JobRecord(JobPublic):
@@ -135,10 +138,12 @@ class JobStore:
         aclient: redis.asyncio.Redis | None = None,
         min_replicas: int = 0,
         replica_timeout_ms: int = 1000,
+        dead_letters: DeadLetters | None = None,
     ) -> None:
         """``aclient``: the same Redis for an event loop (the ``a*`` reads; the API's).
         ``min_replicas``: replicas that must hold a new job before :meth:`create` returns
-        (Redis ``WAIT``, at most ``replica_timeout_ms``; 0: no wait)."""
+        (Redis ``WAIT``, at most ``replica_timeout_ms``; 0: no wait). ``dead_letters``: the
+        dead-letter list with its bounds (default: the settings' defaults)."""
         self.r = client
         self.ar = aclient
         self.ttl = result_ttl_s
@@ -149,7 +154,11 @@ class JobStore:
         self._start = scripts.register(client, "start_chunk")
         self._cancel = scripts.register(client, "cancel_job")
         self._fail = scripts.register(client, "fail_job")
-        self._dead = scripts.register(client, "dead_letter")
+        self.dead_letters = dead_letters or DeadLetters(
+            client,
+            max_entries=Settings.model_fields["dead_letter_max"].default,
+            ttl_s=Settings.model_fields["dead_letter_ttl_s"].default,
+        )
 
     # -- API side ------------------------------------------------------------------------------
     def create(
@@ -198,6 +207,11 @@ class JobStore:
                 *(storage.redis_keys() if storage is not None else ("", "")),
                 keys.webhook(job.id) if job.status.final and job.callback_url else "",
                 keys.WEBHOOKS_DUE,
+                *(
+                    backlog_keys(job.id, job.pool, job.lane.value, job.owner)
+                    if ledger and job.pool
+                    else [""] * 5
+                ),
             ],
             args=[
                 self.ttl,
@@ -210,6 +224,7 @@ class JobStore:
                 storage.limit if storage is not None else -1,
                 doc,
                 job.id,
+                job.owner,
                 *flat_meta,
                 *flat_results,
                 *flat_ledger,
@@ -236,24 +251,29 @@ class JobStore:
         self.fail(job_id, error.as_dict(), idempotency_key=idem_key, notify=False)
         raise error
 
-    def _active_of(self, job_id: str) -> str:
-        """The active set of a stored job (its pool and lane never change)."""
+    def placement(self, job_id: str) -> tuple[str, str, str] | None:
+        """A stored job's pool, lane and owner (they never change); None for a job without a
+        pool or an unknown one."""
         if not keys.is_id(job_id):
-            return ""
-        pool, lane = self.r.hmget(keys.job(job_id), ["pool", "lane"])
-        return active_key(str(pool) if pool else None, str(lane) if lane else None)
+            return None
+        pool, lane, owner = self.r.hmget(keys.job(job_id), ["pool", "lane", "owner"])
+        if not pool or not lane:
+            return None
+        return str(pool), str(lane), str(owner or "")
 
     def cancel(self, job_id: str) -> JobStatus:
+        where = self.placement(job_id)
         status = self._cancel(
             keys=[
                 keys.job(job_id),
                 keys.job_chunks(job_id),
                 keys.chunk_starts(job_id),
-                self._active_of(job_id),
+                active_key(where[0], where[1]) if where else "",
                 keys.webhook(job_id),
                 keys.WEBHOOKS_DUE,
+                *(backlog_keys(job_id, *where) if where else [""] * 5),
             ],
-            args=[job_id, time.time(), keys.JOB_DONE_CHANNEL],
+            args=[job_id, time.time(), keys.JOB_DONE_CHANNEL, where[2] if where else ""],
         )
         if not status:
             raise JobNotFound(f"job {job_id} not found (it may have expired)")
@@ -274,16 +294,24 @@ class JobStore:
         whether its webhook (a ``callback_url``) gets the event; not for a job the client was
         told was not accepted.
         """
+        where = self.placement(job_id)
         self._fail(
             keys=[
                 keys.job(job_id),
                 idempotency_key,
                 keys.job_chunks(job_id),
-                self._active_of(job_id),
+                active_key(where[0], where[1]) if where else "",
                 keys.webhook(job_id) if notify else "",
                 keys.WEBHOOKS_DUE,
+                *(backlog_keys(job_id, *where) if where else [""] * 5),
             ],
-            args=[job_id, time.time(), keys.JOB_DONE_CHANNEL, json.dumps(error)],
+            args=[
+                job_id,
+                time.time(),
+                keys.JOB_DONE_CHANNEL,
+                json.dumps(error),
+                where[2] if where else "",
+            ],
         )
 
     def get_document(self, job_id: str) -> bytes | None:
@@ -349,27 +377,22 @@ class JobStore:
         *,
         pool: str | None = None,
         lane: str | None = None,
-        enqueued_at: float = 0.0,
     ) -> tuple[JobStatus | None, int, set[int]]:
-        """Count a delivery of ``chunk``, mark the job running and the chunk in flight:
-        (status, deliveries so far, those of ``indices`` that still need a result); a job that
-        is final or being cancelled gives (status, 0, nothing): the chunk does not start. A
-        first delivery also moves the pool lane's started mark to ``enqueued_at``. One round
-        trip; a
+        """Count a delivery of ``chunk``, mark the job running and the chunk in flight (off its
+        pool lane's released hash): (status, deliveries so far, those of ``indices`` that still
+        need a result); a job that is final, or being cancelled when the chunk was not in
+        flight, gives (status, 0, nothing): the chunk does not start. One round trip; a
         redelivery (only this chunk writes its indices, so a first delivery cannot find
         results) takes one more, an HMGET."""
         status, n = self._start(
             keys=[
                 keys.job(job_id),
                 keys.chunk_deliveries(job_id),
-                keys.lane_started(pool, lane) if pool and lane else "",
                 keys.chunk_starts(job_id),
                 keys.job_chunks(job_id),
-                active_key(pool, lane),
-                keys.webhook(job_id),
-                keys.WEBHOOKS_DUE,
+                keys.backlog_released(pool, lane) if pool and lane else "",
             ],
-            args=[chunk, time.time(), self.ttl, enqueued_at, job_id, keys.JOB_DONE_CHANNEL],
+            args=[chunk, time.time(), self.ttl, job_id],
         )
         if int(n) == 0:  # not started: the job is final, gone or being cancelled
             return (JobStatus(status) if status else None), 0, set()
@@ -420,15 +443,29 @@ class JobStore:
         )
         return JobStatus(status) if status else None
 
+    def deliveries(self, job_id: str, chunk: int) -> int:
+        """How many times a worker has started the chunk."""
+        return int(self.r.hget(keys.chunk_deliveries(job_id), str(chunk)) or 0)
+
+    def progressed(self, job_id: str, chunk: int) -> None:
+        """A delivery of ``chunk`` recorded results before it went back (its time budget ran
+        out): it is no failed delivery (:meth:`failed_deliveries`). Each such delivery records
+        at least one segment, so a chunk has at most as many as it has segments."""
+        self.r.hincrby(keys.chunk_deliveries(job_id), f"progressed:{chunk}", 1)
+
+    def failed_deliveries(self, job_id: str, chunk: int) -> int:
+        """Deliveries of ``chunk`` that made no progress (started, and neither finished nor
+        recorded anything before going back): what ``MT_MAX_DELIVERIES`` bounds, and what
+        makes a chunk a suspect that runs alone (:mod:`mtfleet.workers.chunk`)."""
+        started, progressed = self.r.hmget(
+            keys.chunk_deliveries(job_id), [str(chunk), f"progressed:{chunk}"]
+        )
+        return int(started or 0) - int(progressed or 0)
+
     def dead_letter(self, job_id: str, chunk: int, entry: str) -> bool:
         """List ``entry`` (JSON) on the dead-letter list once per chunk; True if this call
-        did."""
-        return bool(
-            self._dead(
-                keys=[keys.chunk_deliveries(job_id), keys.DEAD_LETTER],
-                args=[chunk, time.time(), entry],
-            )
-        )
+        did (:meth:`DeadLetters.add`)."""
+        return self.dead_letters.add(job_id, chunk, entry)
 
     # -- reads ---------------------------------------------------------------------------------
     def get(self, job_id: str) -> JobRecord:

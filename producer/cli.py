@@ -4,8 +4,9 @@ Components:  ``mtfleet api`` · ``mtfleet worker`` · ``mtfleet flower`` · ``mt
 Clients:     ``mtfleet translate`` · ``mtfleet submit`` · ``mtfleet status`` · ``mtfleet result``
              ``mtfleet cancel`` · ``mtfleet languages`` · ``mtfleet pools list`` · ``mtfleet eval``
              ``mtfleet glossary create|list|show|delete``
-Operator:    ``mtfleet keys create|list|revoke|delete|rotate-webhook-secret`` (API keys,
+Operator:    ``mtfleet keys create|list|set-weight|revoke|delete|rotate-webhook-secret`` (API keys,
              straight in Redis); ``mtfleet pools forget`` (a pool gone for good);
+             ``mtfleet dead-letters list|retry|purge`` (in Redis);
              ``mtfleet plan`` (GPUs for a workload)
 
 Settings come from ``MT_*`` environment variables (docs/configuration.md); command-line options
@@ -26,7 +27,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import httpx
 import redis
@@ -48,6 +49,7 @@ from mtfleet.producer.client import (
     MTClientError,
     RetryPolicy,
 )
+from mtfleet.producer.dead_letters import dead_letters_app
 from mtfleet.producer.lines import parse_lines
 from mtfleet.producer.plan import plan_command
 
@@ -210,7 +212,7 @@ def worker(
     from mtfleet.core.errors import ConfigError
     from mtfleet.workers.gpus import gpu_groups, parse_gpus
     from mtfleet.workers.preflight import problems
-    from mtfleet.workers.supervisor import run_workers, worker_plan
+    from mtfleet.workers.supervisor import lanes_apart, run_workers, worker_plan
 
     overrides = {
         k: v
@@ -233,7 +235,8 @@ def worker(
         gpu_ids = parse_gpus(gpus)
         groups = gpu_groups(gpu_ids, tp, settings.pipeline_parallel_size)
         prefix = f"{settings.pool}-" if settings.pool else ""
-        plan = worker_plan(groups, list(settings.lanes), settings.process_per_lane, prefix)
+        apart = lanes_apart(settings, gpu_ids)
+        plan = worker_plan(groups, list(settings.lanes), apart, prefix)
     except ConfigError as exc:
         err_console.print(f"[red]{escape(exc.message)}[/red]")
         raise typer.Exit(2) from None
@@ -259,7 +262,7 @@ def worker(
         loglevel=loglevel,
         env_overrides=overrides,
         interactive_prefetch=settings.interactive_prefetch,
-        process_per_lane=settings.process_per_lane,
+        process_per_lane=apart,
         prefix=prefix,
     )
     raise typer.Exit(code)
@@ -812,6 +815,8 @@ def eval_(
 
 # Capacity planning: no fleet needed (producer/plan.py, core/capacity.py).
 app.command("plan")(plan_command)
+# The dead-letter list, straight in Redis (producer/dead_letters.py).
+app.add_typer(dead_letters_app, name="dead-letters")
 
 
 # --- pools -----------------------------------------------------------------------------------
@@ -970,8 +975,8 @@ def glossary_delete(
 # --- API keys (operator: straight to Redis) ---------------------------------------------------
 keys_app = typer.Typer(
     no_args_is_help=True,
-    help="API keys: create, list, revoke, delete, rotate-webhook-secret (talks to the Redis at "
-    "MT_REDIS_URL directly).",
+    help="API keys: create, list, set-weight, revoke, delete, rotate-webhook-secret (talks to "
+    "the Redis at MT_REDIS_URL directly).",
 )
 app.add_typer(keys_app, name="keys")
 
@@ -981,7 +986,14 @@ def _key_store() -> KeyStore:
     from mtfleet.core.redis_conn import connect
     from mtfleet.core.settings import get_settings
 
-    return KeyStore(connect(get_settings().redis_url), cache_s=0)
+    settings = get_settings()
+    return KeyStore(connect(settings.redis_url), cache_s=0, default_rate=settings.key_rate)
+
+
+WEIGHT_HELP = (
+    "Share of a pool's workers while keys' work waits: weight 2 gets twice the turns of "
+    "weight 1 (docs/reliability.md)."
+)
 
 
 @keys_app.command("create")
@@ -992,7 +1004,11 @@ def keys_create(
         typer.Option(min=1, help="Characters of text per UTC day (default: no limit)."),
     ] = None,
     rate: Annotated[
-        float | None, typer.Option(help="Requests per second (default: no limit).")
+        str | None,
+        typer.Option(
+            help="Requests per second, or none: no limit (default: MT_KEY_RATE, which then "
+            "applies to the key whatever it is set to later)."
+        ),
     ] = None,
     storage_mb: Annotated[
         int | None,
@@ -1002,12 +1018,18 @@ def keys_create(
         str,
         typer.Option(help="user, or operator: may also read /v1/ops and the panel at /ops."),
     ] = "user",
+    weight: Annotated[int, typer.Option(min=1, max=1000, help=WEIGHT_HELP)] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Create an API key; its token is printed once (only its hash is stored)."""
     try:
         key, token = _key_store().create(
-            name, chars_per_day=chars_per_day, rate=rate, storage_mb=storage_mb, role=role
+            name,
+            chars_per_day=chars_per_day,
+            rate=_rate_option(rate),
+            storage_mb=storage_mb,
+            role=role,
+            weight=weight,
         )
     except InvalidInput as exc:
         err_console.print(f"[red]{escape(exc.message)}[/red]")
@@ -1031,6 +1053,20 @@ def keys_create(
     print(token)
 
 
+def _rate_option(text: str | None) -> float | Literal["none"] | None:
+    """``--rate``: a number of requests per second, ``none`` (no limit) or unset (the default)."""
+    if text is None:
+        return None
+    if text.strip().lower() in ("none", "unlimited"):
+        return "none"
+    try:
+        return float(text)
+    except ValueError:
+        raise InvalidInput(
+            f"--rate {text!r}: a number of requests per second, or none for no limit"
+        ) from None
+
+
 @keys_app.command("list")
 def keys_list(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
     """List API keys (never their tokens) with today's characters."""
@@ -1045,16 +1081,31 @@ def keys_list(as_json: Annotated[bool, typer.Option("--json", help="Print JSON."
     if as_json:
         print(json.dumps(rows))
         return
-    print("id\tname\tcreated (UTC)\tchars today/per day\trate/s\tstored MiB\trole\tstate")
+    print("id\tname\tcreated (UTC)\tchars today/per day\trate/s\tstored MiB\trole\tweight\tstate")
     for k in found:
         created = time.strftime("%Y-%m-%d %H:%M", time.gmtime(k.created_at))
         per_day = k.chars_per_day if k.chars_per_day is not None else "-"
-        rate = f"{k.rate:g}" if k.rate is not None else "-"
+        rate = f"{k.rate:g}" if k.rate is not None else "none"
+        rate += " (default)" if k.rate_default else ""
         state = "revoked" if k.revoked else "active"
         mib = f"{stored[k.id] / 1024 / 1024:.1f}"
         print(
-            f"{k.id}\t{k.name}\t{created}\t{used[k.id]}/{per_day}\t{rate}\t{mib}\t{k.role}\t{state}"
+            f"{k.id}\t{k.name}\t{created}\t{used[k.id]}/{per_day}\t{rate}\t{mib}\t{k.role}"
+            f"\t{k.weight}\t{state}"
         )
+
+
+@keys_app.command("set-weight")
+def keys_set_weight(
+    key_id: Annotated[str, typer.Argument(help="The key's id (keys list).")],
+    weight: Annotated[int, typer.Argument(min=1, max=1000, help=WEIGHT_HELP)],
+) -> None:
+    """Set a key's weight: its share of the turns from its next turn on."""
+    key = _key_store().set_weight(key_id, weight)
+    if key is None:
+        err_console.print(f"[red]no API key {key_id!r}[/red]")
+        raise typer.Exit(1)
+    print(f"key {key.id} ({key.name}) has weight {key.weight}")
 
 
 @keys_app.command("revoke")

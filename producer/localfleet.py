@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Literal
 
 import httpx
 import redis
@@ -244,12 +244,13 @@ class LocalFleet:
         name: str = "localfleet",
         *,
         chars_per_day: int | None = None,
-        rate: float | None = None,
+        rate: float | Literal["none"] | None = None,
         storage_mb: int | None = None,
         role: str = "user",
     ) -> str:
         """A new API key (its token) in this fleet's Redis, after :meth:`start_redis`;
-        :meth:`stop` deletes it again."""
+        :meth:`stop` deletes it again. ``rate``: None, the default (``MT_KEY_RATE``);
+        ``"none"``: no limit."""
         if not self.redis_url:
             raise RuntimeError("start_redis() first")
         client = open_client(self.redis_url)

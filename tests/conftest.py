@@ -31,6 +31,10 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 # The suite calls /v1 without API keys (in-process and through `mtfleet api` subprocesses, which
 # inherit this); tests of authentication ask for MT_AUTH=required themselves.
 os.environ.setdefault("MT_AUTH", "off")
+# Likewise the keys the suite makes without a rate are not held to the default rate
+# (MT_KEY_RATE, 10 a second): tests that send more than that with one key test other things;
+# tests of the default rate set it themselves.
+os.environ.setdefault("MT_KEY_RATE", "1000")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -56,6 +56,26 @@ def echo(req: TranslationRequest) -> str:
     return f"[{req.target}] {req.text}"
 
 
+class Gate:
+    """A :class:`ScriptedEngine` script whose replies (echoes) wait until :meth:`open`: a chunk
+    that is still running, for as long as a test needs. ``started`` is set by the first
+    request."""
+
+    def __init__(self, timeout_s: float = 30.0) -> None:
+        self.started = threading.Event()
+        self._open = threading.Event()
+        self.timeout_s = timeout_s
+
+    def __call__(self, req: TranslationRequest) -> str:
+        self.started.set()
+        if not self._open.wait(self.timeout_s):
+            raise TimeoutError("the gate was never opened")
+        return echo(req)
+
+    def open(self) -> None:
+        self._open.set()
+
+
 class ScriptedEngine(Engine):
     """An engine whose answer to each request is ``script(request)`` (a text, a Translation,
     or an exception to raise). Batch engine by default; ``streaming=True`` makes it a

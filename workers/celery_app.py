@@ -11,10 +11,13 @@ The task, :data:`mtfleet.core.keys.TRANSLATE_TASK`, translates one chunk; the AP
 that name. Its return value is a small summary (counts, timings) that Flower shows; customer
 text never appears in it. Nothing accepted is dropped:
 
-* any error while processing (Redis unreachable, an engine fault) *rejects the message with
-  requeue*: it goes back to its queue (or, if Redis itself is down, stays unacknowledged and
-  returns with the rescue or the visibility timeout). The store is idempotent, so repeats are
-  harmless, and the per-chunk delivery counter dead-letters a chunk that keeps failing;
+* a chunk that cannot be finished here (its engine is down, its time budget ran out, an error)
+  goes back to the front of its API key's backlog (:meth:`mtfleet.core.backlog.Backlog.requeue`;
+  after an error, aside for a backoff that grows with its deliveries, holding no worker
+  thread) and its message is acknowledged; if Redis itself is away the message is rejected
+  and stays with the broker (it returns with the rescue or the visibility timeout). The store
+  is idempotent, so repeats are harmless, and the per-chunk delivery counter dead-letters a
+  chunk that keeps failing;
 * an engine that cannot serve (:class:`~mtfleet.core.errors.EngineUnavailable`) is restarted
   by the worker's :class:`~mtfleet.workers.health.EngineHealth` while its chunks go back;
 * a message that is not a valid chunk can never succeed: it is dead-lettered at once and its
@@ -27,7 +30,6 @@ import contextlib
 import json
 import logging
 import os
-import threading
 import time
 import warnings
 from typing import Any
@@ -100,21 +102,16 @@ def runtime() -> WorkerRuntime:
 
 
 # -- the task ----------------------------------------------------------------------------------
-_failures = 0  # consecutive failed chunks in this process: paces requeues
-_failures_lock = threading.Lock()
+#: Seconds before a chunk that failed on its n-th delivery may go again: 0.5 s, doubling per
+#: delivery, at most this (a failing chunk waits aside in the backlog, holding no thread).
+BACKOFF_MAX_S = 10.0
+#: Seconds a chunk waits aside when the engine it met was down (it is no fault of the chunk's:
+#: no backoff grows), so it does not bounce straight back to a worker that cannot serve it.
+ENGINE_DOWN_S = 0.5
 
 
-def _backoff() -> float:
-    global _failures
-    with _failures_lock:
-        _failures += 1
-        return min(0.25 * 2 ** min(_failures, 8), 10.0)
-
-
-def _reset_backoff() -> None:
-    global _failures
-    with _failures_lock:
-        _failures = 0
+def backoff_s(deliveries: int) -> float:
+    return min(0.25 * 2 ** max(1, min(deliveries, 8)), BACKOFF_MAX_S)
 
 
 @app.task(name=keys.TRANSLATE_TASK, bind=True, acks_late=True, reject_on_worker_lost=True)
@@ -131,21 +128,48 @@ def translate_chunk(self: Task, chunk: Any) -> dict[str, Any]:
     redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
     rt = runtime()
     try:
-        result = rt.process(msg, redelivered=redelivered)
+        return rt.process(msg, redelivered=redelivered)
     except EngineUnavailable as exc:
         rt.health.engine_down(exc.message)
-        time.sleep(_backoff())
-        raise Reject(exc.message, requeue=True) from exc
+        # aside a moment: not straight back to a worker whose engine is away
+        return _put_back(rt, msg, exc.message, "engine_unavailable", delay_s=ENGINE_DOWN_S)
     except Requeue as exc:
         log.warning("job %s chunk %s requeued: %s", msg.job_id, msg.chunk, exc)
-        raise Reject(str(exc), requeue=True) from exc
+        return _put_back(rt, msg, str(exc), "budget")
     except Exception as exc:
-        delay = _backoff()
-        log.exception("chunk %s of job %s failed; requeued in %.1fs", msg.chunk, msg.job_id, delay)
-        time.sleep(delay)
-        raise Reject(f"{type(exc).__name__}: {exc}", requeue=True) from exc
-    _reset_backoff()
-    return result
+        log.exception("chunk %s of job %s failed; it goes back", msg.chunk, msg.job_id)
+        return _put_back(rt, msg, f"{type(exc).__name__}: {exc}", "error", backoff=True)
+    finally:
+        rt.releaser.nudge()  # its slot is free: what waits may go
+
+
+def _put_back(
+    rt: WorkerRuntime,
+    msg: ChunkMessage,
+    why: str,
+    reason: str,
+    *,
+    backoff: bool = False,
+    delay_s: float = 0.0,
+) -> dict[str, Any]:
+    """A chunk this worker could not finish goes back to the front of its key's backlog (or
+    aside for its backoff: a chunk that fails again waits longer, without holding a thread),
+    and its message is acknowledged. With Redis away the message is rejected instead: the
+    broker keeps it (and returns it with the visibility timeout)."""
+    try:
+        delay = backoff_s(rt.store.deliveries(msg.job_id, msg.chunk)) if backoff else delay_s
+        where = rt.backlog.requeue(
+            msg.job_id,
+            msg.chunk,
+            pool=msg.pool or settings.pool_name,
+            lane=msg.lane.value,
+            owner=msg.owner,
+            delay_s=delay,
+        )
+    except Exception as exc:
+        raise Reject(f"{why} (and it could not be put back: {exc})", requeue=True) from exc
+    metrics.REQUEUED.labels(reason).inc()
+    return {"requeued": where, "reason": why}
 
 
 def _dead_letter_malformed(task_id: str, chunk: Any, exc: ValidationError) -> dict[str, Any]:

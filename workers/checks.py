@@ -53,6 +53,7 @@ from mtfleet.core import languages
 from mtfleet.core.documents.base import tag_counts
 from mtfleet.core.documents.pipeline import next_code
 from mtfleet.core.documents.pipeline import protect as protect_spans
+from mtfleet.core.errors import Unfinished
 from mtfleet.core.glossary import PLACEHOLDER, Matcher, Placed, Protected
 from mtfleet.core.models import Finding, SegmentOutcome
 from mtfleet.workers.translation import markup_warning
@@ -312,7 +313,11 @@ def finish(
 
 def _better(first: SegmentOutcome, second: SegmentOutcome) -> SegmentOutcome:
     """After a retry: the retry when it passes or gave a translation; else the first (a
-    translation with a warning beats an empty one). Hard warnings left say a retry was made."""
+    translation with a warning beats an empty one). Hard warnings left say a retry was made.
+    A retry its chunk's time budget cut short leaves the segment unfinished (its next delivery
+    translates it again)."""
+    if second.error is not None and second.error.get("type") == Unfinished.code:
+        return second
     pick = second if second.ok or not first.ok else first
     if pick.ok:
         pick.warnings = [

@@ -9,6 +9,11 @@ for a chunk that waited in the queue, look its texts up in the phrase cache agai
 another job translated meanwhile); translate the rest through the scheduler with the glossary
 applied and every output check (:mod:`mtfleet.workers.checks`), within the chunk's time budget;
 put each text's own outer whitespace back; cache what passed; record (one round trip).
+
+A chunk whose budget runs out records what it finished (checked and cached like the rest) and
+goes back (:class:`Requeue`): its next delivery translates only what is left, and a delivery
+that recorded something is not counted against ``MT_MAX_DELIVERIES`` (a chunk slower than its
+budget finishes over several deliveries; it is not poison).
 """
 
 from __future__ import annotations
@@ -22,14 +27,15 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from mtfleet.core.cache import PhraseCache
-from mtfleet.core.errors import Cancelled, DeadLettered, EngineUnavailable
+from mtfleet.core.errors import Cancelled, DeadLettered, EngineUnavailable, Unfinished
 from mtfleet.core.glossary import GlossaryNotFound, GlossaryStore
-from mtfleet.core.models import ChunkMessage, JobStatus, Lane, SegmentOutcome
-from mtfleet.core.settings import Settings
+from mtfleet.core.models import ChunkMessage, Lane, SegmentOutcome
+from mtfleet.core.settings import CHUNK_BUDGET_SHARE, ENGINE_DEADLINE_SHARE, Settings
 from mtfleet.core.store import JobStore
 from mtfleet.workers import checks, metrics
 from mtfleet.workers.engines.base import TranslationRequest
 from mtfleet.workers.scheduler import Scheduler
+from mtfleet.workers.translation import error_outcome, seconds
 
 log = logging.getLogger(__name__)
 
@@ -40,11 +46,20 @@ log = logging.getLogger(__name__)
 RECHECK_AFTER_S = 1.0
 #: Share of the broker's visibility timeout a chunk may take from its start: past it the
 #: chunk records what it has and goes back to the queue, so no chunk outlives its lease.
-BUDGET_SHARE = 0.5
+BUDGET_SHARE = CHUNK_BUDGET_SHARE
 #: The longest engine deadline, as a share of the visibility timeout: half the chunk's budget,
 #: so a segment that outlives its deadline fails alone (and a hard check's retry still fits)
-#: before the chunk's budget sends the whole chunk back.
-ENGINE_SHARE = BUDGET_SHARE / 2
+#: before the chunk's budget sends the whole chunk back. A floor set above it is refused at
+#: start-up (:class:`~mtfleet.core.settings.Settings`).
+ENGINE_SHARE = ENGINE_DEADLINE_SHARE
+#: Failed deliveries (:meth:`JobStore.failed_deliveries`) after which a chunk is a *suspect*
+#: that runs alone (:class:`Gate`): it may be what killed the worker or engine it was in.
+#: Once, it is more likely a bystander: a dead worker or engine takes every chunk it held
+#: down with it, and running each of them alone would serialise them all.
+SUSPECT_AFTER = 2
+#: Share of its budget a chunk may wait at the gate (behind a suspect, or a suspect waiting
+#: for the chunks in progress to finish); past it, it goes back uncharged.
+GATE_SHARE = 0.5
 
 
 class Requeue(Exception):
@@ -88,8 +103,13 @@ class Recheck:
             self.cost_s += (seconds / segments - self.cost_s) * weight
 
 
+class GateTimeout(Exception):
+    """A chunk waited at the gate past its share of the budget."""
+
+
 class Gate:
-    """Shared/exclusive gate over chunk processing (exclusive holders go first)."""
+    """Shared/exclusive gate over chunk processing (exclusive holders go first). Every wait
+    has a deadline: past it, :class:`GateTimeout` (the chunk goes back, uncharged)."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
@@ -98,15 +118,25 @@ class Gate:
         self._waiting_exclusive = 0
 
     @contextlib.contextmanager
-    def hold(self, *, exclusive: bool) -> Iterator[None]:
+    def hold(self, *, exclusive: bool, timeout: float) -> Iterator[None]:
         with self._cond:
             if exclusive:
                 self._waiting_exclusive += 1
-                self._cond.wait_for(lambda: not self._exclusive and self._shared == 0)
-                self._waiting_exclusive -= 1
+                try:
+                    free = self._cond.wait_for(
+                        lambda: not self._exclusive and self._shared == 0, timeout
+                    )
+                finally:
+                    self._waiting_exclusive -= 1
+                if not free:
+                    self._cond.notify_all()  # shared chunks held back by this one may go
+                    raise GateTimeout(f"chunks in progress did not finish within {timeout:.0f}s")
                 self._exclusive = True
             else:
-                self._cond.wait_for(lambda: not self._exclusive and not self._waiting_exclusive)
+                if not self._cond.wait_for(
+                    lambda: not self._exclusive and not self._waiting_exclusive, timeout
+                ):
+                    raise GateTimeout(f"a chunk running alone did not finish within {timeout:.0f}s")
                 self._shared += 1
         try:
             yield
@@ -216,36 +246,55 @@ class ChunkProcessor:
         self.chunk_segments = float(settings.chunk_size)  # running mean segments per chunk
 
     def process(self, msg: ChunkMessage, *, redelivered: bool = False) -> dict[str, Any]:
-        """One chunk. A chunk delivered before (its worker may have died under it) is a
-        *suspect*: it runs alone, with no other chunk started meanwhile, so if it kills this
-        worker too, only its own delivery count rises. Innocent chunks that were in a worker
-        beside a poison one are charged once and then finish; the poison chunk reaches
-        ``MT_MAX_DELIVERIES`` alone and is dead-lettered."""
-        with self.gate.hold(exclusive=redelivered):
-            # asked here, once through the gate: a chunk that waited behind a suspect which
-            # brought the engine down goes back without being charged a delivery
-            reason = self.down()
-            if reason is not None:
-                raise EngineUnavailable(f"the engine is down: {reason}")
-            if msg.lane is Lane.interactive:
-                with self.lanes.interactive():
-                    return self._process(msg)
-            return self._process(msg)
+        """One chunk, within its budget (``MT_VISIBILITY_TIMEOUT_S`` x ``BUDGET_SHARE``, from
+        now: its wait at the gate included).
+
+        A chunk whose deliveries failed ``SUSPECT_AFTER`` times already (:meth:`suspect`) may be
+        what killed the worker or engine it was in: it runs alone, with no other chunk started
+        meanwhile, so if it kills this one too, only its own count rises. A chunk that failed
+        once runs beside the others (``redelivered``, the broker's flag, does not decide: a
+        dead worker's chunks all come back with it, and one that went back from a live worker
+        without it); innocent chunks beside a poison one are charged at most
+        ``SUSPECT_AFTER`` times, then run alone and finish, and the poison chunk reaches
+        ``MT_MAX_DELIVERIES`` and is dead-lettered. Waiting at the gate is bounded (``GATE_SHARE``
+        of the budget; then :class:`Requeue`, uncharged)."""
+        deadline = time.monotonic() + self.budget_s
+        alone = self.suspect(msg)
+        try:
+            with self.gate.hold(exclusive=alone, timeout=self.budget_s * GATE_SHARE):
+                # asked here, once through the gate: a chunk that waited behind a suspect which
+                # brought the engine down goes back without being charged a delivery
+                reason = self.down()
+                if reason is not None:
+                    raise EngineUnavailable(f"the engine is down: {reason}")
+                if msg.lane is Lane.interactive:
+                    with self.lanes.interactive():
+                        return self._process(msg, deadline)
+                return self._process(msg, deadline)
+        except GateTimeout as exc:
+            raise Requeue(f"chunk {msg.chunk} did not get its turn: {exc}") from exc
+
+    def suspect(self, msg: ChunkMessage) -> bool:
+        """Whether the chunk runs alone: its failed deliveries reached ``SUSPECT_AFTER`` (at
+        most ``MT_MAX_DELIVERIES`` - 1, so its last delivery always runs alone) and it is not
+        over the limit (then it is dead-lettered without the engine)."""
+        limit = self.settings.max_deliveries
+        failed = self.store.failed_deliveries(msg.job_id, msg.chunk)
+        return max(1, min(SUSPECT_AFTER, limit - 1)) <= failed < limit
 
     def _engine_s_per_segment(self) -> float | None:
         rate = self.scheduler().meter.rate()
         return None if not rate else 1.0 / rate
 
-    def _process(self, msg: ChunkMessage) -> dict[str, Any]:
-        started = time.monotonic()
+    def _process(self, msg: ChunkMessage, deadline: float) -> dict[str, Any]:
         all_indices = [i for seg in msg.segments for i in seg.indices]
         where: dict[str, Any] = {"pool": msg.pool, "lane": msg.lane.value}
         status, deliveries, pending = self.store.start_chunk(
-            msg.job_id, msg.chunk, all_indices, enqueued_at=msg.enqueued_at, **where
+            msg.job_id, msg.chunk, all_indices, **where
         )
         if status is None:
             return {"skipped": "job expired or deleted"}
-        if status.final or status is JobStatus.cancelling:
+        if not deliveries:  # final, or cancelling and this chunk was not in flight
             return {"skipped": f"job {status.value}"}
         if not pending:
             # redelivered after it wrote every result (its worker died before the ack): done,
@@ -255,10 +304,11 @@ class ChunkProcessor:
                 "skipped": "every segment has its result",
                 "job_status": final.value if final else None,
             }
-        if deliveries > self.settings.max_deliveries:
+        limit = self.settings.max_deliveries
+        if deliveries > limit and self.store.failed_deliveries(msg.job_id, msg.chunk) > limit:
             reason = (
                 f"chunk {msg.chunk} was delivered {deliveries} times without finishing "
-                f"(limit MT_MAX_DELIVERIES={self.settings.max_deliveries})"
+                f"(limit MT_MAX_DELIVERIES={limit})"
             )
             final = dead_letter(self.store, msg, all_indices, reason=reason)
             return {"dead_lettered": True, "job_status": final.value if final else None}
@@ -328,10 +378,15 @@ class ChunkProcessor:
             metrics.CACHE_LOOKUPS.labels("miss").inc(len(todo))
         texts = [segments[n].text for n in todo]
         priority = 0 if msg.lane is Lane.interactive else 1
-        deadline = started + self.budget_s
         t0 = time.monotonic()
+        spent = Unfinished(f"chunk {msg.chunk}'s time budget ({seconds(self.budget_s)}) ran out")
+        budget_ran_out = False
 
         def translate(batch: list[str]) -> list[SegmentOutcome]:
+            """The batch's outcomes; those the budget left unfinished are ``Unfinished``."""
+            nonlocal budget_ran_out
+            if budget_ran_out:  # (a hard check's retry after the budget ran out)
+                return [error_outcome(spent)] * len(batch)
             requests = [
                 TranslationRequest(t, msg.source, msg.target, priority, msg.adapter) for t in batch
             ]
@@ -339,25 +394,24 @@ class ChunkProcessor:
             ticket = scheduler.submit(requests, job_id=msg.job_id)  # EngineUnavailable: requeued
             if ticket.wait(max(deadline - time.monotonic(), 0.0)):
                 return ticket.result()
-            scheduler.cancel(ticket, EngineUnavailable("the chunk's time budget is spent"))
-            raise Requeue(f"chunk {msg.chunk} did not finish within {self.budget_s:.0f}s")
+            budget_ran_out = True
+            scheduler.cancel(ticket, spent)
+            return [o if o is not None else error_outcome(spent) for o in ticket.partial()]
 
         s = self.settings
         check = checks.CheckConfig(msg.source, msg.target, s.check_length_ratio, s.check_language)
-        try:
-            results, retried = checks.translate_checked(
-                translate,
-                texts,
-                check,
-                matcher,
-                pause=self.lanes.bulk_turn if msg.lane is Lane.bulk else None,
-            )
-        except Requeue:
-            self.store.record(msg.job_id, outcomes, **where)  # the cache hits, kept; it goes on
-            raise
+        results, retried = checks.translate_checked(
+            translate,
+            texts,
+            check,
+            matcher,
+            pause=self.lanes.bulk_turn if msg.lane is Lane.bulk else None,
+        )
         elapsed = time.monotonic() - t0
         to_cache = {}
         for n, outcome in zip(todo, results, strict=True):
+            if outcome.error is not None and outcome.error.get("type") == Unfinished.code:
+                continue  # no result: its next delivery translates it
             if outcome.ok and outcome.translation is not None and not outcome.warnings:
                 to_cache[segments[n].text] = outcome.translation
             deliver(n, outcome)
@@ -375,6 +429,15 @@ class ChunkProcessor:
         outcomes = [
             (i, o) for i, o in outcomes if o.error is None or o.error.get("type") != Cancelled.code
         ]
+        if budget_ran_out:
+            # what is done is kept (the chunk stays in the ledger); the rest goes back
+            self.store.record(msg.job_id, outcomes, **where)
+            if outcomes:
+                self.store.progressed(msg.job_id, msg.chunk)
+            raise Requeue(
+                f"chunk {msg.chunk} did not finish within its {seconds(self.budget_s)} budget: "
+                f"{len(outcomes)} of {len(pending)} segments recorded, the rest goes back"
+            )
         final = self.store.record(msg.job_id, outcomes, chunk=msg.chunk, **where)
         failed = sum(1 for _, o in outcomes if not o.ok)
         self.chunk_segments += (len(all_indices) - self.chunk_segments) * 0.1

@@ -10,9 +10,12 @@ finishing, an engine call would not return). Then, in order:
    the consumer's own event loop) and reports itself unhealthy at once: the registry entry
    (``healthy: false`` with the reason), so ``/readyz`` no longer counts it, and
    ``mt_worker_engine_healthy 0``;
-3. a new engine is built and loaded (up to ``ATTEMPTS`` times, with backoff); then the worker
-   is healthy again and consumes again. If it cannot be loaded, the process exits and its
-   launcher starts a fresh one.
+3. a new engine is built, loaded and asked to translate a short text (up to ``ATTEMPTS``
+   times, with backoff): loaded is not serving (an engine server may still be away), and a
+   worker that consumed again too early would take chunks only to give them back; then the
+   worker is healthy again and consumes again. If it cannot, the process exits and its
+   launcher starts a fresh one. A chunk in flight when the engine went down is charged that
+   one delivery, however long the outage lasts.
 """
 
 from __future__ import annotations
@@ -30,18 +33,26 @@ from mtfleet.workers.hooks import Hook
 
 log = logging.getLogger(__name__)
 
-ATTEMPTS = 3
+#: Restarts tried (1, 2, 4, 8 s apart) before the process exits and its launcher starts afresh.
+ATTEMPTS = 5
 INTERACTIVE_STEP = "mtfleet.workers.consumers.InteractiveConsumer"
 
 
 class EngineHealth(Hook):
     name = "health"
 
-    def __init__(self, restart: Callable[[], None], changed: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        restart: Callable[[], None],
+        changed: Callable[[], None],
+        probe: Callable[[], None] = lambda: None,
+    ) -> None:
         """``restart``: replace the engine with a freshly loaded one (raises when it cannot);
-        ``changed``: tell the registry now."""
+        ``changed``: tell the registry now; ``probe``: the new engine translates something
+        (raises when it does not: loaded is not serving, an engine server may still be away)."""
         self.restart = restart
         self.changed = changed
+        self.probe = probe
         self.reason: str | None = None  # why the engine is down; None while healthy
         self._lock = threading.Lock()
         self._consumer: Any = None
@@ -75,6 +86,7 @@ class EngineHealth(Hook):
         for attempt in range(ATTEMPTS):
             try:
                 self.restart()
+                self.probe()
             except Exception as exc:  # noqa: BLE001 - reported, then tried again
                 log.error("engine restart %d/%d failed: %s", attempt + 1, ATTEMPTS, exc)
                 time.sleep(2**attempt)

@@ -86,6 +86,16 @@ RESCUED = Counter(
     "mt_worker_chunks_rescued_total",
     "Chunks a dead worker held that were put back on their queue",
 )
+RELEASED = Counter(
+    "mt_worker_chunks_released_total",
+    "Chunks this worker released from the backlog to the broker",
+    ["lane"],
+)
+REQUEUED = Counter(
+    "mt_worker_chunks_requeued_total",
+    "Chunks this worker could not finish, put back in their key's backlog",
+    ["reason"],
+)
 
 
 def observe_batch(segments: int, tokens: int, seconds: float | None) -> None:

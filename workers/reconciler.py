@@ -1,5 +1,5 @@
 """Put back what the broker would otherwise keep too long or lose: a dead worker's chunks, and
-chunks that exist nowhere.
+chunks that are nowhere they should be.
 
 **A dead worker's chunks, within seconds** (dramatiq's heartbeat requeue and Sidekiq's
 super_fetch are the models). Every worker instance keeps the messages it fetched and has not
@@ -7,34 +7,29 @@ acknowledged in an unacked hash of its own (kombu's ``unacked_key`` transport op
 :func:`mtfleet.core.keys.unacked`), and is listed in :data:`mtfleet.core.keys.WORKERS` before it
 consumes. When an instance's heartbeat has expired (three missed beats: a SIGKILL, an OOM kill,
 a lost node), everything in its hash goes back to the front of its queue through kombu's own
-restore (marked redelivered, so each such chunk runs alone on its next worker) and the instance
-is forgotten. The visibility timeout is untouched: it still bounds a live worker that holds a
-message too long.
+restore (marked redelivered) and the instance is forgotten. The visibility timeout is
+untouched: it still bounds a live worker that holds a message too long.
 
-**Chunks that exist nowhere.** kombu pops a message with ``BRPOP`` and only then writes it to
-the unacked hash, from the client: a worker killed (or a connection cut) between the two loses
-it for good. The API writes every chunk message into the job's ledger
-(:func:`mtfleet.core.keys.job_chunks`) in the same step that creates the job, and a chunk leaves
-the ledger in the same step that writes its last result. Every ``MT_RECONCILE_INTERVAL_S`` the
-jobs that should have been fetched by now are swept:
+**Chunks that are nowhere, by state** (:mod:`mtfleet.core.backlog`). A chunk is in its job's
+pending list (waiting), in its pool lane's released hash (handed to the broker, not started),
+in its job's in-flight starts (a worker has it), or finished. Only the broker's own step can
+lose one: kombu pops a message with ``BRPOP`` and only then writes it to the unacked hash, from
+the client, so a worker killed between the two loses it. Every ``MT_RECONCILE_INTERVAL_S``,
+for each pool lane a live worker consumes:
 
-* each pool's lane queue is first in, first out, so a job created well before its *started
-  mark* (the newest ``enqueued_at`` of any chunk started from that queue) has had every chunk
-  fetched at least once; when the queue is empty, every active job of the pool and lane
-  qualifies (only queues that a live worker consumes are swept: nobody would fetch a re-sent
-  chunk from the others, whose messages stay where they are);
-* each of their unfinished chunks must then be either held by a live worker or back in the
-  queue after a restore (restored messages go to the fetching end; the last ``SCAN_TAIL``
-  messages are read);
-* a chunk found in neither place becomes a suspect; still missing one grace period later (a
-  message in the BRPOP window reaches a hash within microseconds), it is sent again from the
-  ledger.
+* the whole broker queue is read (it is shallow: at most ``MT_RELEASE_AHEAD`` chunks, plus any
+  a rescue put back) and the live workers' unacked hashes;
+* a released chunk older than a grace period that is in neither, and a chunk in flight longer
+  than the visibility timeout that is in neither, is a suspect; still missing one grace period
+  later it goes back to the front of its key's backlog.
 
-A wrong guess costs one duplicate message, which is harmless: every result is written once
-(HSETNX) and a chunk whose segments all have results does no work. A chunk re-sent
-``MT_MAX_DELIVERIES`` times is dead-lettered like a poison chunk.
+Nothing is inferred from positions in a queue, whatever its depth. A wrong guess costs one
+duplicate delivery, which is harmless: every result is written once (HSETNX) and a chunk whose
+segments all have results does no work. A chunk put back ``MT_MAX_DELIVERIES`` times this way is
+dead-lettered like a poison chunk.
 
-One worker does all this at a time: the holder of a short Redis lock, renewed at every tick.
+One worker does all this at a time: the holder of a short lease, taken or extended in one
+step at every tick.
 """
 
 from __future__ import annotations
@@ -46,8 +41,8 @@ from typing import Any
 
 import redis
 
-from mtfleet.core import keys
-from mtfleet.core.broker import send_chunk
+from mtfleet.core import keys, scripts
+from mtfleet.core.backlog import Backlog
 from mtfleet.core.models import ChunkMessage
 from mtfleet.core.registry import Registry
 from mtfleet.core.settings import Settings
@@ -58,8 +53,9 @@ from mtfleet.workers.hooks import Periodic
 
 log = logging.getLogger(__name__)
 
-#: Messages read from the fetching end of a queue to find restored chunks.
-SCAN_TAIL = 2000
+#: Most messages read from a broker queue (it holds MT_RELEASE_AHEAD chunks, plus any a rescue
+#: put back: far fewer).
+QUEUE_READ = 10_000
 #: Most active jobs looked at per pool, lane and sweep (the oldest first).
 MAX_JOBS = 500
 #: Messages restored from a dead instance's hash per kombu call.
@@ -92,12 +88,19 @@ class Reconciler(Periodic):
     name = "reconciler"
 
     def __init__(
-        self, settings: Settings, client: redis.Redis, store: JobStore, instance: str
+        self,
+        settings: Settings,
+        client: redis.Redis,
+        store: JobStore,
+        backlog: Backlog,
+        instance: str,
     ) -> None:
         super().__init__()
         self.settings = settings
         self.r = client
         self.store = store
+        self.backlog = backlog
+        self._lease = scripts.register(client, "lead")
         self.registry = Registry(client)
         self.instance = instance
         self.interval_s = settings.heartbeat_s  # a dead worker is seen at its first missed tick
@@ -122,15 +125,13 @@ class Reconciler(Periodic):
             self.sweep()
 
     def _lead(self) -> bool:
-        """Hold the lock (one reconciler at a time across the fleet); it outlives three ticks,
+        """Hold the lease (one reconciler at a time across the fleet); it outlives three ticks,
         so a dead leader is replaced within three heartbeats."""
-        ttl_ms = int(self.interval_s * 3000)
-        if self.r.set(keys.RECONCILE_LOCK, self.instance, nx=True, px=ttl_ms):
-            return True
-        if self.r.get(keys.RECONCILE_LOCK) == self.instance:
-            self.r.pexpire(keys.RECONCILE_LOCK, ttl_ms)
-            return True
-        return False
+        return bool(
+            self._lease(
+                keys=[keys.RECONCILE_LOCK], args=[self.instance, int(self.interval_s * 3000)]
+            )
+        )
 
     # -- a dead worker's chunks --------------------------------------------------------------
     def rescue(self) -> int:
@@ -168,83 +169,107 @@ class Reconciler(Periodic):
                     self.r.delete(keys.unacked(instance))
                     break
 
-    # -- chunks that exist nowhere -----------------------------------------------------------
+    # -- chunks that are nowhere -------------------------------------------------------------
     def sweep(self, now: float | None = None) -> list[tuple[str, int]]:
-        """Look once; returns the (job, chunk) pairs sent again."""
+        """Look once; returns the (job, chunk) pairs put back in their backlog."""
         now = time.time() if now is None else now
         live = self.registry.live_workers()
         consumed = sorted({(w.pool_name, lane) for w in live for lane in w.lanes})
         held: set[tuple[str, int]] | None = None
-        missing: set[tuple[str, int]] = set()
+        missing: dict[tuple[str, int], tuple[str, str, str]] = {}  # -> pool, lane, owner
+        stale_start = now - self.settings.visibility_timeout_s - self.grace
         for pool, lane in consumed:
-            queue = keys.queue(pool, lane)
-            depth = int(self.r.llen(queue))
-            mark = float(self.r.get(keys.lane_started(pool, lane)) or 0.0)
-            newest = now - self.grace if depth == 0 else min(now, mark) - self.grace
+            released = self.r.hgetall(keys.backlog_released(pool, lane))
             active = keys.active(pool, lane)
-            jobs = [
-                str(j) for j in self.r.zrangebyscore(active, "-inf", newest, start=0, num=MAX_JOBS)
-            ]
-            if not jobs:
+            jobs = [str(j) for j in self.r.zrange(active, 0, MAX_JOBS - 1)]
+            starts = self._stale_starts(jobs, active, stale_start)
+            due = {ref: v for ref, v in released.items() if _at(str(v)) <= now - self.grace}
+            if not due and not starts:
                 continue
             if held is None:
                 held = set()
                 for w in live:
                     held |= chunk_ids([str(v) for v in self.r.hvals(keys.unacked(w.instance))])
-            queued = (
-                chunk_ids([str(v) for v in self.r.lrange(queue, -SCAN_TAIL, -1)])
-                if depth
-                else set()
+            queued = chunk_ids(
+                [str(m) for m in self.r.lrange(keys.queue(pool, lane), 0, QUEUE_READ)]
             )
-            for job_id in jobs:
-                chunks = self.r.hkeys(keys.job_chunks(job_id))
-                if not chunks:
-                    status = self.r.hget(keys.job(job_id), "status")
-                    if status is None or status not in ("queued", "running", "cancelling"):
-                        self.r.zrem(active, job_id)  # expired, purged or final
-                    continue
-                for c in chunks:
-                    key = (job_id, int(c))
-                    if key not in held and key not in queued:
-                        missing.add(key)
+            for ref, value in due.items():
+                job_id, _, chunk = str(ref).partition(":")
+                key = (job_id, int(chunk))
+                if key not in held and key not in queued:
+                    missing[key] = (pool, lane, str(value).split("|", 1)[0])
+            for key, owner in starts.items():
+                if key not in held and key not in queued:
+                    missing[key] = (pool, lane, owner)
         return self._settle(missing, now)
 
-    def _settle(self, missing: set[tuple[str, int]], now: float) -> list[tuple[str, int]]:
-        """Record new suspects, forget found ones, re-send those missing a grace period."""
+    def _stale_starts(
+        self, jobs: list[str], active: str, before: float
+    ) -> dict[tuple[str, int], str]:
+        """The chunks of ``jobs`` in flight since before ``before`` (-> the job's owner); a job
+        that is not running any more leaves the active set."""
+        pipe = self.r.pipeline(transaction=False)
+        for job_id in jobs:
+            pipe.hgetall(keys.chunk_starts(job_id))
+            pipe.hmget(keys.job(job_id), ["status", "owner"])
+        replies = pipe.execute() if jobs else []
+        out: dict[tuple[str, int], str] = {}
+        for n, job_id in enumerate(jobs):
+            starts, (status, owner) = replies[2 * n], replies[2 * n + 1]
+            if status is None or status not in ("queued", "running", "cancelling"):
+                self.r.zrem(active, job_id)  # expired, purged or final
+                continue
+            for chunk, at in starts.items():
+                if float(at) < before:
+                    out[(job_id, int(chunk))] = str(owner or "")
+        return out
+
+    def _settle(
+        self, missing: dict[tuple[str, int], tuple[str, str, str]], now: float
+    ) -> list[tuple[str, int]]:
+        """Record new suspects, forget found ones, put back those missing a grace period."""
         suspects = {k: float(v) for k, v in self.r.hgetall(keys.RECONCILE_SUSPECTS).items()}
         keep: dict[str, float] = {}
-        resent: list[tuple[str, int]] = []
-        for job_id, chunk in sorted(missing):
+        put_back: list[tuple[str, int]] = []
+        for (job_id, chunk), where in sorted(missing.items()):
             field = f"{job_id}:{chunk}"
             first = suspects.get(field, now)
             if now - first < self.grace:
                 keep[field] = first
                 continue
-            if self._resend(job_id, chunk):
-                resent.append((job_id, chunk))
+            if self._put_back(job_id, chunk, *where):
+                put_back.append((job_id, chunk))
         pipe = self.r.pipeline()
         pipe.delete(keys.RECONCILE_SUSPECTS)
         if keep:
             pipe.hset(keys.RECONCILE_SUSPECTS, mapping=dict(keep))  # type: ignore[arg-type]
         pipe.execute()
-        return resent
+        return put_back
 
-    def _resend(self, job_id: str, chunk: int) -> bool:
+    def _put_back(self, job_id: str, chunk: int, pool: str, lane: str, owner: str) -> bool:
         raw = self.r.hget(keys.job_chunks(job_id), str(chunk))
         if raw is None:
             return False  # finished meanwhile
-        msg = ChunkMessage.model_validate_json(raw)
         sends = int(self.r.hincrby(keys.chunk_deliveries(job_id), f"resent:{chunk}", 1))
         if sends > self.settings.max_deliveries:
+            msg = ChunkMessage.model_validate_json(raw)
             indices = [i for seg in msg.segments for i in seg.indices]
             dead_letter(self.store, msg, indices, reason=f"chunk {chunk} was lost {sends} times")
             return False
         log.warning(
-            "job %s chunk %d is in neither the queue nor a worker: sending it again (%d)",
+            "job %s chunk %d is in neither the queue nor a worker: back to its backlog (%d)",
             job_id,
             chunk,
             sends,
         )
-        send_chunk(self.app, msg, payload=str(raw))
+        where = self.backlog.requeue(job_id, chunk, pool=pool, lane=lane, owner=owner)
         metrics.RESENT.inc()
-        return True
+        return where == "backlog"
+
+
+def _at(value: str) -> float:
+    """When a released chunk was released ("<owner>|<time>")."""
+    try:
+        return float(value.rsplit("|", 1)[1])
+    except (IndexError, ValueError):
+        return 0.0

@@ -13,7 +13,8 @@ driven by the Celery app's signals (:mod:`mtfleet.workers.celery_app`):
   engine.
 
 The hooks: :class:`~mtfleet.workers.heartbeat.Heartbeat`,
-:class:`~mtfleet.workers.window.WindowControl`, :class:`~mtfleet.workers.reconciler.Reconciler`,
+:class:`~mtfleet.workers.window.WindowControl`, :class:`~mtfleet.workers.releaser.Releaser`,
+:class:`~mtfleet.workers.reconciler.Reconciler`,
 :class:`~mtfleet.workers.cancellation.Cancellations` and
 :class:`~mtfleet.workers.health.EngineHealth` (which restarts the engine through
 :meth:`WorkerRuntime.restart_engine`).
@@ -32,7 +33,9 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from mtfleet.core.backlog import Backlog
 from mtfleet.core.cache import PhraseCache
+from mtfleet.core.deadletters import DeadLetters
 from mtfleet.core.errors import EngineUnavailable
 from mtfleet.core.heap import freeze_startup_heap
 from mtfleet.core.models import ChunkMessage
@@ -43,12 +46,14 @@ from mtfleet.core.store import JobStore
 from mtfleet.workers.cancellation import Cancellations
 from mtfleet.workers.chunk import ENGINE_SHARE, ChunkProcessor
 from mtfleet.workers.engines import Engine, create_engine
+from mtfleet.workers.engines.base import TranslationRequest
 from mtfleet.workers.gpustats import GpuStats
 from mtfleet.workers.health import EngineHealth
 from mtfleet.workers.heartbeat import Heartbeat
 from mtfleet.workers.hooks import Hook
 from mtfleet.workers.preflight import unserved_pairs
 from mtfleet.workers.reconciler import Reconciler
+from mtfleet.workers.releaser import Releaser
 from mtfleet.workers.scheduler import Deadlines, Scheduler, make_scheduler
 from mtfleet.workers.stats import StatsSampler
 from mtfleet.workers.window import WindowControl
@@ -83,7 +88,15 @@ class WorkerRuntime:
         self.started_at = time.time()
         self.gpus = [int(g) for g in os.environ.get("MT_WORKER_GPUS", "").split(",") if g.strip()]
         self.redis = connect(settings.redis_url)
-        self.store = JobStore(self.redis, result_ttl_s=settings.result_ttl_s)
+        self.store = JobStore(
+            self.redis,
+            result_ttl_s=settings.result_ttl_s,
+            dead_letters=DeadLetters(
+                self.redis,
+                max_entries=settings.dead_letter_max,
+                ttl_s=settings.dead_letter_ttl_s,
+            ),
+        )
         self.cache = PhraseCache(
             connect(settings.effective_cache_url),
             ttl_s=settings.cache_ttl_s,
@@ -100,7 +113,7 @@ class WorkerRuntime:
         self.stats = StatsSampler()  # the panel's figures, from this process's metrics
         self.gpu_stats = GpuStats(self.gpus)
         self.heartbeat = Heartbeat(self.registry, self.info, settings.heartbeat_s)
-        self.health = EngineHealth(self.restart_engine, self.heartbeat.beat_now)
+        self.health = EngineHealth(self.restart_engine, self.heartbeat.beat_now, self.probe)
         self.chunks = ChunkProcessor(
             settings,
             self.store,
@@ -109,11 +122,14 @@ class WorkerRuntime:
             lambda adapter: self.engine.fingerprint_for(adapter),
             lambda: self.health.reason,
         )
+        self.backlog = Backlog(self.redis, ttl_s=settings.result_ttl_s)
+        self.releaser = Releaser(settings, self.backlog)
         self.hooks: list[Hook] = [
             self.heartbeat,
             self.health,
             WindowControl(settings, lambda: self.scheduler, lambda: self.chunks.chunk_segments),
-            Reconciler(settings, self.redis, self.store, self.instance),
+            self.releaser,
+            Reconciler(settings, self.redis, self.store, self.backlog, self.instance),
             Cancellations(self.redis, self.store, lambda: self.scheduler, self.held_jobs),
         ]
 
@@ -194,6 +210,23 @@ class WorkerRuntime:
             self._scheduler = self._load(engine)
             self.engine = engine
         freeze_startup_heap()
+
+    def probe(self) -> None:
+        """The engine serves: one short text of one of its pairs through the scheduler, within
+        the engine's longest deadline (EngineUnavailable when it does not)."""
+        pairs = self._pairs(self.engine)
+        if not pairs:
+            return
+        source, target = pairs[0]
+        scheduler = self.scheduler
+        ticket = scheduler.submit([TranslationRequest("Engine check.", source, target)])
+        if not ticket.wait(self.settings.visibility_timeout_s * ENGINE_SHARE):
+            scheduler.cancel(ticket, EngineUnavailable("the engine check did not finish"))
+            raise EngineUnavailable("the engine check did not finish in time")
+        outcome = ticket.result()[0]
+        if not outcome.ok:
+            error = outcome.error or {}
+            raise EngineUnavailable(f"the engine check failed: {error.get('message', error)}")
 
     def info(self) -> WorkerInfo:
         """The registry entry, with the figures since the last one (called once per beat)."""

@@ -15,7 +15,9 @@ import time
 from types import FrameType
 
 from mtfleet.core.errors import ConfigError
+from mtfleet.core.settings import Settings
 from mtfleet.workers import priority
+from mtfleet.workers.engines import create_engine
 from mtfleet.workers.gpus import GpuGroup, gpu_groups, parse_gpus, worker_command, worker_env
 
 log = logging.getLogger(__name__)
@@ -162,6 +164,24 @@ def run_workers(
     ]
     bulk = {name for name, _, ls in plan if ls == ["bulk"]}
     return Supervisor(commands, bulk if process_per_lane else None).run()
+
+
+def lanes_apart(settings: Settings, gpus: list[int]) -> bool:
+    """Whether ``mtfleet worker`` runs each lane in a worker process of its own: what
+    ``MT_PROCESS_PER_LANE`` says, and with ``auto`` (the default) wherever that protects the
+    interactive lane at no cost: a worker without --gpus serving both lanes, whose engine can
+    run once per lane on one host (``Engine.lane_processes``: Apertium). Measured, one process
+    serving both lanes let a bulk backlog raise Apertium's interactive p95 2x; a process per
+    lane holds it near idle (docs/benchmarks.md). With --gpus each process would load the
+    model again: off (and ``true`` is refused there, :func:`worker_plan`)."""
+    if settings.process_per_lane != "auto":
+        return settings.process_per_lane
+    if gpus or len(settings.lanes) < 2:
+        return False
+    try:
+        return create_engine(settings).lane_processes
+    except ConfigError:
+        return False  # the preflight says what is wrong with the engine
 
 
 def worker_plan(

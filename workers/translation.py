@@ -1,7 +1,8 @@
 """Run one batch through an engine so that one bad segment fails alone.
 
 Pure logic over the engine contract (no Redis): a batch that raises is split in halves until the
-failing segment is isolated (O(log n) extra calls for one bad segment); empty output for
+failing segment is isolated (O(log n) extra calls for one bad segment), and a segment that
+wedges the engine is narrowed down within a bounded time (:func:`run_isolated`); empty output for
 non-empty input is a failed segment; output the engine cut off at its token
 limit is delivered with a ``truncated`` warning, and output carrying markup its source did not
 (a tag, an ``on*`` event handler, a ``javascript:`` URL in a tag or a Markdown link:
@@ -13,9 +14,16 @@ limit is delivered with a ``truncated`` warning, and output carrying markup its 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 
-from mtfleet.core.errors import EngineError, EngineOutputMismatch, EngineUnavailable, MTError
+from mtfleet.core.errors import (
+    EngineError,
+    EngineOutputMismatch,
+    EngineTimeout,
+    EngineUnavailable,
+    MTError,
+)
 from mtfleet.core.markup import markup
 from mtfleet.core.models import Finding, SegmentOutcome
 from mtfleet.workers.engines.base import Translation, TranslationRequest
@@ -45,6 +53,11 @@ def markup_warning(source: str, output: str) -> dict[str, str] | None:
     }
 
 
+def seconds(s: float) -> str:
+    """A deadline for messages: whole seconds, tenths below ten."""
+    return f"{s:.0f}s" if s >= 10 else f"{s:.1f}s"
+
+
 def outcome_of(out: str | Translation, *, source: str) -> SegmentOutcome:
     """An engine's output for ``source`` as a segment outcome: stripped of outer whitespace
     (the worker puts the submitted text's own back), empty output an error, markup the source
@@ -69,25 +82,58 @@ def error_outcome(exc: BaseException) -> SegmentOutcome:
     return SegmentOutcome(error=err.as_dict())
 
 
+#: The shortest time a part of a wedged call may get, as a share of the first call's deadline
+#: (:func:`run_isolated`): what a wedged segment costs per halving once the halves are short.
+MIN_PART_SHARE = 1 / 16
+
+
 def run_isolated(
     name: str,
-    call: Callable[[Sequence[TranslationRequest]], Sequence[str | Translation]],
+    call: Callable[[Sequence[TranslationRequest], float], Sequence[str | Translation]],
     requests: Sequence[TranslationRequest],
+    *,
+    deadline_of: Callable[[Sequence[TranslationRequest]], float],
+    factor: float = 10.0,
+    on_result: Callable[[int, str | Translation | SegmentOutcome], None] | None = None,
 ) -> list[str | Translation | SegmentOutcome]:
-    """One output of engine ``name`` (``call``: one engine call) per request, or the failed
-    outcome of a request that broke its batch.
+    """One output of engine ``name`` per request, or the failed outcome of a request that broke
+    its batch. ``call(batch, limit_s)`` is one engine call that raises
+    :class:`EngineTimeout` once it outlives ``limit_s``; ``deadline_of(batch)`` is a call's own
+    deadline (:class:`~mtfleet.workers.scheduler.Deadlines`); ``factor`` the deadlines' factor;
+    ``on_result(index, result)`` is told each request's result as soon as it is known (while a
+    wedged call is narrowed down, what the other calls finished need not wait for it).
 
-    Raises :class:`EngineUnavailable` (nothing can succeed on this engine). A batch that raises
-    anything else is split in halves until the failing request is alone.
+    Raises :class:`EngineUnavailable` (nothing can succeed on this engine). A call that raises
+    anything else is split in halves, both halves are tried, and a half that fails is split
+    again, until the failing request is alone and fails alone.
+
+    A call that *timed out* holds a request that wedges the engine (or the engine is slow).
+    Were each half given a full deadline again, one wedged request among n would cost
+    log2(n) + 1 deadlines. So the halves of a timed-out call get half its time, and so on down
+    (a part without the wedge needs far less than its share of a call that never returned),
+    never more than a part's own deadline, never less than ``MIN_PART_SHARE`` of the first
+    call's deadline nor ``factor`` x what a call of the part's size took meanwhile (the
+    quickest call at least as big that returned: measured just now, on this engine). One
+    wedged request among n then costs at most (2 + log2(n) / 16) first deadlines plus the
+    other calls' own time (while a call takes under a sixteenth of a deadline / ``factor``):
+    within three for any batch an engine takes, the rest translated. If *both* halves of a
+    timed-out call time out, it held no single wedge (a slow engine, or several): their parts
+    get full deadlines again, as every call does.
     """
     results: list[str | Translation | SegmentOutcome | None] = [None] * len(requests)
+    succeeded: list[tuple[int, float]] = []  # (size, seconds) of the calls that returned
 
-    def run(idxs: list[int]) -> None:
-        if not idxs:
-            return
+    def measured(size: int) -> float:
+        """What a call of ``size`` takes, by the quickest call at least as big that returned
+        (the longest of all when none is)."""
+        bigger = [t for n, t in succeeded if n >= size]
+        return min(bigger) if bigger else max((t for _, t in succeeded), default=0.0)
+
+    def attempt(idxs: list[int], limit: float) -> Exception | None:
         batch = [requests[i] for i in idxs]
+        t0 = time.monotonic()
         try:
-            texts = call(batch)
+            texts = call(batch, limit)
             if len(texts) != len(batch):
                 raise EngineOutputMismatch(
                     f"engine {name} returned {len(texts)} outputs for {len(batch)} inputs"
@@ -95,20 +141,62 @@ def run_isolated(
         except EngineUnavailable:
             raise  # nothing can succeed on this engine: the chunk goes back to the queue
         except Exception as exc:  # noqa: BLE001 - isolate, then report per segment
-            if len(idxs) == 1:
-                outcome = error_outcome(exc)
-                log.warning("segment failed in %s: %s", name, outcome.error)
-                results[idxs[0]] = outcome
-                return
-            mid = len(idxs) // 2
-            run(idxs[:mid])
-            run(idxs[mid:])
-            return
+            return exc
+        succeeded.append((len(idxs), time.monotonic() - t0))
         for i, out in zip(idxs, texts, strict=True):
             results[i] = out
+            if on_result is not None:
+                on_result(i, out)
+        return None
 
-    run(list(range(len(requests))))
-    return [
-        r if r is not None else SegmentOutcome(error={"type": "internal", "message": "lost"})
-        for r in results
-    ]
+    first_limit = 0.0
+
+    def part_limit(part: list[int], parent: float, narrowing: bool) -> float:
+        own = deadline_of([requests[i] for i in part])
+        if not narrowing:
+            return min(own, parent)
+        floor = max(first_limit * MIN_PART_SHARE, factor * measured(len(part)))
+        return min(own, max(parent / 2, floor))
+
+    def settle(idxs: list[int], limit: float, exc: Exception, slow: bool) -> None:
+        """The call over ``idxs`` failed with ``exc`` within ``limit``; ``slow``: two halves
+        of one call timed out on the way here (no single wedge)."""
+        timed_out = isinstance(exc, EngineTimeout)
+        if len(idxs) == 1:
+            if timed_out and len(requests) > 1:
+                exc = EngineTimeout(
+                    f"the engine did not finish within {seconds(limit)} on this segment "
+                    f"alone, after a call of {len(requests)} segments holding it outlived its "
+                    f"{seconds(first_limit)} deadline"
+                )
+            outcome = error_outcome(exc)
+            log.warning("segment failed in %s: %s", name, outcome.error)
+            results[idxs[0]] = outcome
+            if on_result is not None:
+                on_result(idxs[0], outcome)
+            return
+        mid = len(idxs) // 2
+        narrowing = timed_out and not slow
+        tried = []
+        for part in (idxs[:mid], idxs[mid:]):
+            part_lim = part_limit(part, limit, narrowing)
+            tried.append((part, part_lim, attempt(part, part_lim)))
+        if narrowing and all(isinstance(e, EngineTimeout) for _, _, e in tried):
+            slow = True  # both halves: no single wedge; full deadlines from here
+        for part, part_lim, failure in tried:
+            if failure is not None:
+                settle(part, part_lim, failure, slow)
+
+    everything = list(range(len(requests)))
+    if everything:
+        first_limit = deadline_of(requests)
+        failure = attempt(everything, first_limit)
+        if failure is not None:
+            settle(everything, first_limit, failure, False)
+    lost = SegmentOutcome(error={"type": "internal", "message": "lost"})
+    for i, r in enumerate(results):
+        if r is None:
+            results[i] = lost
+            if on_result is not None:
+                on_result(i, lost)
+    return results  # type: ignore[return-value]  # every slot is set now

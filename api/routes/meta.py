@@ -94,6 +94,9 @@ def limits(services: ServicesDep) -> LimitsPublic:
         max_segments_per_job=s.max_segments_per_job,
         max_segment_chars=s.max_segment_chars,
         max_request_bytes=s.max_request_bytes,
+        interactive_max_segments=s.interactive_max_segments,
+        key_interactive_segments=s.key_interactive_segments,
+        key_interactive_jobs=s.key_interactive_jobs,
     )
 
 

@@ -30,7 +30,10 @@ async def translate(
     caller: CallerDep,
     idempotency_key: Annotated[str | None, Header(max_length=256)] = None,
 ) -> TranslatePublic:
-    """Translate on the interactive lane and answer with the translations (200).
+    """Translate on the interactive lane and answer with the translations (200). A request of
+    more texts than ``MT_INTERACTIVE_MAX_SEGMENTS`` is served on the bulk lane (its job's
+    ``lane`` says so); a key whose interactive work queued or running is at its share
+    (``MT_KEY_INTERACTIVE_SEGMENTS``, ``MT_KEY_INTERACTIVE_JOBS``) gets 429 with Retry-After.
 
     Texts the phrase cache holds every one of answer at once, from the event loop (one Redis
     round trip; no job is made, ``id`` is null). Otherwise a job is queued and the request

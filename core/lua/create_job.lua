@@ -1,13 +1,16 @@
 -- Store a new job (its hash, the results known at once, its chunk ledger, a document job's
 -- file) unless its Idempotency-Key already names a job or the owner's storage quota would be
 -- passed: a refused request writes nothing.
+-- Its chunks join the backlog of its owner in its pool and lane in the same step, so a job is
+-- never stored without its work being somewhere (core/backlog.py releases them to the broker).
 -- KEYS: job, results, idempotency key (or ''), chunk ledger, the job's pool and lane's active set,
 --       document (or ''), the owner's storage set and storage hash (or '' and ''),
---       webhook event (or '': the job is not final, or has no callback_url), webhooks due
+--       webhook event (or '': the job is not final, or has no callback_url), webhooks due,
+--       the backlog's pending list, owner list, ring, sizes, credit (or '' x5: no chunks)
 -- ARGV: ttl, idempotency ttl, idempotency value, n_meta, n_results, created_at,
 --       bytes the job stores, the owner's storage limit (-1: none), document (base64, or ''),
---       job id, meta field/value pairs (n_meta values), results index/json pairs (n_results values),
---       ledger chunk/message pairs (the rest)
+--       job id, owner, meta field/value pairs (n_meta values), results index/json pairs
+--       (n_results values), ledger chunk/message pairs (the rest, in chunk order)
 -- -> false when created, the idempotency key's earlier value, or {"storage", bytes in use}
 local ttl = tonumber(ARGV[1])
 local now = tonumber(ARGV[6])
@@ -24,7 +27,7 @@ end
 if KEYS[3] ~= '' then redis.call('SET', KEYS[3], ARGV[3], 'EX', tonumber(ARGV[2])) end
 if KEYS[6] ~= '' then redis.call('SET', KEYS[6], ARGV[9], 'EX', ttl) end
 local n_meta, n_results = tonumber(ARGV[4]), tonumber(ARGV[5])
-local first = 11
+local first = 12
 hset_pairs(KEYS[1], first, first + n_meta - 1)
 redis.call('EXPIRE', KEYS[1], ttl)
 first = first + n_meta
@@ -37,6 +40,12 @@ if #ARGV >= first then
   hset_pairs(KEYS[4], first, #ARGV)
   redis.call('EXPIRE', KEYS[4], ttl)
   redis.call('ZADD', KEYS[5], now, job_id)
+  if KEYS[11] ~= '' then
+    local chunks = {}
+    for i = first, #ARGV, 2 do chunks[#chunks + 1] = ARGV[i] end
+    backlog_add({KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15]}, ARGV[11], job_id, chunks,
+      ttl, false)
+  end
 end
 -- a job answered whole at submission is final now: its webhook event goes with it
 outbox_add(KEYS[1], KEYS[9], KEYS[10], job_id, ARGV[6])

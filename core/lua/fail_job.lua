@@ -1,11 +1,15 @@
 -- Fail a whole job that cannot run at all, and free its Idempotency-Key (if it still names
 -- this job) so that a retry makes a new job.
 -- KEYS: job, idempotency key (or ''), chunk ledger, the job's active set (or ''), webhook
---       event (or '': no webhook: the client was told the job was not accepted), webhooks due
--- ARGV: job_id, now, channel, error json
+--       event (or '': no webhook: the client was told the job was not accepted), webhooks due,
+--       the backlog's pending list, owner list, ring, sizes, credit (or '' x5)
+-- ARGV: job_id, now, channel, error json, owner
 -- -> the status before the call (false when the job is gone)
 local status = redis.call('HGET', KEYS[1], 'status')
 if status == 'queued' or status == 'running' then
+  if KEYS[7] ~= '' then
+    backlog_drop({KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]}, ARGV[5], ARGV[1])
+  end
   finalize(KEYS[1], KEYS[3], KEYS[4], ARGV[1], 'failed', ARGV[2], ARGV[3], {'error', ARGV[4]},
     {KEYS[5], KEYS[6]})
 end

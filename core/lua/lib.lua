@@ -34,9 +34,12 @@ end
 -- (plus extra field/value pairs), drop its chunk ledger, take it off its pool and lane's active
 -- set (active_key; '' when the caller does not know it: the reconciler drops it there) and
 -- announce it once on the job-done channel.
--- Tell whoever waits on a job (API long polls, workers holding its chunks) to look at it again.
+-- Tell whoever waits on a job to look at it again: on ``channel`` (keys.JOB_DONE_CHANNEL: the
+-- API's long polls) and on the job's own (keys.job_events: that channel, ':' and the id), which
+-- only the workers holding a chunk of the job follow.
 local function announce(channel, job_id)
   redis.call('PUBLISH', channel, job_id)
+  redis.call('PUBLISH', channel .. ':' .. job_id, job_id)
 end
 
 -- The webhook outbox (core/outbox.py). A final job that carries a callback_url gets its event
@@ -104,4 +107,82 @@ local function storage_release(zset, hash, member)
   if bytes > 0 then redis.call('HINCRBY', hash, 'total', -bytes) end
   redis.call('HDEL', hash, member)
   redis.call('ZREM', zset, member)
+end
+
+-- The backlog (core/backlog.py): where a pool lane's chunks wait until they are released to the
+-- broker. A job's chunks not yet released are its pending list; its owner's list holds its jobs
+-- in the order they came; the ring holds the owners with chunks waiting, in turn order; sizes
+-- counts each owner's chunks, exactly. ``bk``: {pending, owner list, ring, sizes, credit}.
+
+-- ``chunks`` (chunk numbers) of job_id join owner's backlog: a new job at the back of its
+-- owner's list; with ``front``, one chunk going back (a requeue) at the front of its job's
+-- pending list and its job at the front of the owner's list: first in line again.
+local function backlog_add(bk, owner, job_id, chunks, ttl, front)
+  if #chunks == 0 then return end
+  if front then
+    redis.call('LPUSH', bk[1], chunks[1])
+    redis.call('LREM', bk[2], 0, job_id)
+    redis.call('LPUSH', bk[2], job_id)
+  else
+    for b = 1, #chunks, UNPACK_MAX do
+      redis.call('RPUSH', bk[1], unpack(chunks, b, math.min(b + UNPACK_MAX - 1, #chunks)))
+    end
+    redis.call('RPUSH', bk[2], job_id)
+  end
+  redis.call('EXPIRE', bk[1], ttl)
+  if redis.call('HINCRBY', bk[4], owner, #chunks) == #chunks then
+    redis.call('RPUSH', bk[3], owner)  -- it had nothing waiting: it joins the turns
+  end
+end
+
+-- A job that will not run (cancelled, failed) leaves the backlog with every chunk it had
+-- waiting there; its owner leaves the turns when nothing else of its waits.
+local function backlog_drop(bk, owner, job_id)
+  if bk[1] == '' then return end  -- a job of no pool (never in a backlog)
+  local n = redis.call('LLEN', bk[1])
+  if n == 0 then return end
+  redis.call('DEL', bk[1])
+  redis.call('LREM', bk[2], 0, job_id)
+  if redis.call('HINCRBY', bk[4], owner, -n) <= 0 then redis.call('HDEL', bk[4], owner) end
+  if redis.call('LLEN', bk[2]) == 0 then
+    redis.call('LREM', bk[3], 0, owner)
+    redis.call('HDEL', bk[5], owner)
+  end
+end
+
+-- The one way a job that ended runs again (a dead letter retried: dead_letter_retry.lua): it is
+-- running, back on its pool and lane's active set (active_key, '' : none), and nothing of its
+-- earlier end is left to tell (its webhook event goes, so its new end writes one; finalize
+-- announces that end as any other).
+local function reopen(job_key, active_key, job_id, event_key, due_key)
+  redis.call('HSET', job_key, 'status', 'running')
+  redis.call('HDEL', job_key, 'finished_at')
+  if active_key ~= '' then
+    local created = tonumber(redis.call('HGET', job_key, 'created_at') or '0') or 0
+    redis.call('ZADD', active_key, created, job_id)
+  end
+  redis.call('DEL', event_key)
+  redis.call('ZREM', due_key, job_id)
+end
+
+-- The dead-letter list (keys.DEAD_LETTER; LPUSH: the newest first) keeps at most max_entries,
+-- none listed more than max_age seconds before now (by its entry's ``at``; an entry without one
+-- goes by the cap alone), and expires max_age after its newest entry: its life is bounded
+-- however rarely anything is added. A bounded step: what is left goes at the next.
+local function dead_letters_trim(list, now, max_entries, max_age)
+  redis.call('LTRIM', list, 0, max_entries - 1)
+  local function at(raw)
+    local ok, entry = pcall(cjson.decode, raw)
+    if ok and type(entry) == 'table' then return tonumber(entry['at']) end
+    return nil
+  end
+  for _ = 1, 1000 do
+    local oldest = redis.call('LINDEX', list, -1)
+    if not oldest then return end
+    local t = at(oldest)
+    if t == nil or t >= now - max_age then break end
+    redis.call('RPOP', list)
+  end
+  local newest = at(redis.call('LINDEX', list, 0))
+  redis.call('PEXPIREAT', list, math.floor((math.min(newest or now, now) + max_age) * 1000))
 end

@@ -1,11 +1,18 @@
 -- Write segment outcomes once each (first writer wins, as HSETNX would), count the new ones,
 -- finalise the job when every segment has one (a cancelling job: when no chunk is in flight).
+-- A job that is final already takes nothing: a late or duplicate delivery (a chunk that ran on
+-- while its job failed or its cancel settled, a message delivered twice) writes no result,
+-- moves no counter and announces nothing; the job's end was told once, with these counters.
 -- KEYS: job, results, chunk ledger, in-flight starts, the job's active set (or ''), webhook
 --       event, webhooks due
 -- ARGV: job_id, now, ttl, channel, chunk ('' = none), oks (one '1' or '0' per outcome: whether
 --       it is a translation), then (index, outcome json)...
 -- -> {done, failed, status} ({-1, -1, ''} when the job is gone)
-if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, -1, ''} end
+local current = redis.call('HMGET', KEYS[1], 'status', 'done', 'failed')
+if not current[1] then return {-1, -1, ''} end
+if current[1] ~= 'queued' and current[1] ~= 'running' and current[1] ~= 'cancelling' then
+  return {tonumber(current[2] or '0'), tonumber(current[3] or '0'), current[1]}
+end
 -- which indices have a result already: one HMGET per batch, not a call per index
 local fields = {}
 for i = 7, #ARGV, 2 do fields[#fields + 1] = ARGV[i] end

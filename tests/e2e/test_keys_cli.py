@@ -138,7 +138,41 @@ def test_an_operator_key_is_made_with_role_operator(redis_url: str) -> None:
     }
     assert rows == {"ops": "operator", "shop": "user"}
     table = mtfleet("keys", "list", env=env).stdout.splitlines()
-    assert table[0].split("\t")[-2:] == ["role", "state"]
-    assert any(line.split("\t")[-2:] == ["operator", "active"] for line in table[1:])
+    assert table[0].split("\t")[-3:] == ["role", "weight", "state"]
+    assert any(line.split("\t")[-3:] == ["operator", "1", "active"] for line in table[1:])
     refused = mtfleet("keys", "create", "--name", "x", "--role", "admin", env=env)
     assert refused.returncode == 2 and "role" in refused.stderr
+
+
+def test_a_key_made_without_a_rate_has_the_default_and_rate_none_has_none(
+    redis_url: str,
+) -> None:
+    env = {"MT_KEY_RATE": "7"}
+    plain = json.loads(mtfleet("keys", "create", "--name", "plain", "--json", env=env).stdout)
+    assert plain["rate"] == 7 and plain["rate_default"] is True
+    free = mtfleet("keys", "create", "--name", "free", "--rate", "none", "--json", env=env)
+    assert free.returncode == 0, free.stderr
+    assert json.loads(free.stdout)["rate"] is None
+    bad = mtfleet("keys", "create", "--name", "bad", "--rate", "fast")
+    assert bad.returncode == 2 and "or none for no limit" in bad.stderr
+    table = mtfleet("keys", "list", env={"MT_KEY_RATE": "9"}).stdout  # the setting, when read
+    rows = {line.split("\t")[1]: line.split("\t")[4] for line in table.splitlines()[1:]}
+    assert rows == {"plain": "9 (default)", "free": "none"}
+
+
+def test_a_keys_weight_is_set_at_creation_and_changed_later(redis_url: str, r: redis.Redis) -> None:
+    """The weight is a key's share of the turns when keys' work waits for the same workers
+    (core/backlog.py reads it from the key at every turn)."""
+    env = {"MT_REDIS_URL": redis_url}
+    made = mtfleet("keys", "create", "--name", "night", "--weight", "3", "--json", env=env)
+    assert made.returncode == 0, made.stderr
+    key = json.loads(made.stdout)
+    assert key["weight"] == 3 and r.hget(f"mt:apikey:{key['id']}", "weight") == "3"
+    changed = mtfleet("keys", "set-weight", key["id"], "5", env=env)
+    assert changed.returncode == 0 and "weight 5" in changed.stdout
+    rows = {
+        row["name"]: row for row in json.loads(mtfleet("keys", "list", "--json", env=env).stdout)
+    }
+    assert rows["night"]["weight"] == 5
+    assert mtfleet("keys", "set-weight", key["id"], "0", env=env).returncode == 2
+    assert mtfleet("keys", "set-weight", "0" * 16, "2", env=env).returncode == 1

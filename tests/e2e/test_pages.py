@@ -332,11 +332,15 @@ def test_ops_panel_shows_the_live_worker_and_moving_throughput_during_a_bulk_job
 ) -> None:
     page, console = open_page(context, f"{fleet.api_url}/ops")
     sign_in(page, fleet.env["OPERATOR_KEY"])
+    # the Apertium worker at its defaults: a process per lane, each a worker of its own
     workers = page.locator("#workers tbody tr")
-    expect(workers).to_have_count(1)
-    expect(workers.first).to_contain_text("apertium")
-    expect(workers.first).to_contain_text("no GPU")
-    expect(workers.first).to_contain_text("serving")
+    expect(workers).to_have_count(2)
+    for lane in ("interactive", "bulk"):
+        row = workers.filter(has_text=f"-{lane}")
+        expect(row).to_have_count(1)
+        expect(row).to_contain_text("apertium")
+        expect(row).to_contain_text("no GPU")
+        expect(row).to_contain_text("serving")
 
     texts = [f"The blue lamp number {i} is on the chair." for i in range(3000)]
     headers = {"Authorization": f"Bearer {fleet.env['USER_KEY']}"}
@@ -443,7 +447,7 @@ def test_flower_shows_the_worker_and_its_succeeded_chunks_behind_its_password(
         page = ctx.new_page()
         page.goto(f"{fleet.flower_url}/workers")
         workers = page.locator("#workers-table tbody tr")
-        expect(workers.first).to_contain_text("cpu@", timeout=30_000)
+        expect(workers.first).to_contain_text("cpu-", timeout=30_000)  # a worker per lane
         expect(workers.first).to_contain_text("Online")
         page.screenshot(path=str(SHOTS / "flower-workers.png"), full_page=True)
         page.goto(f"{fleet.flower_url}/tasks")
@@ -451,7 +455,7 @@ def test_flower_shows_the_worker_and_its_succeeded_chunks_behind_its_password(
         expect(rows.first).to_contain_text("SUCCESS", timeout=30_000)
         text = rows.first.inner_text()
         assert re.search(r"\b\d+(\.\d+)? (ms|s)\b", text), text  # its runtime
-        assert "cpu@" in text  # the worker that ran it
+        assert re.search(r"\bcpu-(bulk|interactive)@", text), text  # the lane's worker that ran it
         page.screenshot(path=str(SHOTS / "flower-tasks.png"), full_page=True)
     finally:
         ctx.close()

@@ -51,6 +51,9 @@ def fleet(redis_server: str) -> Iterator[LocalFleet]:
             "MT_FLOWER_PASSWORD": FLOWER_AUTH[1],
             "MT_ROUTES": "en-es=apertium-es",
             "MT_CHUNK_SIZE": "16",
+            # one worker process per pool (a CPU engine's default is one per lane: its pool
+            # would count two live workers; tests/integration/test_launcher_processes.py)
+            "MT_PROCESS_PER_LANE": "false",
         },
     )
     f.start_redis()

@@ -79,6 +79,82 @@ def test_a_segment_the_engine_hangs_on_fails_alone_and_the_fleet_goes_on(
         assert nxt["translations"] == ["<es> after the hang"]
 
 
+def test_one_wedged_segment_of_fifty_fails_alone_within_three_engine_deadlines(
+    redis_server: str,
+) -> None:
+    """A batch engine wedged by one segment of a 50-segment chunk, with a chunk budget (30 s)
+    shorter than narrowing it down with a full deadline (10 s) per halving would take (seven
+    deadlines: the chunk went back until it was dead-lettered, after six deliveries). The
+    halves of a call that timed out get half its time, so the 49 others are translated and
+    the wedged one fails alone, saying why, within three engine deadlines, in one delivery."""
+    url = redis_server.rsplit("/", 1)[0] + "/7"
+    rd = redis.Redis.from_url(url, decode_responses=True)
+    rd.flushdb()
+    floor = 10.0
+    env = {
+        **DEADLINE_ENV,
+        "MTBENCH_MODE": "batch",
+        "MTBENCH_HANG_ON": "HANGME",
+        "MT_CHUNK_SIZE": "50",
+        "MT_VISIBILITY_TIMEOUT_S": "60",  # a chunk's budget: 30 s
+        "MT_ENGINE_DEADLINE_FLOOR_S": str(floor),
+        "MT_ENGINE_DEADLINE_FACTOR": "2",
+    }
+    with cost_fleet(url, env) as (fleet, api):
+        texts = [f"line {i} of the job with a wedged segment" for i in range(50)]
+        texts[37] = "a line that HANGME forever"
+        t0 = time.monotonic()
+        job = wait_final(api, submit(api, texts), timeout=3 * floor + 30, fleet=fleet)
+        took = time.monotonic() - t0
+        assert job["status"] == "partial", job
+        assert job["progress"] == {"done": 49, "failed": 1, "total": 50}
+        result = api.get(f"/v1/jobs/{job['id']}/result").json()
+        [error] = result["errors"]
+        assert (error["index"], error["type"]) == (37, "engine_timeout")
+        assert "on this segment alone" in error["message"], error
+        ok = [i for i in range(50) if i != 37]
+        assert [result["translations"][i] for i in ok] == [f"<es> {texts[i]}" for i in ok]
+        assert took <= 3 * floor, took
+        assert rd.llen(keys.DEAD_LETTER) == 0
+        assert rd.hget(keys.chunk_deliveries(job["id"]), "0") == "1"
+
+
+def test_a_chunk_slower_than_its_budget_finishes_over_deliveries_never_dead_lettered(
+    redis_server: str,
+) -> None:
+    """A slow batch engine (about a second per call of four segments) behind a short visibility
+    timeout (10 s: a chunk's budget is 5 s): a chunk of 32 needs eight calls, more than its
+    budget. Each delivery records what it finished before the chunk goes back, and a delivery
+    that recorded something is no failure: even with MT_MAX_DELIVERIES=1 the job completes,
+    each segment translated once, nothing dead-lettered."""
+    url = redis_server.rsplit("/", 1)[0] + "/7"
+    rd = redis.Redis.from_url(url, decode_responses=True)
+    rd.flushdb()
+    port = free_port()
+    env = {
+        **FAULT_ENV,
+        "MTBENCH_MODE": "batch",
+        "MTBENCH_MAX_NUM_SEQS": "4",
+        "MTBENCH_STEP_FIXED_S": "0.25",
+        "MT_CHUNK_SIZE": "32",
+        "MT_MAX_DELIVERIES": "1",
+        "MT_WORKER_METRICS_PORT": str(port),
+    }
+    with cost_fleet(url, env) as (fleet, api):
+        texts = [f"slow line {i}" for i in range(32)]
+        job = wait_final(api, submit(api, texts), timeout=90, fleet=fleet)
+        assert job["status"] == "succeeded", job
+        result = api.get(f"/v1/jobs/{job['id']}/result").json()
+        assert result["translations"] == [f"<es> {t}" for t in texts]
+        assert rd.llen(keys.DEAD_LETTER) == 0
+        deliveries = rd.hgetall(keys.chunk_deliveries(job["id"]))
+        started, progressed = int(deliveries["0"]), int(deliveries.get("progressed:0", 0))
+        assert started >= 2 and started - progressed == 1, deliveries  # one failure at most
+        # nothing finished went to the engine again: only the call (four segments at most)
+        # that each delivery's budget cut short
+        assert metric(port, "mt_worker_batch_segments_sum") <= 32 + 4 * (started - 1)
+
+
 def test_a_stalled_engine_makes_the_worker_unhealthy_until_it_is_restarted(
     redis_server: str,
 ) -> None:

@@ -13,10 +13,11 @@ import redis
 
 from mtfleet.core.errors import ConfigError
 from mtfleet.core.registry import Registry, WorkerInfo
+from mtfleet.core.settings import Settings
 from mtfleet.producer.localfleet import LocalFleet, Proc
 from mtfleet.workers import priority
 from mtfleet.workers.gpus import gpu_groups
-from mtfleet.workers.supervisor import worker_plan
+from mtfleet.workers.supervisor import lanes_apart, worker_plan
 from tests.integration.cgroups import cgroups_here, cpu_cgroup
 
 
@@ -84,15 +85,17 @@ def test_uneven_gpu_split_is_refused_before_anything_starts(redis_url: str) -> N
     assert not redis.Redis.from_url(redis_url).keys("mt:worker:*")
 
 
-def test_a_process_per_lane_runs_bulk_at_the_lowest_priority(
-    redis_url: str, r: redis.Redis
+def test_the_default_cpu_worker_runs_a_process_per_lane_bulk_at_the_lowest_priority(
+    redis_url: str, r: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """MT_PROCESS_PER_LANE: one Celery worker per lane, the bulk one at bulk priority
-    (``SCHED_IDLE``, niced, in the launcher's session; the idle cgroup where allowed)."""
-    env = {"MT_REDIS_URL": redis_url, "MT_HEARTBEAT_S": "1", "MT_PROCESS_PER_LANE": "true"}
+    """The default ``mtfleet worker`` (no MT_PROCESS_PER_LANE) of a CPU engine serving both
+    lanes: one Celery worker per lane, the bulk one at bulk priority (``SCHED_IDLE``, niced,
+    in the launcher's session; the idle cgroup where allowed)."""
+    monkeypatch.delenv("MT_PROCESS_PER_LANE", raising=False)
+    env = {"MT_REDIS_URL": redis_url, "MT_HEARTBEAT_S": "1"}
     with LocalFleet(redis_url=redis_url, env=env) as fleet:
         fleet.start_redis()
-        launcher = fleet.start_worker("--engine", "apertium", "--lanes", "interactive,bulk")
+        launcher = fleet.start_worker("--engine", "apertium")
         workers = live(Registry(r), 2)
         assert {name: w.lanes for name, w in workers.items()} == {
             "cpu-interactive": ["interactive"],
@@ -113,6 +116,26 @@ def test_a_process_per_lane_runs_bulk_at_the_lowest_priority(
             assert cpu_cgroup(interactive) == here
             assert (idle / "cpu.idle").read_text().strip() == "1"
     assert idle is None or not idle.exists()  # gone with the launcher
+
+
+@pytest.mark.parametrize(
+    ("setting", "engine", "gpus", "lanes", "apart"),
+    [
+        ("auto", "apertium", [], ["interactive", "bulk"], True),  # the default: a CPU engine
+        ("auto", "apertium", [0, 1], ["interactive", "bulk"], False),  # each GPU group: one
+        ("auto", "apertium", [], ["bulk"], False),  # one lane: nothing to keep apart
+        ("auto", "vllm", [], ["interactive", "bulk"], False),  # it would load the model twice
+        ("auto", "transformers", [], ["interactive", "bulk"], False),
+        ("auto", "tests.support:ScriptedEngine", [], ["interactive", "bulk"], False),
+        ("false", "apertium", [], ["interactive", "bulk"], False),  # as the operator says
+        ("true", "tests.support:ScriptedEngine", [], ["interactive", "bulk"], True),
+    ],
+)
+def test_lanes_run_apart_by_default_where_the_engine_can_run_twice(
+    setting: str, engine: str, gpus: list[int], lanes: list[str], apart: bool
+) -> None:
+    settings = Settings(process_per_lane=setting, engine=engine, lanes=lanes, model="m")
+    assert lanes_apart(settings, gpus) is apart
 
 
 def test_a_process_per_lane_is_refused_with_gpus() -> None:

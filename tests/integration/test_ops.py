@@ -110,6 +110,33 @@ def test_ops_shows_chunks_waiting_for_nobody_and_dead_letters(
     assert "mt_dead_letter_chunks 2.0" in scraped
 
 
+def test_ops_and_metrics_show_what_each_key_has_waiting(
+    redis_url: str, r: redis.Redis, tokens: dict[str, str]
+) -> None:
+    """A lane's queued chunks are its backlog and its broker queue together; the backlog's
+    part is shown per API key, in /v1/ops and /metrics."""
+    register_pair(r, ttl_s=60)
+    Registry(r).leave("")  # nobody consumes: what is submitted stays where it is
+    settings = Settings(redis_url=redis_url, auth="required", auth_cache_s=0, release_ahead=1)
+    with TestClient(create_app(in_process(settings))) as api:
+        for who, n in (("user", 3), ("other", 1)):
+            for i in range(n):
+                made = api.post(
+                    "/v1/jobs", json={"texts": [f"{who} {i}"], **BULK}, headers=auth(tokens[who])
+                )
+                assert made.status_code == 202, made.text
+        ops = api.get("/v1/ops", headers=auth(tokens["operator"])).json()
+        scraped = api.get("/metrics", headers=auth(tokens["operator"])).text
+    user, other = (tokens[who].split("_")[1] for who in ("user", "other"))
+    bulk = next(row for row in ops["lanes"] if (row["pool"], row["lane"]) == ("apertium", "bulk"))
+    # the user's first chunk went to the broker (its queue holds one); the rest waits
+    assert bulk["queued"] == 4 and r.llen(keys.queue("apertium", "bulk")) == 1
+    assert bulk["waiting_by_key"] == {user: 2, other: 1}
+    for key_id, n in ((user, 2), (other, 1)):
+        assert f'mt_backlog_chunks{{key="{key_id}",lane="bulk",pool="apertium"}} {n}.0' in scraped
+    assert 'mt_queue_depth{lane="bulk",pool="apertium"} 4.0' in scraped
+
+
 def test_the_oldest_waiting_chunk_is_read_from_the_broker_message(
     api: TestClient, tokens: dict[str, str], r: redis.Redis
 ) -> None:
@@ -122,12 +149,12 @@ def test_the_oldest_waiting_chunk_is_read_from_the_broker_message(
         j["created_at"] for j in api.get("/v1/jobs", headers=auth(tokens["user"])).json()["jobs"]
     ]
     queue = keys.queue("apertium", "bulk")
-    reading = read_queues(r, [queue], now=min(created) + 100)[queue]
+    reading = read_queues(r, [("apertium", "bulk")], now=min(created) + 100)[queue]
     assert reading.queued == 2
     # the first job's chunk, queued at its submission, has waited ~100 s at that "now"
     assert reading.oldest_queued_s == pytest.approx(100, abs=1)
     assert (
-        read_queues(r, [keys.queue("apertium", "interactive")])[
+        read_queues(r, [("apertium", "interactive")])[
             keys.queue("apertium", "interactive")
         ].oldest_queued_s
         is None

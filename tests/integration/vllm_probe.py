@@ -8,7 +8,8 @@ it hears of the cancellation (``Scheduler.cancel_job``) and reports what vLLM st
 ``"adapter": NAME`` the texts are translated again with that LoRA adapter (MT_LORA_ADAPTERS),
 then once more, plain and adapted requests interleaved in one submission;
 with ``"configs": [{setting: value}, ...]`` vLLM's config is first built (not loaded) from the
-engine's arguments of the settings with those changes.
+engine's arguments of the settings with those changes. With ``"vanish": true`` one request of
+a submission ends without output (:func:`vanish_probe`).
 Prints one JSON object: limits, fingerprint(s), load time, the engine arguments as vLLM's own
 config holds them, and one outcome per text.
 """
@@ -43,6 +44,52 @@ def cancel_probe(engine: Any, scheduler: Any, n: int) -> dict[str, Any]:
         "resolved_s": resolved_s,
         "unfinished_in_vllm": unfinished,
         "next_ok": after.result(timeout=60)[0].ok,
+    }
+
+
+#: The source texts of the ``"vanish"`` probe: the middle one's request ends without output.
+VANISH = ["Red running shoes", "This request ends without any output.", "A blue wool hat"]
+
+
+def vanish_probe(engine: Any, scheduler: Any, downs: list[str]) -> dict[str, Any]:
+    """One submission of three requests whose middle one vLLM finishes without an output (its
+    ``generate`` stream ends having yielded nothing: vLLM's request-level outcome, not a dead
+    engine): the outcome of each, whether the engine was reported down, and whether the same
+    engine then serves a new request."""
+    from mtfleet.workers.engines import TranslationRequest
+
+    reqs = [TranslationRequest(t, "en", "es") for t in VANISH]
+    empty = engine._prompt_ids(reqs[1])[0]
+    llm = engine.llm
+    real = llm.generate
+
+    async def generate(prompt: Any, params: Any, **kwargs: Any) -> Any:
+        stream = real(prompt, params, **kwargs)
+        if prompt["prompt_token_ids"] != empty:
+            async for out in stream:
+                yield out
+            return
+        async for _ in stream:  # it runs in vLLM; no output reaches the caller
+            pass
+
+    llm.generate = generate
+    try:
+        try:
+            outcomes = [o.model_dump(exclude_none=True) for o in scheduler.submit(reqs).result(60)]
+        except Exception as exc:  # noqa: BLE001 - what the probe reports
+            outcomes = [{"raised": f"{type(exc).__name__}: {exc}"}]
+    finally:
+        del llm.generate  # vLLM's own again
+    try:
+        after = scheduler.submit([TranslationRequest("Red shoes", "en", "es")]).result(60)
+        next_ok = after[0].ok
+    except Exception:  # noqa: BLE001
+        next_ok = False
+    return {
+        "outcomes": outcomes,
+        "engine_down": list(downs),
+        "same_engine": engine.llm is llm and engine.alive(),
+        "next_ok": next_ok,
     }
 
 
@@ -90,7 +137,10 @@ def main() -> None:
     deadlines = Deadlines(
         factor=settings.engine_deadline_factor, floor_s=settings.engine_deadline_floor_s
     )
-    scheduler = make_scheduler(engine, latency_target_s=None, deadlines=deadlines)
+    downs: list[str] = []  # what the worker's EngineHealth would be told (it restarts)
+    scheduler = make_scheduler(
+        engine, latency_target_s=None, deadlines=deadlines, on_engine_down=downs.append
+    )
     reqs = [TranslationRequest(t, job["source"], job["target"]) for t in job["texts"]]
     t0 = time.monotonic()
     outcomes = scheduler.submit(reqs).result(timeout=300)
@@ -124,6 +174,8 @@ def main() -> None:
         ]
     if job.get("cancel"):
         result["cancel"] = cancel_probe(engine, scheduler, int(job["cancel"]))
+    if job.get("vanish"):
+        result["vanish"] = vanish_probe(engine, scheduler, downs)
     print("PROBE_RESULT " + json.dumps(result), flush=True)
     scheduler.close()
     engine.close()

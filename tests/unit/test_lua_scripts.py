@@ -146,4 +146,4 @@ def test_a_job_is_finalised_in_one_place() -> None:
         assert "'PUBLISH'" not in body and "finished_at" not in body, name
         if "finalize(" in body:
             callers.append(name)
-    assert sorted(callers) == ["cancel_job", "fail_job", "record_results", "start_chunk"]
+    assert sorted(callers) == ["cancel_job", "fail_job", "record_results"]

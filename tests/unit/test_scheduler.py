@@ -119,6 +119,10 @@ def results(ticket: Ticket) -> list[SegmentOutcome]:
     return ticket.result(timeout=10)
 
 
+def results_within(ticket: Ticket, timeout: float) -> list[SegmentOutcome]:
+    return ticket.result(timeout=timeout)
+
+
 def error_type(outcome: SegmentOutcome) -> str | None:
     return None if outcome.error is None else str(outcome.error["type"])
 
@@ -426,21 +430,79 @@ def test_a_call_hanging_on_one_segment_is_interrupted_and_only_that_segment_fail
         engine, latency_target_s=0.5, deadlines=SHORT, on_engine_down=downs.append
     )
     try:
-        t0 = time.monotonic()
         out = results(sched.submit([req("a"), req("b"), req("hang"), req("c")]))
-        took = time.monotonic() - t0
         assert [o.translation for o in out] == ["A", "B", None, "C"]
         assert error_type(out[2]) == "engine_timeout"
-        assert "did not finish within" in out[2].error["message"]  # type: ignore[index]
+        message = out[2].error["message"]  # type: ignore[index]
+        assert "did not finish within" in message and "on this segment alone" in message
         # bisection: the whole call, then its half with the segment, then the segment alone
         hung = [[r.text for r in c] for c in engine.calls if any(r.text == "hang" for r in c)]
         assert hung == [["a", "b", "hang", "c"], ["hang", "c"], ["hang"]]
         assert engine.interrupts == 3
-        assert took >= 3 * SHORT.floor_s and downs == [] and sched.down is None
+        assert downs == [] and sched.down is None
         # the engine serves on
         assert results(sched.submit([req("d")]))[0].translation == "D"
     finally:
         engine.release()
+        sched.close()
+
+
+def test_one_wedged_segment_of_a_big_call_fails_alone_within_three_deadlines() -> None:
+    """64 segments, one of which hangs the call until it is interrupted. Bisection with a full
+    deadline per halving would take seven deadlines (the call and six halvings); the halves of
+    a timed-out call get half its time, so the 63 others are translated and the wedged one
+    fails alone within three."""
+    deadlines = Deadlines(factor=1, floor_s=3.0, ceiling_s=60)
+    engine = HangingEngine()
+    sched = make_scheduler(engine, latency_target_s=None, deadlines=deadlines)
+    try:
+        texts = [f"s{i}" for i in range(64)]
+        texts[41] = "hang"
+        t0 = time.monotonic()
+        out = results_within(sched.submit([req(t) for t in texts]), 60)
+        took = time.monotonic() - t0
+        assert [o.translation for o in out] == [t.upper() if t != "hang" else None for t in texts]
+        assert error_type(out[41]) == "engine_timeout"
+        hung = [len(c) for c in engine.calls if any(r.text == "hang" for r in c)]
+        assert hung == [64, 32, 16, 8, 4, 2, 1]
+        assert took <= 3 * deadlines.floor_s, took
+        assert sched.down is None
+    finally:
+        engine.release()
+        sched.close()
+
+
+def test_both_halves_timing_out_is_no_single_wedge_and_gets_full_deadlines() -> None:
+    """An engine that is merely slow (a call of n segments takes n x 0.3 s) gets a call of 8
+    that outlives its 1 s deadline. Both halves timing out under half that time says it held no
+    single wedge: their parts get full deadlines again, so every segment is translated."""
+
+    class Slow(RecordingEngine):
+        def translate(self, requests: Sequence[TranslationRequest]) -> list[str]:
+            self.calls.append(list(requests))
+            waited = self.gate.wait(0.3 * len(requests))  # the interrupt opens the gate
+            self.gate.clear()
+            if waited:
+                raise RuntimeError("interrupted")
+            return [r.text.upper() for r in requests]
+
+        def interrupt(self) -> None:
+            super().interrupt()
+            self.gate.set()
+
+    engine = Slow()
+    engine.gate.clear()
+    sched = make_scheduler(
+        engine, latency_target_s=None, deadlines=Deadlines(factor=1, floor_s=1.0, ceiling_s=60)
+    )
+    try:
+        out = results_within(sched.submit([req(f"s{i}") for i in range(8)]), 30)
+        assert [o.translation for o in out] == [f"S{i}" for i in range(8)]
+        sizes = [len(c) for c in engine.calls]
+        # the call, both halves (timed out at 0.5 s: they need 1.2 s), then parts of them
+        assert sizes[:3] == [8, 4, 4] and all(n <= 4 for n in sizes[3:])
+    finally:
+        engine.gate.set()
         sched.close()
 
 

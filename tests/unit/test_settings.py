@@ -153,3 +153,22 @@ def test_running_sequences_cannot_exceed_the_step_budget() -> None:
     assert Settings(max_step_tokens=256, max_seqs=192).max_seqs == 192
     with pytest.raises(ValidationError, match="must not exceed max_step_tokens"):
         Settings(max_step_tokens=128, max_seqs=256)
+
+
+def test_an_engine_deadline_floor_the_visibility_timeout_cannot_hold_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A chunk holds its lease for half the visibility timeout and one engine call for a
+    quarter: a floor set above that could never be given to a call (every call would be cut
+    short and its chunk sent back until dead-lettered), so it is said at start-up."""
+    monkeypatch.setenv("MT_VISIBILITY_TIMEOUT_S", "60")
+    monkeypatch.setenv("MT_ENGINE_DEADLINE_FLOOR_S", "20")
+    with pytest.raises(ValidationError) as err:
+        Settings()
+    message = str(err.value)
+    assert "MT_ENGINE_DEADLINE_FLOOR_S=20" in message and "MT_VISIBILITY_TIMEOUT_S=60" in message
+    assert "at least 80" in message  # what would hold it
+    monkeypatch.setenv("MT_ENGINE_DEADLINE_FLOOR_S", "15")
+    assert Settings().engine_deadline_floor_s == 15  # a quarter exactly fits
+    monkeypatch.delenv("MT_ENGINE_DEADLINE_FLOOR_S")
+    assert Settings().engine_deadline_floor_s == 30  # the default is capped, not refused

@@ -22,7 +22,7 @@ from mtfleet.core.errors import EngineError, EngineUnavailable
 from mtfleet.core.models import JobStatus, Lane, SegmentOutcome
 from mtfleet.core.settings import Settings
 from mtfleet.workers.chunk import Requeue
-from mtfleet.workers.engines.base import Translation, TranslationRequest
+from mtfleet.workers.engines.base import EngineLimits, Translation, TranslationRequest
 from tests.support import ChunkRun, ScriptedEngine, echo, run_chunk
 
 KINDS = pytest.mark.parametrize("streaming", [False, True], ids=["batch", "streaming"])
@@ -305,6 +305,47 @@ def test_a_chunk_past_its_budget_is_requeued_and_records_nothing_it_did_not_fini
             bench.processor.process(messages[0])
         assert bench.store.results(job.id, 2) == [None, None]
         assert len(engine.aborted) == 2  # the requests were given up in the engine
+    finally:
+        release.set()
+        bench.close()
+
+
+@KINDS
+def test_a_chunk_past_its_budget_records_what_it_finished_and_goes_back_for_the_rest(
+    streaming: bool,
+) -> None:
+    """Four segments, one of which the engine holds past the chunk's budget (a batch engine
+    takes one segment per call here, so the call holding it is the third). What finished is
+    recorded and cached before the chunk goes back; the delivery that made progress is not
+    counted against MT_MAX_DELIVERIES; its next delivery translates only the rest."""
+    release = threading.Event()
+
+    def held(r: TranslationRequest) -> str:
+        if r.text == "held":
+            release.wait(10)
+        return r.text.upper()
+
+    one_per_call = EngineLimits(max_sequences=1, max_batch_tokens=1 << 20, max_input_tokens=999)
+    engine = ScriptedEngine(held, streaming=streaming, limits=one_per_call)
+    bench = ChunkRun(engine, settings=Settings(check_language=False, max_deliveries=1))
+    bench.processor.budget_s = 0.5
+    try:
+        job, [msg] = bench.submit(["first", "second", "held", "last"])
+        with pytest.raises(Requeue, match="of 4 segments recorded"):
+            bench.processor.process(msg)
+        out = bench.store.results(job.id, 4)
+        done = ["FIRST", "SECOND"] if not streaming else ["FIRST", "SECOND", None, "LAST"]
+        assert [o.translation if o else None for o in out][: len(done)] == done
+        assert out[2] is None
+        assert bench.cached(["first", "second"]) == {"first": "FIRST", "second": "SECOND"}
+        release.set()
+        sent = len(engine.texts)
+        again = bench.processor.process(msg)  # its second delivery: over MT_MAX_DELIVERIES=1
+        assert "dead_lettered" not in again
+        assert engine.texts[sent:] == (["held", "last"] if not streaming else ["held"])
+        final = bench.store.results(job.id, 4)
+        assert [o.translation for o in final] == ["FIRST", "SECOND", "HELD", "LAST"]  # type: ignore[union-attr]
+        assert bench.store.get(job.id).status is JobStatus.succeeded
     finally:
         release.set()
         bench.close()

@@ -190,6 +190,7 @@ class _Pipeline:
 class ApertiumEngine(Engine):
     name = "apertium"
     parallel_lanes = True
+    lane_processes = True
 
     def __init__(self, settings: Settings, mode_dirs: Sequence[Path] = MODE_DIRS) -> None:
         self.settings = settings

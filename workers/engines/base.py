@@ -111,6 +111,11 @@ class Engine(ABC):
     #: while a bulk call runs, on its own instance (Apertium: a pipeline per lane), so
     #: interactive work never waits behind a bulk batch. False: one call at a time.
     parallel_lanes: bool = False
+    #: The engine can run once per lane on one host (a CPU engine whose instances hold nothing
+    #: one host cannot have twice: Apertium): ``mtfleet worker`` without --gpus then runs each
+    #: lane in a worker process of its own by default (``MT_PROCESS_PER_LANE=auto``). Off for
+    #: an engine that would load its model once per process.
+    lane_processes: bool = False
 
     def preflight(self) -> list[str]:
         """What would make every :meth:`load` fail, found without loading (missing packages,

@@ -35,7 +35,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, get_args
 
-from mtfleet.core.errors import ConfigError, EngineUnavailable
+from mtfleet.core.errors import ConfigError, EngineError, EngineUnavailable
 from mtfleet.core.settings import Settings
 from mtfleet.workers import prompts
 from mtfleet.workers.engines.base import (
@@ -475,7 +475,9 @@ class VllmEngine(Engine):
         except EngineDeadError as exc:
             raise EngineUnavailable(f"vLLM engine died: {exc}") from exc
         if final is None or not final.outputs:
-            raise EngineUnavailable("vLLM returned no output for a request")
+            # this request's own outcome (vLLM ended it, its engine goes on): the segment
+            # fails alone; only a dead engine (above) is the worker's concern
+            raise EngineError("vLLM finished the request without output")
         o = final.outputs[0]
         return Translation(
             o.text.strip(), truncated=o.finish_reason == "length", tokens_out=len(o.token_ids)

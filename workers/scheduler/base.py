@@ -158,11 +158,6 @@ class Item:
         self.handle: object = None  # streaming engines: what submit() returned, for abort()
 
 
-def seconds(s: float) -> str:
-    """A deadline for messages: whole seconds, tenths below ten."""
-    return f"{s:.0f}s" if s >= 10 else f"{s:.1f}s"
-
-
 class Scheduler(ABC):
     """Between the task threads and one engine; see the module docs for the steps."""
 
@@ -346,11 +341,15 @@ class Scheduler(ABC):
 
     def _watch(self) -> None:
         while not self._closed:
-            time.sleep(WATCH_S)
+            time.sleep(self._watch_s(time.monotonic()))
             try:
                 self._overdue(time.monotonic())
             except Exception:  # the watchdog must outlive anything
                 log.exception("scheduler watchdog failed")
+
+    def _watch_s(self, now: float) -> float:
+        """How long the watchdog sleeps before its next look (at most ``WATCH_S``)."""
+        return WATCH_S
 
     # -- outcomes ----------------------------------------------------------------------------
     def _resolve(self, it: Item, res: Result) -> None:

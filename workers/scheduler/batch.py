@@ -17,8 +17,14 @@ takes one call at a time).
 * **Deadlines**: a call may take :class:`~mtfleet.workers.scheduler.base.Deadlines` of what the
   cost model predicts for it. Past that the watchdog interrupts it (``Engine.interrupt``): the
   call raises, and bisection isolates a segment that hangs the engine, which then fails alone
-  with ``engine_timeout``. A call that does not return even then (an engine that cannot be
-  interrupted, or a stuck one) makes the engine *down*: its worker restarts it.
+  with ``engine_timeout`` — the parts of a timed-out call under shrinking limits, so one
+  wedged segment costs its chunk at most about two deadlines, not one per halving. A call that
+  does not return even then (an engine that cannot be interrupted, or a stuck one) makes the
+  engine *down*: its worker restarts it.
+* **Calls fit their deadlines**: a call is cut to what the cost model expects to finish within
+  half the longest deadline (``Deadlines.ceiling_s``, a quarter of the visibility timeout),
+  so a slow engine behind a short visibility timeout gets calls it can finish, not calls that
+  only ever time out.
 """
 
 from __future__ import annotations
@@ -30,11 +36,15 @@ from collections.abc import Callable, Sequence
 from functools import partial
 
 from mtfleet.core.errors import EngineTimeout
+from mtfleet.core.models import SegmentOutcome
 from mtfleet.workers import metrics
 from mtfleet.workers.batching import bulk_token_budget, plan_batch
 from mtfleet.workers.engines.base import Translation, TranslationRequest
-from mtfleet.workers.scheduler.base import BULK, INTERACTIVE, Item, Scheduler, seconds
-from mtfleet.workers.translation import run_isolated
+from mtfleet.workers.scheduler.base import BULK, INTERACTIVE, WATCH_S, Item, Scheduler
+from mtfleet.workers.translation import run_isolated, seconds
+
+#: A call is sized to what the cost model expects within this share of the longest deadline.
+CALL_SHARE_OF_CEILING = 0.5
 
 
 class BatchScheduler(Scheduler):
@@ -60,9 +70,11 @@ class BatchScheduler(Scheduler):
         return max(1, int(2 * min(per_call, self.engine.limits.max_sequences)))
 
     def batch_token_budget(self) -> int:
-        return bulk_token_budget(
+        budget = bulk_token_budget(
             self.engine.limits, self.cost, latency_target_s=self.latency_target_s
         )
+        fits = self.cost.tokens_within(self.deadlines.ceiling_s * CALL_SHARE_OF_CEILING)
+        return max(1, min(budget, fits))
 
     # -- the dispatchers: one for both lanes, or (parallel lanes) this one for bulk and a
     # second one for interactive work ----------------------------------------------------------
@@ -107,7 +119,12 @@ class BatchScheduler(Scheduler):
             self._current[lane] = items
         try:
             results = run_isolated(
-                self.engine.name, partial(self._timed_call, lane), [it.request for it in items]
+                self.engine.name,
+                partial(self._timed_call, lane),
+                [it.request for it in items],
+                deadline_of=self._deadline_of,
+                factor=self.deadlines.factor,
+                on_result=lambda i, res: self._resolve(items[i], res),
             )
         finally:
             elapsed = time.monotonic() - t0
@@ -119,33 +136,45 @@ class BatchScheduler(Scheduler):
                 self._busy_since = now if self._busy else None
                 self._done_total += len(items)
                 self._current.pop(lane, None)
-        self.cost.observe(tokens, elapsed)
         metrics.observe_batch(len(items), tokens, elapsed)
         self._count_out(results)
-        for it, res in zip(items, results, strict=True):
-            self._resolve(it, res)
+        metrics.TIMED_OUT.inc(
+            sum(
+                1
+                for res in results
+                if isinstance(res, SegmentOutcome)
+                and res.error is not None
+                and res.error.get("type") == EngineTimeout.code
+            )
+        )
+
+    def _deadline_of(self, requests: Sequence[TranslationRequest]) -> float:
+        """A call's own deadline: the cost model's estimate for its tokens, by Deadlines."""
+        tokens = sum(self.engine.count_tokens(r) for r in requests)
+        return self.deadlines.of(self.cost.predict(tokens))
 
     def _timed_call(
-        self, lane: int, requests: Sequence[TranslationRequest]
+        self, lane: int, requests: Sequence[TranslationRequest], limit_s: float
     ) -> Sequence[str | Translation]:
-        """One engine call under a deadline the watchdog enforces."""
-        tokens = sum(self.engine.count_tokens(r) for r in requests)
+        """One engine call that the watchdog interrupts ``limit_s`` after it starts; a call
+        that returns teaches the cost model (one that was interrupted says nothing of the
+        engine's speed: it held a segment that wedges it, or it was too big)."""
         now = time.monotonic()
-        deadline = now + self.deadlines.of(self.cost.predict(tokens))
         with self._call_lock:
-            self._calls[lane] = (now, deadline)
+            self._calls[lane] = (now, now + limit_s)
             self._interrupted_at.pop(lane, None)
         try:
             out = self.engine.translate(requests)
         except Exception as exc:
             if lane in self._interrupted_at:
-                raise EngineTimeout(
-                    f"the engine did not finish within {seconds(deadline - now)}"
-                ) from exc
+                raise EngineTimeout(f"the engine did not finish within {seconds(limit_s)}") from exc
             raise
         finally:
             with self._call_lock:
                 self._calls.pop(lane, None)
+        self.cost.observe(
+            sum(self.engine.count_tokens(r) for r in requests), time.monotonic() - now
+        )
         return out
 
     def _abort_inflight(self, which: Callable[[Item], bool]) -> list[Item]:
@@ -153,6 +182,13 @@ class BatchScheduler(Scheduler):
         # set now) and what the call returns for them later is ignored.
         with self._cond:
             return [it for items in self._current.values() for it in items if which(it)]
+
+    def _watch_s(self, now: float) -> float:
+        """Until the next call's deadline (a wedged call's parts have short ones), at most
+        ``WATCH_S``."""
+        with self._call_lock:
+            due = [d for lane, (_, d) in self._calls.items() if lane not in self._interrupted_at]
+        return min(WATCH_S, max(0.01, min(due, default=now + WATCH_S) - now + 0.005))
 
     def _overdue(self, now: float) -> None:
         interrupt = False

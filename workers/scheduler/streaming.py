@@ -29,8 +29,8 @@ from mtfleet.core.models import SegmentOutcome
 from mtfleet.workers import metrics
 from mtfleet.workers.costmodel import BulkGovernor
 from mtfleet.workers.engines.base import Translation, estimate_tokens
-from mtfleet.workers.scheduler.base import Item, Scheduler, seconds
-from mtfleet.workers.translation import outcome_of
+from mtfleet.workers.scheduler.base import Item, Scheduler
+from mtfleet.workers.translation import outcome_of, seconds
 
 
 class StreamingScheduler(Scheduler):

@@ -31,6 +31,12 @@ function gpuText(w) {
   return w.gpu_readings.map((g) => `GPU ${g.index}: ${Math.round(g.memory_used_mib)} / ${Math.round(g.memory_total_mib)} MiB, ${g.utilization_pct === null ? "–" : `${g.utilization_pct}%`}`).join("; ");
 }
 
+// what each API key has waiting in a lane's backlog (its id: chunks), the most first
+function perKey(waiting) {
+  const entries = Object.entries(waiting || {});
+  return entries.length ? entries.map(([key, n]) => `${key}: ${n}`).join(", ") : "–";
+}
+
 function show(ops) {
   const byLane = (lane) => ops.lanes.filter((r) => r.lane === lane).reduce((s, r) => s + r.segments_per_s, 0);
   const inter = ops.latency.find((l) => l.lane === "interactive");
@@ -48,7 +54,7 @@ function show(ops) {
   drawChart($("chart-throughput"), [series("total", "total"), series("interactive", "interactive"), series("bulk", "bulk")], { spanS: SPAN_S });
   drawChart($("chart-latency"), [series("p50", "p50"), series("p95", "p95")], { spanS: SPAN_S, digits: 2, empty: "no interactive job finished in the last minute" });
 
-  rows("lanes", ops.lanes, (r) => [r.pool, r.lane, r.queued, secs(r.oldest_queued_s), r.in_flight, secs(r.oldest_in_flight_s), r.workers ? String(r.workers) : el("td", "no live worker", "alarm"), num(r.segments_per_s)]);
+  rows("lanes", ops.lanes, (r) => [r.pool, r.lane, r.queued, secs(r.oldest_queued_s), r.in_flight, secs(r.oldest_in_flight_s), r.workers ? String(r.workers) : el("td", "no live worker", "alarm"), num(r.segments_per_s), perKey(r.waiting_by_key)]);
   rows("workers", ops.workers, (w) => [
     w.name, w.engine, w.model, w.gpus.length ? w.gpus.join(",") : "none", w.tensor_parallel_size,
     w.pull_window ?? "–", w.busy_share === null ? "–" : `${Math.round(w.busy_share * 100)}%`, num(w.segments_per_s),

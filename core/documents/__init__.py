@@ -35,7 +35,9 @@ def _load() -> None:
             return
         import importlib
 
-        for name in ("text", "markdown", "html", "json_i18n", "srt", "xliff", "docx"):
+        for name in (
+            "text", "markdown", "html", "json_i18n", "srt", "webvtt", "properties", "xliff", "docx",
+        ):  # fmt: skip
             try:
                 importlib.import_module(f"mtfleet.core.documents.{name}")
             except ModuleNotFoundError as exc:

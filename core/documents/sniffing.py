@@ -10,9 +10,9 @@ LibreTranslate's ``/translate_file``, ``mtfleet submit``, the web page) asks
    plain text, a localization file comes back with its keys, msgids and header translated;
 2. a file without one (no name, or a name like ``file``, ``blob`` or ``upload``: DeepL's client
    names a nameless file object ``file``) is told by its first bytes: a DOCX is a ZIP holding
-   ``word/document.xml``; XLIFF, HTML, JSON and SRT by how they start;
+   ``word/document.xml``; XLIFF, HTML, JSON, SRT and WebVTT by how they start;
 3. bytes that look like a structured format the fleet does not read (another ZIP, XML,
-   WebVTT, gettext, ``key = value`` or ``key: value`` files, Apple ``.strings``, an ARB or
+   gettext, ``key = value`` or ``key: value`` files, Apple ``.strings``, an ARB or
    String Catalog JSON, binary data) are refused, never read as plain text;
 4. anything else is plain text (Markdown cannot be told from text by its first bytes: name the
    file ``.md``).
@@ -35,13 +35,11 @@ KNOWN_UNREAD = {
     ".pot": "a gettext PO template",
     ".yml": "a YAML file",
     ".yaml": "a YAML file",
-    ".properties": "a Java properties file",
     ".strings": "an Apple .strings file",
     ".stringsdict": "an Apple .stringsdict file",
     ".xcstrings": "an Apple String Catalog",
     ".arb": "a Flutter ARB file",
     ".xml": "an XML file (Android strings.xml?)",
-    ".vtt": "a WebVTT subtitle file",
     ".xlsx": "an Excel workbook",
     ".pptx": "a PowerPoint deck",
     ".odt": "an OpenDocument text",
@@ -145,8 +143,8 @@ def sniff(content: bytes, extensions: dict[str, str]) -> str:
         return _json(content, extensions)
     if _SRT_START.match(head):
         return "srt"
-    if head.startswith("WEBVTT"):
-        raise refuse("the file is WebVTT subtitles", extensions)
+    if re.match(r"WEBVTT(?:[ \t\r\n]|$)", head):
+        return _read_or_refuse("webvtt", "the file is WebVTT subtitles", extensions)
     if _PO_ENTRY.search(head):
         raise refuse("the file is a gettext PO file (msgid/msgstr entries)", extensions)
     if len(_STRINGS_ENTRY.findall(head)) >= 2:
@@ -158,6 +156,13 @@ def sniff(content: bytes, extensions: dict[str, str]) -> str:
             extensions,
         )
     return "text"
+
+
+def _read_or_refuse(name: str, what: str, extensions: dict[str, str]) -> str:
+    """``name`` when the fleet reads that format, else a refusal saying what the file is."""
+    if name in extensions.values():
+        return name
+    raise refuse(what, extensions)
 
 
 def _zip(content: bytes, extensions: dict[str, str]) -> str:

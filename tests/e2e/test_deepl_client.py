@@ -249,6 +249,8 @@ DOCUMENTS = [
     "html/product-page.html",
     "json/i18next-en.json",
     "srt/product-video.srt",
+    "webvtt/ableplayer_wwa_captions_en.vtt",
+    "properties/jenkins_hudson_Messages.properties",
     "xliff/v12_product_sheet.xlf",
     "docx/product_sheet.docx",
 ]

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import javaproperties
 import pytest
 import redis
 import srt
@@ -64,6 +65,27 @@ The red shoes are very light.
 with your PlayStation.
 """
 
+VTT_DOC = """WEBVTT
+Language: en
+
+NOTE chapter markers below are read by the player
+
+shoes
+00:00:01.000 --> 00:00:03.500 align:start
+<v Ana>The red shoes are very light.
+
+00:00:04.000 --> 00:00:06.000
+<i>Order them</i> today
+with your PlayStation.
+"""
+
+PROPERTIES_DOC = """# Shop messages (ISO-8859-1 readers: non-ASCII as \\u escapes)
+cart.title = The red shoes
+cart.count=You have {0} items in your cart.
+cart.brand=Order the PlayStation \\
+    today.
+"""
+
 XLIFF = """<?xml version="1.0" encoding="UTF-8"?>
 <xliff version="1.2" xmlns="urn:oasis:names:tc:xliff:document:1.2">
   <file original="app.properties" source-language="en" datatype="plaintext">
@@ -111,6 +133,8 @@ def translated(fleet: LocalFleet, tmp_path_factory: pytest.TempPathFactory) -> d
         "returns.md": MARKDOWN.encode(),
         "strings.json": JSON_DOC.encode(),
         "video.srt": SRT_DOC.encode(),
+        "captions.vtt": VTT_DOC.encode(),
+        "Messages.properties": PROPERTIES_DOC.encode(),
         "app.xlf": XLIFF.encode(),
         "sheet.docx": make_docx(),
     }
@@ -177,6 +201,26 @@ def test_srt_subtitles(translated: dict[str, bytes]) -> None:
     assert "zapatos" in after[0].content.lower()
     assert "<i>" in after[1].content and "</i>" in after[1].content
     assert "\n" in after[1].content and "PlayStation" in after[1].content
+
+
+def test_webvtt_captions(translated: dict[str, bytes]) -> None:
+    out = translated["captions.vtt"].decode()
+    kept = [ln for ln in VTT_DOC.splitlines() if "-->" in ln or ln.startswith(("NOTE", "shoes"))]
+    assert [ln for ln in out.splitlines() if ln in kept] == kept  # ids, timings, settings, NOTE
+    assert out.startswith("WEBVTT\nLanguage: es\n\n")
+    first = out.split("align:start\n", 1)[1].split("\n\n", 1)[0]
+    assert first.startswith("<v Ana>") and "zapatos" in first.lower()
+    assert "<i>" in out and "</i>" in out and "PlayStation" in out
+
+
+def test_java_properties(translated: dict[str, bytes]) -> None:
+    out = translated["Messages.properties"]
+    before = dict(javaproperties.loads(PROPERTIES_DOC))
+    after = dict(javaproperties.loads(out.decode("ascii")))  # still ASCII: \\u escapes
+    assert list(after) == list(before)
+    assert out.startswith(b"# Shop messages (ISO-8859-1 readers: non-ASCII as \\u escapes)\n")
+    assert "zapatos" in after["cart.title"].lower() and "{0}" in after["cart.count"]
+    assert "PlayStation" in after["cart.brand"]
 
 
 def test_xliff_targets(translated: dict[str, bytes]) -> None:

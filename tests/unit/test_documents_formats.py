@@ -1,4 +1,5 @@
-"""Text, Markdown, HTML, JSON i18n and SRT documents on the shared contract.
+"""Text, Markdown, HTML, JSON i18n, SRT, WebVTT and Java properties documents on the shared
+contract.
 
 Every file under tests/fixtures/documents/<format>/ goes through: (a) an identity round trip,
 (b) a pseudo-translation (text upper-cased, tags kept) whose output must parse with the same
@@ -15,18 +16,28 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import javaproperties
 import lxml.etree as etree
 import lxml.html
 import pytest
 import srt as srt_lib
 from markdown_it import MarkdownIt
 
+from mtfleet.core import documents
 from mtfleet.core.documents import DocumentError, for_filename, for_name
 from mtfleet.core.documents.base import TAG, Unit
 from mtfleet.core.errors import InvalidInput
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
-FORMATS = {"text": "text", "markdown": "markdown", "html": "html", "json": "json", "srt": "srt"}
+FORMATS = {
+    "text": "text",
+    "markdown": "markdown",
+    "html": "html",
+    "json": "json",
+    "srt": "srt",
+    "webvtt": "webvtt",
+    "properties": "properties",
+}
 CORPUS = [
     pytest.param(fmt, path, id=f"{folder}/{path.name}")
     for fmt, folder in FORMATS.items()
@@ -39,6 +50,14 @@ HOSTILE = ' <script>alert("x")</script> Tom & Jerry &amp; 5 < 6'
 
 
 # --- helpers ------------------------------------------------------------------------------------
+
+
+def as_text(content: bytes) -> str:
+    """A document's text: UTF-8, or (a properties file) ISO-8859-1."""
+    try:
+        return content.decode("utf-8")
+    except UnicodeDecodeError:
+        return content.decode("latin-1")
 
 
 def shout(tagged: str) -> str:
@@ -116,6 +135,8 @@ def test_every_format_has_a_corpus_and_is_found_by_name_and_extension() -> None:
         ("a.htm", "html"),
         ("en.json", "json"),
         ("movie.srt", "srt"),
+        ("captions.en.VTT", "webvtt"),
+        ("Messages_fr.properties", "properties"),
     ]:
         assert for_filename(filename).name == fmt
 
@@ -234,12 +255,66 @@ def _srt_structure(content: bytes, out: bytes) -> None:
         assert strip.findall(b.content) == strip.findall(a.content)
 
 
+def vtt_blocks(content: bytes) -> list[list[str]]:
+    """A WebVTT file's blocks (lines between blank lines), read independently of the format."""
+    text = content.decode("utf-8-sig").replace("\r\n", "\n")
+    return [b.split("\n") for b in re.split(r"\n{2,}", text.strip("\n"))]
+
+
+def _webvtt_structure(content: bytes, out: bytes) -> None:
+    before, after = vtt_blocks(content), vtt_blocks(out)
+    assert len(after) == len(before)
+    strip = re.compile(r"<[^>]+>|&[^;\s]+;")
+    for a, b in zip(before, after, strict=True):
+        timing = next((i for i, line in enumerate(a[:2]) if "-->" in line), None)
+        if timing is None:  # the header, NOTE, STYLE, REGION: as they were
+            assert b == a
+            continue
+        assert b[: timing + 1] == a[: timing + 1]  # its id, timing and settings
+        assert strip.sub("", "\n".join(b[timing + 1 :])) == (
+            strip.sub("", "\n".join(a[timing + 1 :])).upper()
+        )
+        assert strip.findall("".join(b)) == strip.findall("".join(a))
+
+
+def read_properties(content: bytes) -> dict[str, str]:
+    """Keys and values as ``java.util.Properties.load`` reads them (javaproperties), UTF-8 or,
+    for bytes that are not, ISO-8859-1."""
+    try:
+        text = content.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = content.decode("latin-1")
+    return dict(javaproperties.loads(text))
+
+
+def _properties_structure(content: bytes, out: bytes) -> None:
+    before, after = read_properties(content), read_properties(out)
+    assert list(after) == list(before)  # every key, in its order
+    args = re.compile(r"\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}")
+    for key, value in before.items():
+        unquoted = re.compile(r"'[^']*'")  # '' and quoted literals ('{') are no arguments
+        assert args.findall(unquoted.sub("", after[key])) == args.findall(
+            unquoted.sub("", value)
+        ), key  # MessageFormat arguments where they were
+        markup = re.compile(r"<[^<>]+>")  # HTML in a value: kept as it was
+        assert markup.findall(after[key]) == markup.findall(value), key
+        if not args.search(value):
+            assert markup.sub("", after[key]) == markup.sub("", value).upper(), key
+    # comments and blank lines where they were
+    kept = re.compile(rb"^[ \t\f]*(?:[#!].*)?$", re.M)
+    assert [m.group(0) for m in kept.finditer(out)] == [m.group(0) for m in kept.finditer(content)]
+    if re.fullmatch(rb"[\x00-\x7f]*", content):  # an ASCII file stays ASCII (\\uXXXX)
+        assert re.fullmatch(rb"[\x00-\x7f]*", out)
+
+
 STRUCTURE: dict[str, Callable[[bytes, bytes], None]] = {
     "text": _text_structure,
     "markdown": _markdown_structure,
     "html": _html_structure,
     "json": _json_structure,
     "srt": _srt_structure,
+    "webvtt": _webvtt_structure,
+    "properties": _properties_structure,
 }
 
 
@@ -251,7 +326,7 @@ def test_hostile_engine_cannot_lose_markup_or_inject_it(fmt: str, path: Path) ->
     out = f.render(content, [hostile(u) for u in units])
     again = f.extract(out)  # still a document of its format
     assert len(again) >= len(units)
-    text_out, text_in = out.decode("utf-8"), content.decode("utf-8")
+    text_out, text_in = as_text(out), as_text(content)
     for u in units:  # no code is lost (html: tags with translated attributes are checked below)
         for code in u.codes.values():
             if fmt == "html" and code.start.startswith("<") and "=" in code.start:
@@ -275,6 +350,11 @@ def test_hostile_engine_cannot_lose_markup_or_inject_it(fmt: str, path: Path) ->
         assert json_shape(json.loads(out.decode("utf-8-sig"))) == json_shape(
             json.loads(content.decode("utf-8-sig"))
         )
+    if fmt == "webvtt":  # every cue's id, timing and settings where they were
+        timings = [[ln for ln in b[:2] if "-->" in ln] for b in vtt_blocks(content)]
+        assert [[ln for ln in b[:2] if "-->" in ln] for b in vtt_blocks(out)] == timings
+        # the engine's markup is text: "<" escaped, "&amp;" kept as the four characters it was
+        assert '&lt;script>alert("x")&lt;/script> Tom & Jerry &amp;amp; 5 &lt; 6' in out.decode()
     if fmt == "srt":
         after_subs = list(srt_lib.parse(out.decode("utf-8-sig")))
         before_subs = list(srt_lib.parse(content.decode("utf-8-sig")))
@@ -284,7 +364,11 @@ def test_hostile_engine_cannot_lose_markup_or_inject_it(fmt: str, path: Path) ->
 # --- invalid input ------------------------------------------------------------------------------
 
 INVALID = [
-    *[(fmt, b"caf\xe9 au lait", "not valid UTF-8: byte 0xe9 at offset 3") for fmt in FORMATS],
+    *[
+        (fmt, b"caf\xe9 au lait", "not valid UTF-8: byte 0xe9 at offset 3")
+        for fmt in FORMATS
+        if fmt != "properties"  # bytes that are not UTF-8 are ISO-8859-1, as Java reads them
+    ],
     *[(fmt, b"\xff\xfeh\x00i\x00", "UTF-16") for fmt in FORMATS],
     *[(fmt, b"binary\x00\x01\x02", "NUL") for fmt in FORMATS],
     ("json", b'{"a": }', "invalid JSON"),
@@ -294,6 +378,13 @@ INVALID = [
     ("json", b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
     ("srt", b"hello world, not subtitles", "not a valid SRT"),
     ("srt", b"1\n00:00:01,000 -> 00:00:02,000\nA broken arrow\n", "not a valid SRT"),
+    ("properties", b"a=broken \\u00g9 escape", "line 1 has a malformed \\uxxxx escape"),
+    ("properties", b"\xef\xbb\xbfa=caf\xe9", "BOM but is not UTF-8"),
+    ("webvtt", b"hello world, not captions", "it must start with the line WEBVTT"),
+    ("webvtt", b"WEBVTTX\n\n00:01.000 --> 00:02.000\nHi\n", "must start with the line WEBVTT"),
+    ("webvtt", b"WEBVTT\n\n00:00:01.000 -> 00:00:02.000\nA broken arrow\n", "line 3"),
+    ("webvtt", b"WEBVTT\n\n1\n00:00:01,000 --> 00:00:02,000\nSRT's comma\n", "line 4"),
+    ("webvtt", b"WEBVTT\n00:00:01.000 --> 00:00:02.000\nNo blank line\n", "header"),
 ]
 
 
@@ -434,3 +525,76 @@ def test_srt_line_breaks_are_codes_and_added_breaks_cannot_split_a_cue() -> None
     out = f.render(content, ["Dos <g1>l\u00edneas</g1><x2/>de texto\n\n3\n00:00:09,000", "Sig"])
     subs = list(srt_lib.parse(out.decode()))
     assert [s.content for s in subs] == ["Dos <i>l\u00edneas</i>\nde texto 3 00:00:09,000", "Sig"]
+
+
+def test_webvtt_translates_cue_text_only_and_names_the_target_language() -> None:
+    f = for_name("webvtt")
+    content = (FIXTURES / "webvtt" / "edge-cases.vtt").read_bytes()
+    units = f.extract(content)
+    # ids, timings, settings, NOTE, STYLE and REGION blocks are never units
+    assert all("-->" not in u.text and "::cue" not in u.text for u in units)
+    intro = units[0]
+    assert intro.path == "cue intro"
+    assert [c.start for c in intro.codes.values()] == ["<v Ana>", "<c.brand>", "&amp;"]
+    price = units[1]  # a voice closed by </v>, a timestamp tag, references as codes
+    assert price.codes[1].start == "<v.loud Ben>" and price.codes[1].end == "</v>"
+    assert "<00:00:03.500>" in [c.start for c in price.codes.values()]
+    out = f.render(content, [shout(u.text) for u in units], target_lang="es").decode()
+    assert "WEBVTT - Product tour, edge cases\nLanguage: es\n" in out
+    assert "intro\n00:00.000 --> 00:02.500 region:fred align:left\n<v Ana>WELCOME" in out
+    assert "<c.brand>ACME</c> SHOP &amp; CAFÉ!" in out
+    assert "\nNOTE\nmulti-line\ncomment\n" in out
+    # a line break the engine adds cannot end a cue, nor can a timing arrow it writes
+    broken = f.render(content, ["Line one\n\nline two --> x", *[u.text for u in units[1:]]])
+    assert b"\nLine one line two --&gt; x<v Ana><c.brand></c>&amp;\n" in broken  # codes kept
+    assert [u.path for u in f.extract(broken)] == [u.path for u in units]
+
+
+def test_a_nameless_webvtt_upload_is_read_as_webvtt() -> None:
+    content = (FIXTURES / "webvtt" / "captions.vtt").read_bytes()
+    assert documents.for_upload(content).name == "webvtt"
+    assert documents.for_upload(content, "file").name == "webvtt"
+
+
+def test_properties_translations_are_written_in_the_files_own_style() -> None:
+    f = for_name("properties")
+    # an ASCII file with \u escapes: a translation's non-ASCII is escaped (lower-case as it was)
+    ascii_file = (FIXTURES / "properties" / "checkout_ascii_crlf.properties").read_bytes()
+    units = f.extract(ascii_file)
+    paths = [u.path for u in units]
+    assert "empty.value" not in paths  # nothing to translate
+    by_key = dict(zip(paths, units, strict=True))
+    note = by_key["checkout.note"]  # MessageFormat: '' is an apostrophe, '{' a code
+    assert note.text.startswith("It's quick: <x1/>braces<x2/> stay")
+    assert [c.start for c in note.codes.values()] == ["'{'", "'}'", "{1}", "{2,date,short}"]
+    translations = [u.text for u in units]
+    translations[paths.index("checkout.title")] = "Caisse du café"
+    translations[paths.index("checkout.note")] = (
+        "C'est rapide : <x1/>accolades<x2/> restent, {x} <x3/> arrive le <x4/>."
+    )
+    translations[paths.index("checkout.long")] = "Une ligne longue — traduite"
+    out = f.render(ascii_file, translations)
+    assert re.fullmatch(rb"[\x00-\x7f]*", out)
+    text = out.decode("ascii")
+    assert "checkout.title = Caisse du caf\\u00e9\r\n" in text
+    assert (
+        "checkout.note=C''est rapide : '{'accolades'}' restent, '{'x'}' {1} arrive le "
+        "{2,date,short}.\r\n" in text
+    )
+    assert "checkout.long=Une ligne longue \\u2014 traduite\r\n" in text  # one line now
+    assert read_properties(out)["checkout.long"] == "Une ligne longue — traduite"
+    # an ISO-8859-1 file stays ISO-8859-1: Latin-1 raw, beyond it \uXXXX
+    latin = (FIXTURES / "properties" / "menu_latin1.properties").read_bytes()
+    out = f.render(latin, ["Fichier récent — ouvert", "Quitter", "Aide <x1/>"])
+    assert b"menu.file=Fichier r\xe9cent \\u2014 ouvert\n" in out
+    assert read_properties(out)["menu.help"] == "Aide {0}"
+    # a UTF-8 file with non-ASCII text gets raw UTF-8; a value after "=\" stays on its line
+    jenkins = (FIXTURES / "properties" / "jenkins_hudson_Messages.properties").read_bytes()
+    units = f.extract(jenkins)
+    key = "FilePath.validateAntFileMask.whitespaceSeparator"
+    at = [u.path for u in units].index(key)
+    out = f.render(
+        jenkins,
+        [*(u.text for u in units[:at]), "Ya no se usa ‘,’", *(u.text for u in units[at + 1 :])],
+    )
+    assert f"{key}=\\\n  Ya no se usa ‘,’\n".encode() in out

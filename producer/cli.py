@@ -410,8 +410,8 @@ def submit(
         str | None,
         typer.Option(
             "--format",
-            help="Document format for every file (text, markdown, html, json, srt, webvtt, "
-            "properties, xliff, docx); default: from each file's extension.",
+            help="Document format for every file (text, markdown, html, json, arb, srt, "
+            "webvtt, properties, xliff, docx); default: from each file's extension.",
         ),
     ] = None,
     lines: Annotated[

@@ -10,9 +10,9 @@ LibreTranslate's ``/translate_file``, ``mtfleet submit``, the web page) asks
    plain text, a localization file comes back with its keys, msgids and header translated;
 2. a file without one (no name, or a name like ``file``, ``blob`` or ``upload``: DeepL's client
    names a nameless file object ``file``) is told by its first bytes: a DOCX is a ZIP holding
-   ``word/document.xml``; XLIFF, HTML, JSON, SRT and WebVTT by how they start;
+   ``word/document.xml``; XLIFF, HTML, JSON, ARB, SRT and WebVTT by how they start;
 3. bytes that look like a structured format the fleet does not read (another ZIP, XML,
-   gettext, ``key = value`` or ``key: value`` files, Apple ``.strings``, an ARB or
+   gettext, ``key = value`` or ``key: value`` files, Apple ``.strings``, a
    String Catalog JSON, binary data) are refused, never read as plain text;
 4. anything else is plain text (Markdown cannot be told from text by its first bytes: name the
    file ``.md``).
@@ -38,7 +38,6 @@ KNOWN_UNREAD = {
     ".strings": "an Apple .strings file",
     ".stringsdict": "an Apple .stringsdict file",
     ".xcstrings": "an Apple String Catalog",
-    ".arb": "a Flutter ARB file",
     ".xml": "an XML file (Android strings.xml?)",
     ".xlsx": "an Excel workbook",
     ".pptx": "a PowerPoint deck",
@@ -214,7 +213,9 @@ def _json(content: bytes, extensions: dict[str, str]) -> str:
         raise refuse("the file starts like JSON but is not valid JSON", extensions) from None
     if isinstance(data, dict):
         if "@@locale" in data or any(str(k).startswith("@") for k in data):
-            raise refuse("the file is a Flutter ARB file (JSON with @-metadata)", extensions)
+            return _read_or_refuse(
+                "arb", "the file is a Flutter ARB file (JSON with @-metadata)", extensions
+            )
         if "sourceLanguage" in data and "strings" in data:
             raise refuse("the file is an Apple String Catalog (.xcstrings)", extensions)
     return "json"

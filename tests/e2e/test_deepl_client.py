@@ -251,6 +251,7 @@ DOCUMENTS = [
     "srt/product-video.srt",
     "webvtt/ableplayer_wwa_captions_en.vtt",
     "properties/jenkins_hudson_Messages.properties",
+    "arb/finamp_app_en.arb",
     "xliff/v12_product_sheet.xlf",
     "docx/product_sheet.docx",
 ]

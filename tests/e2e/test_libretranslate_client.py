@@ -200,9 +200,18 @@ def test_keys_rates_and_routes(fleet: LocalFleet, base: str) -> None:
 def test_frontend_settings(base: str) -> None:
     settings = httpx.get(f"{base}/frontend/settings").json()
     assert settings["keyRequired"] is True and settings["filesTranslation"] is True
-    assert {".txt", ".html", ".docx", ".srt", ".vtt", ".properties", ".xlf", ".json", ".md"} <= set(
-        settings["supportedFilesFormat"]
-    )
+    assert {
+        ".txt",
+        ".html",
+        ".docx",
+        ".srt",
+        ".vtt",
+        ".properties",
+        ".arb",
+        ".xlf",
+        ".json",
+        ".md",
+    } <= set(settings["supportedFilesFormat"])
     assert settings["language"]["source"] == {"code": "auto", "name": "Auto Detect"}
 
 

@@ -34,6 +34,7 @@ FORMATS = {
     "markdown": "markdown",
     "html": "html",
     "json": "json",
+    "arb": "arb",
     "srt": "srt",
     "webvtt": "webvtt",
     "properties": "properties",
@@ -134,6 +135,7 @@ def test_every_format_has_a_corpus_and_is_found_by_name_and_extension() -> None:
         ("a.HTML", "html"),
         ("a.htm", "html"),
         ("en.json", "json"),
+        ("app_en.arb", "arb"),
         ("movie.srt", "srt"),
         ("captions.en.VTT", "webvtt"),
         ("Messages_fr.properties", "properties"),
@@ -312,6 +314,7 @@ STRUCTURE: dict[str, Callable[[bytes, bytes], None]] = {
     "markdown": _markdown_structure,
     "html": _html_structure,
     "json": _json_structure,
+    "arb": _json_structure,
     "srt": _srt_structure,
     "webvtt": _webvtt_structure,
     "properties": _properties_structure,
@@ -346,7 +349,7 @@ def test_hostile_engine_cannot_lose_markup_or_inject_it(fmt: str, path: Path) ->
     if fmt == "markdown":
         assert md_html(out).count("<script") == md_html(content).count("<script")
         assert "&lt;script&gt;alert" in md_html(out)
-    if fmt == "json":
+    if fmt in ("json", "arb"):
         assert json_shape(json.loads(out.decode("utf-8-sig"))) == json_shape(
             json.loads(content.decode("utf-8-sig"))
         )
@@ -370,6 +373,7 @@ INVALID = [
         if fmt != "properties"  # bytes that are not UTF-8 are ISO-8859-1, as Java reads them
     ],
     *[(fmt, b"\xff\xfeh\x00i\x00", "UTF-16") for fmt in FORMATS],
+    ("arb", b'{"a": }', "invalid JSON"),
     *[(fmt, b"binary\x00\x01\x02", "NUL") for fmt in FORMATS],
     ("json", b'{"a": }', "invalid JSON"),
     ("json", b'{"a": NaN}', "NaN"),
@@ -411,7 +415,7 @@ def test_render_says_so_when_the_translation_count_is_wrong(fmt: str) -> None:
 @pytest.mark.parametrize("fmt", list(FORMATS))
 def test_empty_documents_have_no_units(fmt: str) -> None:
     f = for_name(fmt)
-    content = b"{}" if fmt == "json" else b""
+    content = b"{}" if fmt in ("json", "arb") else b""
     assert f.extract(content) == []
     assert f.render(content, []) == content
 
@@ -598,3 +602,33 @@ def test_properties_translations_are_written_in_the_files_own_style() -> None:
         [*(u.text for u in units[:at]), "Ya no se usa ‘,’", *(u.text for u in units[at + 1 :])],
     )
     assert f"{key}=\\\n  Ya no se usa ‘,’\n".encode() in out
+
+
+def test_arb_metadata_is_kept_and_locale_names_the_target() -> None:
+    f = for_name("arb")
+    content = (FIXTURES / "arb" / "intl_en.arb").read_bytes()
+    units = f.extract(content)
+    assert [u.path for u in units] == ["/greeting", "/gender", "/cafe", "/html"]
+    out = f.render(content, [shout(u.text) for u in units], target_lang="pl")
+    before, after = json.loads(content), json.loads(out)
+    assert after["@@locale"] == "pl" and list(after) == list(before)
+    for key in ("@@last_modified", "@greeting", "@gender"):
+        assert after[key] == before[key]
+    assert after["greeting"] == "HELLO {name}, WELCOME BACK!"
+    assert after["gender"].startswith("{sex, select, male{HE BOUGHT IT}")
+    assert b'"CAF\\u00c9 \\u2014 OPEN"' in out  # the file's escaping style
+    # a file without @@locale gets one, first, in its own layout
+    for name in ("finamp_app_en.arb", "compact_bom_en.arb"):
+        content = (FIXTURES / "arb" / name).read_bytes()
+        units = f.extract(content)
+        out = f.render(content, [u.text for u in units], target_lang="ja")
+        assert next(iter(json.loads(out.decode("utf-8-sig")))) == "@@locale"
+        assert out.startswith(b'\xef\xbb\xbf{"@@locale": "ja","title"') or out.startswith(
+            b'{\n  "@@locale": "ja",\n  "startupError"'
+        )
+        assert f.render(content, [u.text for u in units]) == content  # no target: as it was
+
+
+def test_a_nameless_arb_upload_is_read_as_arb() -> None:
+    content = (FIXTURES / "arb" / "app_en.arb").read_bytes()
+    assert documents.for_upload(content).name == "arb"

@@ -36,8 +36,8 @@ def _load() -> None:
         import importlib
 
         for name in (
-            "text", "markdown", "html", "json_i18n", "arb", "srt", "webvtt", "properties", "xliff",
-            "docx",
+            "text", "markdown", "html", "json_i18n", "arb", "srt", "webvtt", "properties",
+            "apple_strings", "xliff", "docx",
         ):  # fmt: skip
             try:
                 importlib.import_module(f"mtfleet.core.documents.{name}")

@@ -10,9 +10,10 @@ LibreTranslate's ``/translate_file``, ``mtfleet submit``, the web page) asks
    plain text, a localization file comes back with its keys, msgids and header translated;
 2. a file without one (no name, or a name like ``file``, ``blob`` or ``upload``: DeepL's client
    names a nameless file object ``file``) is told by its first bytes: a DOCX is a ZIP holding
-   ``word/document.xml``; XLIFF, HTML, JSON, ARB, SRT and WebVTT by how they start;
+   ``word/document.xml``; XLIFF, HTML, JSON, ARB, SRT, WebVTT and Apple ``.strings``
+   (UTF-16, or ``"key" = "value";`` lines) by how they start;
 3. bytes that look like a structured format the fleet does not read (another ZIP, XML,
-   gettext, ``key = value`` or ``key: value`` files, Apple ``.strings``, a
+   gettext, ``key = value`` or ``key: value`` files, a
    String Catalog JSON, binary data) are refused, never read as plain text;
 4. anything else is plain text (Markdown cannot be told from text by its first bytes: name the
    file ``.md``).
@@ -35,7 +36,6 @@ KNOWN_UNREAD = {
     ".pot": "a gettext PO template",
     ".yml": "a YAML file",
     ".yaml": "a YAML file",
-    ".strings": "an Apple .strings file",
     ".stringsdict": "an Apple .stringsdict file",
     ".xcstrings": "an Apple String Catalog",
     ".xml": "an XML file (Android strings.xml?)",
@@ -124,7 +124,9 @@ def sniff(content: bytes, extensions: dict[str, str]) -> str:
     if content.startswith(b"PK\x03\x04"):
         return _zip(content, extensions)
     if content.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise refuse("the file is UTF-16 text (an Apple .strings file?)", extensions)
+        return _read_or_refuse(
+            "strings", "the file is UTF-16 text (an Apple .strings file?)", extensions
+        )
     head_bytes = content[:HEAD_BYTES]
     if b"\0" in head_bytes:
         raise refuse("the file is binary data, not a document this server knows", extensions)
@@ -147,7 +149,9 @@ def sniff(content: bytes, extensions: dict[str, str]) -> str:
     if _PO_ENTRY.search(head):
         raise refuse("the file is a gettext PO file (msgid/msgstr entries)", extensions)
     if len(_STRINGS_ENTRY.findall(head)) >= 2:
-        raise refuse('the file is an Apple .strings file ("key" = "value"; lines)', extensions)
+        return _read_or_refuse(
+            "strings", 'the file is an Apple .strings file ("key" = "value"; lines)', extensions
+        )
     if _key_value(head):
         raise refuse(
             "the file is a key-value file (YAML, properties or INI: most lines are 'key: value' "

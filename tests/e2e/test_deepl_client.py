@@ -252,6 +252,7 @@ DOCUMENTS = [
     "webvtt/ableplayer_wwa_captions_en.vtt",
     "properties/jenkins_hudson_Messages.properties",
     "arb/finamp_app_en.arb",
+    "strings/facebook-ios-sdk_FacebookSDK.strings",
     "xliff/v12_product_sheet.xlf",
     "docx/product_sheet.docx",
 ]

@@ -208,6 +208,7 @@ def test_frontend_settings(base: str) -> None:
         ".vtt",
         ".properties",
         ".arb",
+        ".strings",
         ".xlf",
         ".json",
         ".md",

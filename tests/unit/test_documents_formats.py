@@ -38,6 +38,7 @@ FORMATS = {
     "srt": "srt",
     "webvtt": "webvtt",
     "properties": "properties",
+    "strings": "strings",
 }
 CORPUS = [
     pytest.param(fmt, path, id=f"{folder}/{path.name}")
@@ -54,7 +55,9 @@ HOSTILE = ' <script>alert("x")</script> Tom & Jerry &amp; 5 < 6'
 
 
 def as_text(content: bytes) -> str:
-    """A document's text: UTF-8, or (a properties file) ISO-8859-1."""
+    """A document's text: UTF-16 after its byte-order mark, UTF-8, or ISO-8859-1."""
+    if content.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return content.decode("utf-16")
     try:
         return content.decode("utf-8")
     except UnicodeDecodeError:
@@ -139,6 +142,7 @@ def test_every_format_has_a_corpus_and_is_found_by_name_and_extension() -> None:
         ("movie.srt", "srt"),
         ("captions.en.VTT", "webvtt"),
         ("Messages_fr.properties", "properties"),
+        ("Localizable.strings", "strings"),
     ]:
         assert for_filename(filename).name == fmt
 
@@ -309,6 +313,19 @@ def _properties_structure(content: bytes, out: bytes) -> None:
         assert re.fullmatch(rb"[\x00-\x7f]*", out)
 
 
+_STRINGS_VALUE = re.compile(r'(=\s*)"((?:[^"\\]|\\.)*)"', re.S)
+
+
+def _strings_structure(content: bytes, out: bytes) -> None:
+    before, after = as_text(content), as_text(out)
+    # keys, comments, layout: everything but the values, as it was
+    assert _STRINGS_VALUE.sub(r'\1""', after) == _STRINGS_VALUE.sub(r'\1""', before)
+    assert out[:2] == content[:2]  # the same byte-order mark (or none)
+    specifier = re.compile(r"%(?:\d+\$)?[-.\d]*(?:ll|l|q)?[@dfsu%]")
+    for a, b in zip(_STRINGS_VALUE.findall(before), _STRINGS_VALUE.findall(after), strict=True):
+        assert specifier.findall(b[1]) == specifier.findall(a[1])
+
+
 STRUCTURE: dict[str, Callable[[bytes, bytes], None]] = {
     "text": _text_structure,
     "markdown": _markdown_structure,
@@ -318,6 +335,7 @@ STRUCTURE: dict[str, Callable[[bytes, bytes], None]] = {
     "srt": _srt_structure,
     "webvtt": _webvtt_structure,
     "properties": _properties_structure,
+    "strings": _strings_structure,
 }
 
 
@@ -370,9 +388,13 @@ INVALID = [
     *[
         (fmt, b"caf\xe9 au lait", "not valid UTF-8: byte 0xe9 at offset 3")
         for fmt in FORMATS
-        if fmt != "properties"  # bytes that are not UTF-8 are ISO-8859-1, as Java reads them
+        if fmt not in ("properties", "strings")  # ISO-8859-1; UTF-16 (below)
     ],
-    *[(fmt, b"\xff\xfeh\x00i\x00", "UTF-16") for fmt in FORMATS],
+    *[(fmt, b"\xff\xfeh\x00i\x00", "UTF-16") for fmt in FORMATS if fmt != "strings"],
+    ("strings", b"caf\xe9", "not valid UTF-8 or UTF-16 (with its byte-order mark): byte 0xe9"),
+    ("strings", b'"a" = "b"\n"c" = "d";', "line 2: expected ';'"),
+    ("strings", b'"a" = "never closed;', "line 1: a string is never closed"),
+    ("strings", b'/* never closed\n"a" = "b";', "a /* comment is never closed"),
     ("arb", b'{"a": }', "invalid JSON"),
     *[(fmt, b"binary\x00\x01\x02", "NUL") for fmt in FORMATS],
     ("json", b'{"a": }', "invalid JSON"),
@@ -632,3 +654,36 @@ def test_arb_metadata_is_kept_and_locale_names_the_target() -> None:
 def test_a_nameless_arb_upload_is_read_as_arb() -> None:
     content = (FIXTURES / "arb" / "app_en.arb").read_bytes()
     assert documents.for_upload(content).name == "arb"
+
+
+def test_strings_values_are_read_as_the_app_reads_them_and_written_back_quoted() -> None:
+    f = for_name("strings")
+    content = (FIXTURES / "strings" / "edge-cases.strings").read_bytes()
+    units = f.extract(content)
+    by_key = {u.path: u for u in units}
+    assert set(by_key) == {
+        "alert.body",
+        "welcome_title",
+        "items.count",
+        "price",
+        "octal",
+        "multi.line",
+    }
+    assert by_key["alert.body"].text == 'Tap "Buy" to pay.\nC:\\Shop is your folder.'
+    assert by_key["octal"].text == "Café and é"
+    assert [c.start for c in by_key["items.count"].codes.values()] == ["%1$lld", "%2$@", "%%"]
+    translations = [u.text for u in units]
+    translations[0] = 'Pulsa "Comprar" para pagar.\nC:\\Tienda es tu carpeta.'
+    out = f.render(content, translations).decode()
+    assert '"alert.body" = "Pulsa \\"Comprar\\" para pagar.\\nC:\\\\Tienda es tu carpeta.";' in out
+    assert '"octal" = "Caf\\351 and \\U00e9";' in out  # unchanged: as it was written
+    # a UTF-16 file comes back UTF-16, with its byte-order mark
+    utf16 = (FIXTURES / "strings" / "facebook-ios-sdk_FacebookSDK.strings").read_bytes()
+    units = f.extract(utf16)
+    assert (
+        units[0].path == "DeviceLogin.LogInPrompt"
+        and units[0].text == "Visit <x1/> and enter your code."
+    )
+    out = f.render(utf16, ["Visita <x1/> e introduce tu código.", *(u.text for u in units[1:])])
+    assert out.startswith(b"\xff\xfe")
+    assert '"DeviceLogin.LogInPrompt" = "Visita %@ e introduce tu código.";' in out.decode("utf-16")

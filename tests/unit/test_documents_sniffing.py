@@ -55,7 +55,7 @@ def test_a_file_the_fleet_does_not_read_is_refused_by_name_and_by_content(
         ("messages.po", "gettext PO file"),
         ("en.yml", "YAML file"),
         ("strings.xml", "XML file"),
-        ("Localizable.strings", "Apple .strings file"),
+        ("Localizable.stringsdict", "Apple .stringsdict file"),
         ("a/b/report.xlsx", "Excel workbook"),
     ],
 )
@@ -79,6 +79,8 @@ def test_the_refusal_says_what_the_file_was_taken_for(name: str, what: str) -> N
         ("webvtt/bom-crlf-rtl.vtt", "webvtt"),
         ("arb/app_en.arb", "arb"),
         ("arb/finamp_app_en.arb", "arb"),
+        ("strings/Localizable.strings", "strings"),
+        ("strings/Localizable-utf16.strings", "strings"),
         ("text/product-description.txt", "text"),
         ("text/edge-cases.txt", "text"),
         ("markdown/shipping-faq.md", "text"),  # Markdown is told by its name only

@@ -96,6 +96,13 @@ def prepare(
     )
 
 
+def _utf8(data: bytes) -> str | None:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
 def render(
     job: JobRecord, content: bytes, outcomes: list[SegmentOutcome | None], pool: DocumentPool
 ) -> DocumentOut:
@@ -106,11 +113,12 @@ def render(
     rendered = pool.render(
         fmt.name, content, job.source_lang, translations, job.target_lang, job.owner
     )
+    text = None if fmt.binary else _utf8(rendered)  # a UTF-16 .strings, a Latin-1 .properties
     return DocumentOut(
         format=fmt.name,
         filename=job.document_name,
-        encoding="base64" if fmt.binary else "text",
-        content=base64.b64encode(rendered).decode() if fmt.binary else rendered.decode("utf-8"),
+        encoding="base64" if text is None else "text",
+        content=base64.b64encode(rendered).decode() if text is None else text,
         warnings=[
             f"segment {i}: {w.get('message', '')}; repaired in the file"
             for i, o in enumerate(outcomes)

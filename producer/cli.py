@@ -411,7 +411,8 @@ def submit(
         typer.Option(
             "--format",
             help="Document format for every file (text, markdown, html, json, arb, srt, "
-            "webvtt, properties, strings, xliff, docx); default: from each file's extension.",
+            "webvtt, po, properties, strings, xliff, docx); default: from each file's "
+            "extension.",
         ),
     ] = None,
     lines: Annotated[

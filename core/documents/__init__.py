@@ -37,7 +37,7 @@ def _load() -> None:
 
         for name in (
             "text", "markdown", "html", "json_i18n", "arb", "srt", "webvtt", "properties",
-            "apple_strings", "xliff", "docx",
+            "apple_strings", "gettext_po", "xliff", "docx",
         ):  # fmt: skip
             try:
                 importlib.import_module(f"mtfleet.core.documents.{name}")

@@ -10,10 +10,10 @@ LibreTranslate's ``/translate_file``, ``mtfleet submit``, the web page) asks
    plain text, a localization file comes back with its keys, msgids and header translated;
 2. a file without one (no name, or a name like ``file``, ``blob`` or ``upload``: DeepL's client
    names a nameless file object ``file``) is told by its first bytes: a DOCX is a ZIP holding
-   ``word/document.xml``; XLIFF, HTML, JSON, ARB, SRT, WebVTT and Apple ``.strings``
-   (UTF-16, or ``"key" = "value";`` lines) by how they start;
+   ``word/document.xml``; XLIFF, HTML, JSON, ARB, SRT, WebVTT, gettext PO and Apple
+   ``.strings`` (UTF-16, or ``"key" = "value";`` lines) by how they start;
 3. bytes that look like a structured format the fleet does not read (another ZIP, XML,
-   gettext, ``key = value`` or ``key: value`` files, a
+   ``key = value`` or ``key: value`` files, a
    String Catalog JSON, binary data) are refused, never read as plain text;
 4. anything else is plain text (Markdown cannot be told from text by its first bytes: name the
    file ``.md``).
@@ -32,8 +32,6 @@ from mtfleet.core.documents.base import DocumentError
 #: What files the fleet does not read are, by extension: named in refusals, so a user learns
 #: what was recognised and why it was not translated as text.
 KNOWN_UNREAD = {
-    ".po": "a gettext PO file",
-    ".pot": "a gettext PO template",
     ".yml": "a YAML file",
     ".yaml": "a YAML file",
     ".stringsdict": "an Apple .stringsdict file",
@@ -147,7 +145,9 @@ def sniff(content: bytes, extensions: dict[str, str]) -> str:
     if re.match(r"WEBVTT(?:[ \t\r\n]|$)", head):
         return _read_or_refuse("webvtt", "the file is WebVTT subtitles", extensions)
     if _PO_ENTRY.search(head):
-        raise refuse("the file is a gettext PO file (msgid/msgstr entries)", extensions)
+        return _read_or_refuse(
+            "po", "the file is a gettext PO file (msgid/msgstr entries)", extensions
+        )
     if len(_STRINGS_ENTRY.findall(head)) >= 2:
         return _read_or_refuse(
             "strings", 'the file is an Apple .strings file ("key" = "value"; lines)', extensions

@@ -253,6 +253,7 @@ DOCUMENTS = [
     "properties/jenkins_hudson_Messages.properties",
     "arb/finamp_app_en.arb",
     "strings/facebook-ios-sdk_FacebookSDK.strings",
+    "po/hamster_en_GB.po",
     "xliff/v12_product_sheet.xlf",
     "docx/product_sheet.docx",
 ]

@@ -367,7 +367,7 @@ UNREAD = sorted((ROOT / "tests" / "fixtures" / "documents" / "unread").iterdir()
 def test_a_file_the_fleet_does_not_read_is_refused_on_v1_named_or_not(
     fleet: LocalFleet, path: Path
 ) -> None:
-    """A PO, YAML, Android or iOS file is a 415 naming the formats the fleet reads, whether its
+    """A YAML, Android or iOS plist file is a 415 naming the formats the fleet reads, whether its
     name says what it is or, nameless, its bytes do: never a job translating it as text."""
     made = jobs_made(fleet)
     with httpx.Client(base_url=fleet.api_url, timeout=30) as client:
@@ -387,8 +387,8 @@ def test_a_file_the_fleet_does_not_read_is_refused_on_v1_named_or_not(
 def test_submit_sends_the_files_it_can_and_reports_the_one_it_cannot(
     fleet: LocalFleet, tmp_path: Path
 ) -> None:
-    po = tmp_path / "messages.po"
-    po.write_bytes((ROOT / "tests/fixtures/documents/unread/messages.po").read_bytes())
+    po = tmp_path / "strings.xml"  # Android string resources: not read
+    po.write_bytes((ROOT / "tests/fixtures/documents/unread/strings.xml").read_bytes())
     page = tmp_path / "page.html"
     page.write_text("<p>The red shoes are in the house.</p>", encoding="utf-8")
     notes = tmp_path / "notes"  # no extension: told by its bytes (a YAML file)
@@ -396,9 +396,9 @@ def test_submit_sends_the_files_it_can_and_reports_the_one_it_cannot(
     out = tmp_path / "out"
     proc = cli(fleet, "submit", str(po), str(page), str(notes), "--to", "es", "--out", str(out))
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "messages.po" in proc.stderr and "gettext PO" in proc.stderr
+    assert "strings.xml" in proc.stderr and "XML file" in proc.stderr
     assert "one segment per line" not in proc.stderr  # never advised to send it as text
     assert "key-value file" in proc.stderr
     assert "2 of 3 file(s) not sent" in proc.stderr
     assert "casa" in (out / "page.es.html").read_text(encoding="utf-8")
-    assert not (out / "messages.es.po").exists() and len(proc.stdout.split()) == 1
+    assert not (out / "strings.es.xml").exists() and len(proc.stdout.split()) == 1

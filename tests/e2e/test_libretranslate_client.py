@@ -209,6 +209,7 @@ def test_frontend_settings(base: str) -> None:
         ".properties",
         ".arb",
         ".strings",
+        ".po",
         ".xlf",
         ".json",
         ".md",

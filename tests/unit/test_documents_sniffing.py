@@ -52,7 +52,6 @@ def test_a_file_the_fleet_does_not_read_is_refused_by_name_and_by_content(
 @pytest.mark.parametrize(
     "name,what",
     [
-        ("messages.po", "gettext PO file"),
         ("en.yml", "YAML file"),
         ("strings.xml", "XML file"),
         ("Localizable.stringsdict", "Apple .stringsdict file"),
@@ -81,6 +80,8 @@ def test_the_refusal_says_what_the_file_was_taken_for(name: str, what: str) -> N
         ("arb/finamp_app_en.arb", "arb"),
         ("strings/Localizable.strings", "strings"),
         ("strings/Localizable-utf16.strings", "strings"),
+        ("po/messages.po", "po"),
+        ("po/hamster_en_GB.po", "po"),
         ("text/product-description.txt", "text"),
         ("text/edge-cases.txt", "text"),
         ("markdown/shipping-faq.md", "text"),  # Markdown is told by its name only
@@ -110,9 +111,9 @@ def test_prose_with_a_colon_is_still_text(text: str) -> None:
 
 
 def test_a_declared_format_wins_and_an_unknown_declared_one_is_refused() -> None:
-    assert documents.for_upload(b"<p>Hi</p>", "notes.po", "html").name == "html"
+    assert documents.for_upload(b"<p>Hi</p>", "notes.yml", "html").name == "html"
     with pytest.raises(documents.DocumentError, match="unknown document format"):
-        documents.for_upload(b"Hi", "notes.txt", "po")
+        documents.for_upload(b"Hi", "notes.txt", "yaml")
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import redis
 
 from mtfleet.producer import batch
 from mtfleet.producer.localfleet import LocalFleet
@@ -30,6 +31,9 @@ LIMIT = 300  # MT_MAX_SEGMENTS_PER_JOB here: a 700-line file is three jobs
 
 @pytest.fixture(scope="module")
 def fleet(redis_server: str) -> Iterator[LocalFleet]:
+    # a database of its own: a pool an earlier module's fleet registered (still live for a few
+    # heartbeats, and first by name) would otherwise take this fleet's en->es jobs
+    redis.Redis.from_url(redis_server).flushdb()
     f = LocalFleet(
         redis_url=redis_server,
         env={

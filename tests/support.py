@@ -11,9 +11,10 @@ and markup drive this, not helpers of their own.
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 import fakeredis
@@ -24,6 +25,7 @@ from mtfleet.core.glossary import Glossary, GlossaryStore
 from mtfleet.core.models import ChunkMessage, JobStatus, Lane, Progress, SegmentOutcome
 from mtfleet.core.settings import Settings
 from mtfleet.core.store import JobRecord, JobStore, new_job_id
+from mtfleet.producer.localfleet import free_port
 from mtfleet.workers.chunk import ChunkProcessor
 from mtfleet.workers.engines.base import (
     Done,
@@ -39,6 +41,27 @@ Script = Callable[[TranslationRequest], Reply]
 
 
 #: The engine fingerprint a :class:`ChunkRun`'s worker keys the phrase cache with.
+def free_port_run(count: int, avoid: Collection[int] = ()) -> int:
+    """A port ``p`` with ``p`` … ``p + count - 1`` all free now and none in ``avoid``: a worker
+    of ``count`` lane processes serves its metrics on ``MT_WORKER_METRICS_PORT`` + its index,
+    and a port taken by something else there (another free_port() of the test) stops it."""
+    for _ in range(200):
+        base = free_port()
+        ports = range(base, base + count)
+        if not set(ports) & set(avoid) and all(_bindable(p) for p in ports[1:]):
+            return base
+    raise RuntimeError(f"no {count} consecutive free ports")
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 def in_process(settings: Settings) -> Settings:
     """``settings`` for an API app built in the test process, one per test or module: without
     the start-up warm-up (lingua's models, the document processes: seconds of CPU per app),

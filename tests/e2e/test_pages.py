@@ -38,6 +38,7 @@ from mtfleet.producer.localfleet import LocalFleet, free_port
 from tests.conftest import ROOT
 from tests.deployfiles import alert_exprs, dashboard_exprs, metric_names
 from tests.e2e.fleet_control import apertium_fleet, cli
+from tests.support import free_port_run
 
 FLOWER_AUTH = ("admin", "pages-e2e-secret")
 SHOTS = Path(os.environ.get("MT_SCREENSHOTS", "/tmp/mtfleet-screenshots"))
@@ -57,12 +58,14 @@ CHROMIUM_ARGS = [
 
 @pytest.fixture(scope="module")
 def fleet(redis_server: str) -> Iterator[LocalFleet]:
+    api_metrics = free_port()
     env = {
         "MT_AUTH": "required",
         "MT_FLOWER_PASSWORD": FLOWER_AUTH[1],
         "MT_CHUNK_SIZE": "16",  # a document's progress moves in steps a page can see
-        "MT_WORKER_METRICS_PORT": str(free_port()),
-        "MT_API_METRICS_PORT": str(free_port()),  # what Prometheus scrapes (no key)
+        # the worker's two lane processes serve on this port and the next
+        "MT_WORKER_METRICS_PORT": str(free_port_run(2, avoid={api_metrics})),
+        "MT_API_METRICS_PORT": str(api_metrics),  # what Prometheus scrapes (no key)
     }
     with apertium_fleet(redis_server, env, flower=True) as f:
         wait_flower_listening(f.flower_url)

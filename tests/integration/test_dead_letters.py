@@ -21,9 +21,9 @@ from mtfleet.core import keys
 from mtfleet.core.deadletters import DeadLetters
 from mtfleet.core.settings import Settings
 from mtfleet.core.store import JobStore
-from mtfleet.producer.localfleet import LocalFleet, free_port
+from mtfleet.producer.localfleet import LocalFleet
 from tests.integration.registered import register_pair
-from tests.support import in_process
+from tests.support import free_port_run, in_process
 
 MAX_DELIVERIES = 2
 
@@ -97,7 +97,7 @@ def poisoned(api: TestClient, settings: Settings) -> Iterator[tuple[LocalFleet, 
             "MT_REDIS_URL": settings.redis_url,
             "MT_HEARTBEAT_S": "1",
             "MT_MAX_DELIVERIES": str(MAX_DELIVERIES),
-            "MT_WORKER_METRICS_PORT": str(free_port()),
+            "MT_WORKER_METRICS_PORT": str(free_port_run(2)),  # a process per lane: +1
         },
     )
     fleet.start_redis()

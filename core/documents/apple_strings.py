@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mtfleet.core.documents import register
-from mtfleet.core.documents.base import DocumentError, DocumentFormat, Unit, UnitBuilder, restore
-from mtfleet.core.documents.text import check_count
+from mtfleet.core.documents.base import DocumentError, DocumentFormat, Unit, restore
+from mtfleet.core.documents.text import check_count, coded_unit
 
 #: Apple's String Format Specifiers (printf's, with %@ for objects).
 _SPECIFIER = re.compile(
@@ -158,14 +158,7 @@ def _parse(text: str) -> list[_Value]:
 
 
 def _unit(value: str, key: str) -> Unit:
-    b = UnitBuilder(key)
-    pos = 0
-    for m in _SPECIFIER.finditer(value):
-        b.text(value[pos : m.start()])
-        b.standalone(m.group(0))
-        pos = m.end()
-    b.text(value[pos:])
-    return b.build()
+    return coded_unit(value, key, _SPECIFIER)
 
 
 def _quote(value: str) -> str:

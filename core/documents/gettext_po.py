@@ -28,8 +28,8 @@ from babel import Locale, UnknownLocaleError
 from babel.messages.plurals import get_plural
 
 from mtfleet.core.documents import register
-from mtfleet.core.documents.base import DocumentError, DocumentFormat, Unit, UnitBuilder, restore
-from mtfleet.core.documents.text import check_count
+from mtfleet.core.documents.base import DocumentError, DocumentFormat, Unit, restore
+from mtfleet.core.documents.text import check_count, coded_unit
 
 #: printf (C and Python) and Python brace placeholders.
 _PLACEHOLDER = re.compile(
@@ -68,14 +68,7 @@ def _catalogue(content: bytes) -> polib.POFile:
 
 
 def _unit(text: str, path: str) -> Unit:
-    b = UnitBuilder(path)
-    pos = 0
-    for m in _PLACEHOLDER.finditer(text):
-        b.text(text[pos : m.start()])
-        b.standalone(m.group(0))
-        pos = m.end()
-    b.text(text[pos:])
-    return b.build()
+    return coded_unit(text, path, _PLACEHOLDER)
 
 
 def _entries(po: polib.POFile) -> list[_Entry]:

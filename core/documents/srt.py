@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import srt as srt_lib
 
 from mtfleet.core.documents import register
-from mtfleet.core.documents.base import DocumentError, DocumentFormat, Unit, UnitBuilder, restore
-from mtfleet.core.documents.text import check_count, decode_document, pair_tags
+from mtfleet.core.documents.base import DocumentError, DocumentFormat, Unit, restore
+from mtfleet.core.documents.text import check_count, coded_unit, decode_document
 
 #: Markup inside a cue: a line break, an HTML-like tag, an ASS override block such as {\an8}.
 _MARKUP = re.compile(
@@ -57,30 +57,15 @@ def _cues(text: str) -> list[_Cue]:
     return cues
 
 
-def _unit(core: str, path: str) -> Unit:
-    b = UnitBuilder(path)
-    tokens = list(_MARKUP.finditer(core))
-    partner = pair_tags(
-        [
-            (m.group("tag").startswith("</"), m.group("name").lower())
-            if m.group("tag") and not m.group("tag").endswith("/>")
-            else None
-            for m in tokens
-        ]
+def _tag(m: re.Match[str]) -> tuple[bool, str] | None:
+    tag = m.group("tag")
+    return (
+        (tag.startswith("</"), m.group("name").lower()) if tag and not tag.endswith("/>") else None
     )
-    closers = set(partner.values())
-    pos = 0
-    for i, m in enumerate(tokens):
-        b.text(core[pos : m.start()])
-        pos = m.end()
-        if i in partner:
-            b.open(m.group(0), tokens[partner[i]].group(0))
-        elif i in closers:
-            b.close()
-        else:
-            b.standalone(m.group(0))
-    b.text(core[pos:])
-    return b.build()
+
+
+def _unit(core: str, path: str) -> Unit:
+    return coded_unit(core, path, _MARKUP, _tag)
 
 
 def _flatten(s: str) -> str:

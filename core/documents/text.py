@@ -164,6 +164,33 @@ def pair_tags(tags: Sequence[tuple[bool, str] | None]) -> dict[int, int]:
     return partner
 
 
+def coded_unit(
+    text: str,
+    path: str,
+    markup: re.Pattern[str],
+    tag: Callable[[re.Match[str]], tuple[bool, str] | None] = lambda m: None,
+) -> Unit:
+    """A unit of ``text`` whose ``markup`` matches are codes: a match ``tag`` names (``(closing,
+    name)``) pairs with its partner (:func:`pair_tags`) into a paired code, every other match is
+    a standalone code (a line break, a placeholder, an unpaired tag)."""
+    b = UnitBuilder(path)
+    tokens = list(markup.finditer(text))
+    partner = pair_tags([tag(m) for m in tokens])
+    closers = set(partner.values())
+    pos = 0
+    for i, m in enumerate(tokens):
+        b.text(text[pos : m.start()])
+        pos = m.end()
+        if i in partner:
+            b.open(m.group(0), tokens[partner[i]].group(0))
+        elif i in closers:
+            b.close()
+        else:
+            b.standalone(m.group(0))
+    b.text(text[pos:])
+    return b.build()
+
+
 def check_count(fmt: str, units: Sequence[object], translations: Sequence[str]) -> None:
     """Render gets one translation per unit; anything else is a caller's bug, said plainly."""
     if len(translations) != len(units):

@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mtfleet.core.documents import register
-from mtfleet.core.documents.base import DocumentError, DocumentFormat, Unit, UnitBuilder, restore
-from mtfleet.core.documents.text import check_count, decode_document, pair_tags
+from mtfleet.core.documents.base import DocumentError, DocumentFormat, Unit, restore
+from mtfleet.core.documents.text import check_count, coded_unit, decode_document
 
 #: A line with its ending (the last may have none).
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
@@ -113,28 +113,13 @@ def _parse(text: str) -> _Parsed:
     return _Parsed(header_end, cues)
 
 
+def _tag(m: re.Match[str]) -> tuple[bool, str] | None:
+    tag = m.group("tag")
+    return (tag.startswith("</"), m.group("name").lower()) if tag else None
+
+
 def _unit(core: str, path: str) -> Unit:
-    b = UnitBuilder(path)
-    tokens = list(_MARKUP.finditer(core))
-    partner = pair_tags(
-        [
-            (m.group("tag").startswith("</"), m.group("name").lower()) if m.group("tag") else None
-            for m in tokens
-        ]
-    )
-    closers = set(partner.values())
-    pos = 0
-    for i, m in enumerate(tokens):
-        b.text(core[pos : m.start()])
-        pos = m.end()
-        if i in partner:
-            b.open(m.group(0), tokens[partner[i]].group(0))
-        elif i in closers:
-            b.close()
-        else:
-            b.standalone(m.group(0))
-    b.text(core[pos:])
-    return b.build()
+    return coded_unit(core, path, _MARKUP, _tag)
 
 
 _REFERENCE_START = re.compile(r"&(?=[A-Za-z0-9#][A-Za-z0-9]*;)")

@@ -22,6 +22,7 @@ from rich.console import Console
 
 from bench.baselines import baselines
 from bench.cache_hits import cache
+from bench.documents import documents_scenario
 from bench.efficiency import fleet_efficiency, naive_baseline
 from bench.fleet import ROOT
 from bench.interactive import interactive_under_load
@@ -42,6 +43,7 @@ SCENARIOS: dict[str, Callable[[Context], Outcome]] = {
     "projection": projection,
     "openai_engine": openai_engine,
     "plan_check": plan_check,
+    "documents": documents_scenario,
 }
 DEFAULT_OUT = ROOT / "bench" / "results" / "latest.json"
 

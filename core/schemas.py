@@ -147,18 +147,20 @@ class DocumentIn(BaseModel):
 
     format: str = Field(
         max_length=16,
-        description="text, markdown, html, json, arb, srt, webvtt, po, properties, strings, "
-        "xliff or docx.",
+        description="text, markdown, html, json, arb, yaml, srt, webvtt, po, properties, "
+        "android, strings, stringsdict, xcstrings, xliff, docx, xlsx or pptx "
+        "(docs/documents.md).",
         examples=["html"],
     )
     content: str = Field(
-        description="The file: text formats as text (UTF-8), binary formats (docx) and files "
-        "in another encoding (UTF-16, ISO-8859-1) base64.",
+        description="The file: text formats as text (UTF-8), binary formats (docx, xlsx, "
+        "pptx) and files in another encoding (UTF-16, ISO-8859-1) base64.",
         examples=["<p>Free shipping on orders over $50.</p>"],
     )
     encoding: Literal["text", "base64"] | None = Field(
         None,
-        description="How `content` is given. Default: base64 for docx, text otherwise.",
+        description="How `content` is given. Default: base64 for docx, xlsx and pptx, text "
+        "otherwise.",
     )
     filename: str | None = Field(
         None, max_length=255, description="Kept for the download's file name."
@@ -170,7 +172,8 @@ class DocumentOut(BaseModel):
     filename: str | None = None
     encoding: Literal["text", "base64"] = Field(
         description="How `content` is given: text for a UTF-8 file, base64 for a binary one "
-        "(docx) and for one in another encoding (a UTF-16 .strings, an ISO-8859-1 .properties)."
+        "(docx, xlsx, pptx) and for one in another encoding (a UTF-16 .strings, an ISO-8859-1 "
+        ".properties)."
     )
     content: str = Field(
         description="The translated file; segments that failed keep their source text."

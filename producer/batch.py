@@ -194,7 +194,11 @@ def send(
     if entry.kind == "document":
         if not entry.jobs:
             fmt = entry.format or "text"
-            content: bytes | str = data if fmt == "docx" else decode(data, entry.encoding, path)
+            # the file's bytes as they are (each format reads its own encoding: a UTF-16
+            # .strings, a Latin-1 .properties); text decoded here only when --encoding says so
+            content: bytes | str = (
+                data if entry.encoding == "utf-8" else decode(data, entry.encoding, path)
+            )
             job = mt.submit_document(
                 content,
                 format=fmt,

@@ -245,11 +245,11 @@ def submit(
 
 
 def document_body(content: bytes | str, fmt: str, filename: str | None) -> dict[str, Any]:
-    """A document as the API takes it: text as text, anything else (and docx) base64."""
+    """A document as the API takes it: text as text, bytes as text when they are UTF-8 (the
+    API encodes them back to the same bytes) and base64 otherwise (a DOCX, XLSX or PPTX, a
+    UTF-16 .strings, a Latin-1 .properties: the format reads its own encoding)."""
     if isinstance(content, str):
         doc: dict[str, Any] = {"content": content}
-    elif fmt == "docx":
-        doc = {"content": base64.b64encode(content).decode(), "encoding": "base64"}
     else:
         try:
             doc = {"content": content.decode("utf-8"), "encoding": "text"}

@@ -411,7 +411,8 @@ def submit(
         typer.Option(
             "--format",
             help="Document format for every file (text, markdown, html, json, arb, srt, "
-            "webvtt, po, properties, strings, xliff, docx); default: from each file's "
+            "webvtt, po, properties, android, strings, stringsdict, xcstrings, yaml, xliff, docx, "
+            "xlsx, pptx); default: from each file's "
             "extension.",
         ),
     ] = None,
@@ -438,7 +439,7 @@ def submit(
 ) -> None:
     """Submit files and write the translated files to --out.
 
-    The format comes from the extension (.md, .html, .json, .srt, .xlf/.xliff, .docx...): the
+    The format comes from the extension (.md, .html, .json, .po, .xml, .yml, .xlsx, .pptx...): the
     file comes back in its own format, markup and placeholders intact. A file of a format the
     fleet does not read (.po, .yml...) is refused, never sent as text, and the other files are
     still sent (the exit status is then 1). A .txt file (or any file with --lines) is a list:

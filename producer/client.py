@@ -180,7 +180,7 @@ class MTClient:
         pool: str | None = None,
         adapter: str | None = None,
     ) -> Job:
-        """Submit a file (text, markdown, html, json, srt, xliff, docx); fetch the translated
+        """Submit a file (any format of docs/documents.md: HTML, PO, XLSX...); fetch the translated
         file with :meth:`document` once the job is final."""
         return self._send(
             calls.submit_document(

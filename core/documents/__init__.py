@@ -37,7 +37,8 @@ def _load() -> None:
 
         for name in (
             "text", "markdown", "html", "json_i18n", "arb", "srt", "webvtt", "properties",
-            "apple_strings", "gettext_po", "xliff", "docx",
+            "apple_strings", "stringsdict", "xcstrings", "gettext_po", "android_strings",
+            "yaml_i18n", "xliff", "docx", "xlsx", "pptx",
         ):  # fmt: skip
             try:
                 importlib.import_module(f"mtfleet.core.documents.{name}")

@@ -36,17 +36,15 @@ Why not python-docx at run time: its ``save`` re-serializes every XML part it lo
 parser drops whitespace-only text nodes, so "other members byte-equal" could not hold, and it
 reaches neither footnotes nor text boxes. The parts are read with the same hardened lxml
 parser as XLIFF (no DTD, no entities, no network), and the archive is checked against the
-limits below before anything is decompressed (ZIP bombs).
+limits of :mod:`mtfleet.core.documents.ooxml` before anything is decompressed (ZIP
+bombs).
 """
 
 from __future__ import annotations
 
 import copy
-import io
 import re
-import shutil
 import zipfile
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -54,37 +52,18 @@ from typing import Any, ClassVar
 from lxml import etree
 
 from mtfleet.core.documents import register
+from mtfleet.core.documents.ooxml import Package
 from mtfleet.core.documents.base import DocumentError, DocumentFormat, Unit, UnitBuilder
 from mtfleet.core.documents.xliff import (
     close_tag,
     open_tag,
-    parse_untrusted_xml,
     restore_markers,
     serialize,
     to_bytes,
     walk_markers,
 )
 
-#: Refuse archives that decompress to more than this in all (the sizes the ZIP declares; a
-#: member that inflates past its declared size fails its read instead).
-MAX_UNCOMPRESSED_BYTES = 256 * 1024 * 1024
-#: Refuse a single XML part (document, header...) larger than this, decompressed.
-MAX_PART_BYTES = 64 * 1024 * 1024
-#: Refuse archives with more members than this.
-MAX_MEMBERS = 10_000
-#: Refuse a member (over 1 MiB) that decompresses to more than this many times its compressed
-#: size: XML compresses 5-20 times, images not at all; a ZIP bomb by a thousand.
-MAX_RATIO = 100
-_RATIO_FROM_BYTES = 1024 * 1024
-#: Refuse an XML part with more markup than this (counted as its ``<`` before it is parsed: an
-#: upper bound on its elements). A 600-page book's document.xml has about 500,000; each costs
-#: the parse tree some 150 bytes, so this bounds a part's tree to about 100 MB.
-MAX_PART_ELEMENTS = 600_000
-
-_COPY_BYTES = 1024 * 1024
-
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
-_CT = "http://schemas.openxmlformats.org/package/2006/content-types"
 _XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
 
 #: Content types of the parts whose paragraphs are units, in the order they are read.
@@ -413,79 +392,17 @@ class _ParagraphWriter:
 # --- the package --------------------------------------------------------------------------------
 
 
-def _open(content: bytes) -> zipfile.ZipFile:
-    if not content.startswith(b"PK"):
-        raise DocumentError("not a DOCX file: not a ZIP archive")
-    try:
-        z = zipfile.ZipFile(io.BytesIO(content))
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError) as exc:
-        raise DocumentError(f"not a DOCX file: not a readable ZIP archive ({exc})") from None
-    infos = z.infolist()
-    if len(infos) > MAX_MEMBERS:
-        raise DocumentError(f"DOCX archive has {len(infos)} members; the limit is {MAX_MEMBERS}")
-    total = sum(i.file_size for i in infos)
-    if total > MAX_UNCOMPRESSED_BYTES:
-        raise DocumentError(
-            f"DOCX archive decompresses to {total} bytes; the limit is {MAX_UNCOMPRESSED_BYTES}"
-        )
-    if any(i.flag_bits & 0x1 for i in infos):
-        raise DocumentError("DOCX archive is encrypted")
-    for i in infos:
-        if i.file_size > _RATIO_FROM_BYTES and i.file_size > MAX_RATIO * max(i.compress_size, 1):
-            raise DocumentError(
-                f"DOCX member {i.filename} decompresses {i.file_size // max(i.compress_size, 1)} "
-                f"times its size; the limit is {MAX_RATIO} (a ZIP bomb?)"
-            )
-    return z
-
-
-def _read(z: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int = MAX_UNCOMPRESSED_BYTES) -> bytes:
-    if info.file_size > limit:
-        raise DocumentError(
-            f"DOCX member {info.filename} decompresses to {info.file_size} bytes; "
-            f"the limit is {limit}"
-        )
-    try:
-        with z.open(info) as f:
-            data = f.read(info.file_size + 1)
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError) as exc:
-        raise DocumentError(f"DOCX member {info.filename} cannot be read: {exc}") from None
-    if len(data) > info.file_size:
-        raise DocumentError(f"DOCX member {info.filename} is larger than it declares")
-    return data
-
-
-def _natural(name: str) -> list[Any]:
-    return [int(s) if s.isdigit() else s for s in re.split(r"(\d+)", name)]
-
-
-def _text_parts(z: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
+def _text_parts(pkg: Package) -> list[zipfile.ZipInfo]:
     """The parts whose paragraphs are units: the main document, then headers, footers,
     footnotes and endnotes (each kind in name order)."""
-    by_name = {i.filename.lower(): i for i in z.infolist()}
-    types_info = by_name.get("[content_types].xml")
-    if types_info is None:
-        raise DocumentError("a ZIP archive but not a DOCX file: no [Content_Types].xml")
-    types = parse_untrusted_xml(
-        _read(z, types_info, MAX_PART_BYTES), "the DOCX part [Content_Types].xml"
-    )
-    kinds: dict[str, list[zipfile.ZipInfo]] = {}
-    for override in types.iter(f"{{{_CT}}}Override"):
-        info = by_name.get(str(override.get("PartName", "")).lstrip("/").lower())
-        if info is not None:
-            kinds.setdefault(str(override.get("ContentType", "")).strip(), []).append(info)
+    kinds = pkg.parts_by_type()
     main = [i for t in _MAIN_TYPES for i in kinds.get(t, [])]
     if not main:
         raise DocumentError(
             "a ZIP archive but not a Word document: no main document part "
             "(is it a spreadsheet, a presentation or an ODF file?)"
         )
-    others = [
-        i
-        for t in _OTHER_TYPES
-        for i in sorted(kinds.get(t, []), key=lambda i: _natural(i.filename))
-    ]
-    return main[:1] + others
+    return main[:1] + [i for t in _OTHER_TYPES for i in kinds.get(t, [])]
 
 
 @dataclass
@@ -496,24 +413,17 @@ class _Part:
     paras: list[_Para]
 
 
-def _read_package(content: bytes) -> tuple[zipfile.ZipFile, list[_Part]]:
-    z = _open(content)
+def _read_package(content: bytes) -> tuple[Package, list[_Part]]:
+    pkg = Package(content, "DOCX")
     parts = []
-    for info in _text_parts(z):
-        data = _read(z, info, MAX_PART_BYTES)
-        elements = data.count(b"<")
-        if elements > MAX_PART_ELEMENTS:
-            raise DocumentError(
-                f"the DOCX part {info.filename} has {elements} pieces of markup; "
-                f"the limit is {MAX_PART_ELEMENTS}"
-            )
-        root = parse_untrusted_xml(data, f"the DOCX part {info.filename}")
+    for info in _text_parts(pkg):
+        data, root = pkg.parse(info)
         paras = [
             _ParagraphReader(p, f"{info.filename}#p{i + 1}").para
             for i, p in enumerate(root.iter(_P))
         ]
         parts.append(_Part(info, data, root, paras))
-    return z, parts
+    return pkg, parts
 
 
 class DocxFormat(DocumentFormat):
@@ -525,13 +435,13 @@ class DocxFormat(DocumentFormat):
     )
 
     def extract(self, content: bytes) -> list[Unit]:
-        _z, parts = _read_package(content)
+        _pkg, parts = _read_package(content)
         return [para.unit for part in parts for para in part.paras if not para.empty]
 
     def render(
         self, content: bytes, translations: Sequence[str], *, target_lang: str | None = None
     ) -> bytes:
-        z, parts = _read_package(content)
+        pkg, parts = _read_package(content)
         wanted = sum(1 for part in parts for para in part.paras if not para.empty)
         if len(translations) != wanted:
             raise DocumentError(
@@ -544,27 +454,7 @@ class DocxFormat(DocumentFormat):
                 if not para.empty:
                     _ParagraphWriter(para, next(it))
             rewritten[part.info.filename] = to_bytes(part.root, part.data)
-        out = io.BytesIO()
-        with zipfile.ZipFile(out, "w") as zout:
-            for info in z.infolist():
-                member = zipfile.ZipInfo(info.filename, info.date_time)
-                member.compress_type = info.compress_type
-                member.external_attr = info.external_attr
-                member.create_system = info.create_system
-                member.comment = info.comment
-                data = rewritten.get(info.filename)
-                if data is not None:
-                    zout.writestr(member, data)
-                    continue
-                # an untouched member (media, styles...) is streamed through, never held whole
-                try:
-                    with z.open(info) as src, zout.open(member, "w") as dst:
-                        shutil.copyfileobj(src, dst, _COPY_BYTES)
-                except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:
-                    raise DocumentError(
-                        f"DOCX member {info.filename} cannot be read: {exc}"
-                    ) from None
-        return out.getvalue()
+        return pkg.write(rewritten)
 
 
 register(DocxFormat())

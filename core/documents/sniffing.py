@@ -9,12 +9,13 @@ LibreTranslate's ``/translate_file``, ``mtfleet submit``, the web page) asks
    gettext ``.po``, Android ``strings.xml``...) and the formats the fleet reads: translated as
    plain text, a localization file comes back with its keys, msgids and header translated;
 2. a file without one (no name, or a name like ``file``, ``blob`` or ``upload``: DeepL's client
-   names a nameless file object ``file``) is told by its first bytes: a DOCX is a ZIP holding
-   ``word/document.xml``; XLIFF, HTML, JSON, ARB, SRT, WebVTT, gettext PO and Apple
-   ``.strings`` (UTF-16, or ``"key" = "value";`` lines) by how they start;
-3. bytes that look like a structured format the fleet does not read (another ZIP, XML,
-   ``key = value`` or ``key: value`` files, a
-   String Catalog JSON, binary data) are refused, never read as plain text;
+   names a nameless file object ``file``) is told by its first bytes: DOCX, XLSX and PPTX are
+   ZIPs holding ``word/document.xml``, ``xl/workbook.xml`` or ``ppt/presentation.xml``; XLIFF,
+   HTML, Android ``<resources>``, a ``.stringsdict`` plist, JSON, ARB, a String Catalog, SRT,
+   WebVTT, gettext PO, Apple ``.strings`` (UTF-16, or ``"key" = "value";`` lines), YAML
+   (``key: value`` lines) and Java properties (``key = value`` lines) by how they start;
+3. bytes that look like a structured format the fleet does not read (another ZIP, other XML,
+   binary data) are refused, never read as plain text;
 4. anything else is plain text (Markdown cannot be told from text by its first bytes: name the
    file ``.md``).
 """
@@ -32,16 +33,14 @@ from mtfleet.core.documents.base import DocumentError
 #: What files the fleet does not read are, by extension: named in refusals, so a user learns
 #: what was recognised and why it was not translated as text.
 KNOWN_UNREAD = {
-    ".yml": "a YAML file",
-    ".yaml": "a YAML file",
-    ".stringsdict": "an Apple .stringsdict file",
-    ".xcstrings": "an Apple String Catalog",
-    ".xml": "an XML file (Android strings.xml?)",
-    ".xlsx": "an Excel workbook",
-    ".pptx": "a PowerPoint deck",
     ".odt": "an OpenDocument text",
+    ".ods": "an OpenDocument spreadsheet",
+    ".odp": "an OpenDocument presentation",
+    ".idml": "an InDesign package (IDML)",
     ".pdf": "a PDF",
     ".doc": "a Word 97-2003 document",
+    ".xls": "an Excel 97-2003 workbook",
+    ".ppt": "a PowerPoint 97-2003 deck",
     ".rtf": "an RTF document",
     ".csv": "a CSV file",
     ".tsv": "a TSV file",
@@ -112,7 +111,7 @@ _ELEMENT = re.compile(r"\s*<([a-z_][\w:.-]*)")
 _PO_ENTRY = re.compile(r'^\s*(?:msgctxt|msgid|msgid_plural|msgstr(?:\[\d+\])?)\s+"', re.M)
 _STRINGS_ENTRY = re.compile(r'^\s*"(?:[^"\\]|\\.)*"\s*=\s*"(?:[^"\\]|\\.)*"\s*;', re.M)
 #: ``key = value`` (properties, INI) and ``key: value`` (YAML) lines.
-_KEY_LINE = re.compile(r"^\s*(?:-\s+)?[\"']?[\w.@$/-]{1,100}[\"']?\s*(?:[:=]\s|[:=]$|=)")
+_KEY_LINE = re.compile(r"^\s*(?:-\s+)?[\"']?[\w.@$/-]{1,100}[\"']?\s*([:=]\s|[:=]$|=)")
 _COMMENT_LINE = re.compile(r"^\s*(?:#|!|;|//)")
 
 
@@ -136,6 +135,10 @@ def sniff(content: bytes, extensions: dict[str, str]) -> str:
             return "xliff"
         if root in HTML_ROOTS or re.match(r"<!doctype\s+html\b", low):
             return "html"
+        if root == "resources":
+            return _read_or_refuse("android", _xml_kind(root), extensions)
+        if root == "plist" and "nsstringlocalizedformatkey" in low:
+            return _read_or_refuse("stringsdict", _xml_kind(root), extensions)
         if root is not None:
             raise refuse(_xml_kind(root), extensions)
     if head.startswith(("{", "[")):
@@ -152,11 +155,14 @@ def sniff(content: bytes, extensions: dict[str, str]) -> str:
         return _read_or_refuse(
             "strings", 'the file is an Apple .strings file ("key" = "value"; lines)', extensions
         )
-    if _key_value(head):
-        raise refuse(
-            "the file is a key-value file (YAML, properties or INI: most lines are 'key: value' "
-            "or 'key = value')",
-            extensions,
+    kind = _key_value(head)
+    if kind == ":":
+        return _read_or_refuse(
+            "yaml", "the file is YAML (most lines are 'key: value')", extensions
+        )
+    if kind == "=":
+        return _read_or_refuse(
+            "properties", "the file is a key-value file (most lines are 'key = value')", extensions
         )
     return "text"
 
@@ -175,16 +181,13 @@ def _zip(content: bytes, extensions: dict[str, str]) -> str:
     except (zipfile.BadZipFile, ValueError, OSError, EOFError):
         raise refuse("the file is a damaged ZIP archive", extensions) from None
     if "word/document.xml" in names:
-        return "docx"
+        return _read_or_refuse("docx", "the file is a Word document (DOCX)", extensions)
     if "xl/workbook.xml" in names:
-        kind = "an Excel workbook (XLSX)"
-    elif "ppt/presentation.xml" in names:
-        kind = "a PowerPoint deck (PPTX)"
-    elif "content.xml" in names:
-        kind = "an OpenDocument file"
-    else:
-        kind = "a ZIP archive"
-    raise refuse(f"the file is {kind}, not a DOCX", extensions)
+        return _read_or_refuse("xlsx", "the file is an Excel workbook (XLSX)", extensions)
+    if "ppt/presentation.xml" in names:
+        return _read_or_refuse("pptx", "the file is a PowerPoint deck (PPTX)", extensions)
+    kind = "an OpenDocument file" if "content.xml" in names else "a ZIP archive"
+    raise refuse(f"the file is {kind}, not an Office document", extensions)
 
 
 def _root(low: str) -> str | None:
@@ -221,19 +224,24 @@ def _json(content: bytes, extensions: dict[str, str]) -> str:
                 "arb", "the file is a Flutter ARB file (JSON with @-metadata)", extensions
             )
         if "sourceLanguage" in data and "strings" in data:
-            raise refuse("the file is an Apple String Catalog (.xcstrings)", extensions)
+            return _read_or_refuse(
+                "xcstrings", "the file is an Apple String Catalog (.xcstrings)", extensions
+            )
     return "json"
 
 
-def _key_value(head: str) -> bool:
-    """Whether most of the first lines are ``key: value`` or ``key = value`` (at least 3 of
-    them): YAML, properties, INI; prose rarely is."""
+def _key_value(head: str) -> str | None:
+    """``":"`` when most of the first lines are ``key: value`` (YAML), ``"="`` when most are
+    ``key = value`` (properties, INI), at least 3 of them either way; None otherwise (prose
+    rarely is)."""
     lines = [
         ln
         for ln in head.splitlines()[:200]
         if ln.strip() and ln.strip() not in ("---", "...") and not _COMMENT_LINE.match(ln)
     ]
     if not lines:
-        return False
-    keyed = sum(1 for ln in lines if _KEY_LINE.match(ln))
-    return keyed >= 3 and keyed >= 0.6 * len(lines)
+        return None
+    seps = [m.group(1)[0] for ln in lines if (m := _KEY_LINE.match(ln))]
+    if len(seps) < 3 or len(seps) < 0.6 * len(lines):
+        return None
+    return ":" if seps.count(":") >= seps.count("=") else "="

@@ -387,18 +387,17 @@ def test_a_file_the_fleet_does_not_read_is_refused_on_v1_named_or_not(
 def test_submit_sends_the_files_it_can_and_reports_the_one_it_cannot(
     fleet: LocalFleet, tmp_path: Path
 ) -> None:
-    po = tmp_path / "strings.xml"  # Android string resources: not read
-    po.write_bytes((ROOT / "tests/fixtures/documents/unread/strings.xml").read_bytes())
+    idml = tmp_path / "brochure.idml"  # an InDesign package: not read
+    idml.write_bytes((ROOT / "tests/fixtures/documents/unread/brochure.idml").read_bytes())
     page = tmp_path / "page.html"
     page.write_text("<p>The red shoes are in the house.</p>", encoding="utf-8")
-    notes = tmp_path / "notes"  # no extension: told by its bytes (a YAML file)
+    notes = tmp_path / "notes"  # no extension: told by its bytes (YAML)
     notes.write_text("shop:\n  cart: Add to cart\n  empty: Your cart is empty\n")
     out = tmp_path / "out"
-    proc = cli(fleet, "submit", str(po), str(page), str(notes), "--to", "es", "--out", str(out))
+    proc = cli(fleet, "submit", str(idml), str(page), str(notes), "--to", "es", "--out", str(out))
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "strings.xml" in proc.stderr and "XML file" in proc.stderr
+    assert "brochure.idml" in proc.stderr and "InDesign package" in proc.stderr
     assert "one segment per line" not in proc.stderr  # never advised to send it as text
-    assert "key-value file" in proc.stderr
-    assert "2 of 3 file(s) not sent" in proc.stderr
+    assert "1 of 3 file(s) not sent" in proc.stderr
     assert "casa" in (out / "page.es.html").read_text(encoding="utf-8")
-    assert not (out / "strings.es.xml").exists() and len(proc.stdout.split()) == 1
+    assert not (out / "brochure.es.idml").exists()

@@ -25,7 +25,8 @@ from lxml import etree
 
 from mtfleet.core.documents import for_filename, for_name
 from mtfleet.core.documents.base import TAG, DocumentError, Unit, tag_counts
-from mtfleet.core.documents.docx import MAX_UNCOMPRESSED_BYTES, DocxFormat
+from mtfleet.core.documents.docx import DocxFormat
+from mtfleet.core.documents.ooxml import MAX_UNCOMPRESSED_BYTES
 
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 PRODUCT = DOCS / "docx" / "product_sheet.docx"
@@ -423,7 +424,7 @@ def test_hostile_or_invalid_input_is_a_document_error(index: int, message: str) 
 
 
 def test_too_many_members_is_refused() -> None:
-    from mtfleet.core.documents.docx import MAX_MEMBERS
+    from mtfleet.core.documents.ooxml import MAX_MEMBERS
 
     content = _zip({f"junk/{i}": b"" for i in range(MAX_MEMBERS + 1)})
     with pytest.raises(DocumentError, match=f"the limit is {MAX_MEMBERS}"):

@@ -16,22 +16,39 @@ from mtfleet.core.documents import UnsupportedFormat, sniffing
 from tests.conftest import ROOT
 
 FIXTURES = ROOT / "tests" / "fixtures" / "documents"
-UNREAD = sorted((FIXTURES / "unread").iterdir())
 
 
-def office(kind: str) -> bytes:
-    """A minimal Office Open XML archive of ``kind`` (its main part only)."""
-    part = {"xlsx": "xl/workbook.xml", "pptx": "ppt/presentation.xml"}[kind]
+def archive(*members: str) -> bytes:
+    """A ZIP archive holding ``members`` (each a small XML part)."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
-        z.writestr("[Content_Types].xml", "<Types/>")
-        z.writestr(part, "<root/>")
+        for name in members:
+            z.writestr(name, "<root/>")
     return buf.getvalue()
 
 
-UNREAD_FILES = [(p.name, p.read_bytes()) for p in UNREAD] + [
-    ("Book1.xlsx", office("xlsx")),
-    ("deck.pptx", office("pptx")),
+TMX = b"""<?xml version="1.0" encoding="UTF-8"?>
+<tmx version="1.4"><header srclang="en" datatype="plaintext" segtype="sentence"
+ adminlang="en" creationtool="t" creationtoolversion="1" o-tmf="t"/>
+<body><tu><tuv xml:lang="en"><seg>Hello</seg></tuv><tuv xml:lang="de"><seg>Hallo</seg></tuv></tu>
+</body></tmx>
+"""
+RESX = b"""<?xml version="1.0" encoding="utf-8"?>
+<root><data name="Greeting" xml:space="preserve"><value>Hello</value></data></root>
+"""
+QT_TS = b"""<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE TS><TS version="2.1" language="de"><context><name>Main</name>
+<message><source>Open</source><translation type="unfinished"></translation></message>
+</context></TS>
+"""
+
+#: Files of formats the fleet does not read: (name, bytes).
+UNREAD_FILES = [
+    ("brochure.idml", archive("mimetype", "designmap.xml", "Stories/Story_u1.xml")),
+    ("letter.odt", archive("mimetype", "content.xml", "styles.xml")),
+    ("memory.tmx", TMX),
+    ("Resources.resx", RESX),
+    ("app_de.ts", QT_TS),
 ]
 
 
@@ -52,10 +69,10 @@ def test_a_file_the_fleet_does_not_read_is_refused_by_name_and_by_content(
 @pytest.mark.parametrize(
     "name,what",
     [
-        ("en.yml", "YAML file"),
-        ("strings.xml", "XML file"),
-        ("Localizable.stringsdict", "Apple .stringsdict file"),
-        ("a/b/report.xlsx", "Excel workbook"),
+        ("brochure.idml", "InDesign package"),
+        ("Resources.resx", ".NET resource file"),
+        ("a/b/report.xls", "Excel 97-2003 workbook"),
+        ("memory.tmx", "translation memory"),
     ],
 )
 def test_the_refusal_says_what_the_file_was_taken_for(name: str, what: str) -> None:
@@ -82,6 +99,13 @@ def test_the_refusal_says_what_the_file_was_taken_for(name: str, what: str) -> N
         ("strings/Localizable-utf16.strings", "strings"),
         ("po/messages.po", "po"),
         ("po/hamster_en_GB.po", "po"),
+        ("android/etar_calendar_strings.xml", "android"),
+        ("stringsdict/macpass_Localizable.stringsdict", "stringsdict"),
+        ("xcstrings/ultimate-portfolio-app_Localizable.xcstrings", "xcstrings"),
+        ("yaml/rails-i18n_en-US.yml", "yaml"),
+        ("properties/jenkins_hudson_Messages.properties", "properties"),
+        ("xlsx/excelize_Book1.xlsx", "xlsx"),
+        ("pptx/Open-XML-SDK_Bug571679_Brownbag.pptx", "pptx"),
         ("text/product-description.txt", "text"),
         ("text/edge-cases.txt", "text"),
         ("markdown/shipping-faq.md", "text"),  # Markdown is told by its name only
@@ -113,7 +137,7 @@ def test_prose_with_a_colon_is_still_text(text: str) -> None:
 def test_a_declared_format_wins_and_an_unknown_declared_one_is_refused() -> None:
     assert documents.for_upload(b"<p>Hi</p>", "notes.yml", "html").name == "html"
     with pytest.raises(documents.DocumentError, match="unknown document format"):
-        documents.for_upload(b"Hi", "notes.txt", "yaml")
+        documents.for_upload(b"Hi", "notes.txt", "idml")
 
 
 @pytest.mark.parametrize(
@@ -135,6 +159,8 @@ def test_what_counts_as_an_extension(name: str, ext: str | None) -> None:
 def test_binary_and_damaged_archives_are_refused() -> None:
     with pytest.raises(UnsupportedFormat, match="binary"):
         documents.for_upload(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", None)
+    with pytest.raises(UnsupportedFormat, match="ZIP archive, not an Office document"):
+        documents.for_upload(archive("a.txt"), None)
     with pytest.raises(UnsupportedFormat, match="damaged ZIP"):
         documents.for_upload(b"PK\x03\x04 not really a zip", None)
     with pytest.raises(UnsupportedFormat, match="not valid JSON"):

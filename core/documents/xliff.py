@@ -20,6 +20,12 @@ wrap ``<gN>…</gN>`` around their translatable text; everything else (``<x/>``,
 A unit without any text (only codes and whitespace) is not sent to the engine: its target
 becomes a copy of its source.
 
+A source (or segment) that is plain text holding an ICU MessageFormat ``plural``, ``select`` or
+``selectordinal`` (``{count, plural, one {# file} other {# files}}``) is cut by
+:mod:`mtfleet.core.documents.icu`, as the JSON format cuts its values: one unit per case
+(path ``…/plural:one``), the text around the argument one more, the skeleton never sent; the
+target gets the message back with, for a ``target_lang``, the target's CLDR plural categories.
+
 ``render`` fills or creates ``<target>`` (attributes of an existing one are kept), marks it
 translated (1.2 ``<target state="translated">``, 2.x ``<segment state="translated">``) and leaves
 every other node as it was. With the optional ``target_lang`` it also sets ``target-language``
@@ -44,7 +50,7 @@ from typing import Any, ClassVar
 
 from lxml import etree
 
-from mtfleet.core.documents import register
+from mtfleet.core.documents import icu, register
 from mtfleet.core.documents.base import (
     Code,
     DocumentError,
@@ -218,6 +224,13 @@ class _Slot:
     segmented: bool = False
     #: no text to translate: not extracted; its target becomes a copy of its source
     empty: bool = False
+    #: an ICU message (plain text with a plural/select): its levels, one unit each with text
+    icu_levels: list[icu.Piece] | None = None
+
+    def units(self) -> list[Unit]:
+        if self.icu_levels is not None:
+            return [p.unit for p in self.icu_levels if p.unit is not None]
+        return [] if self.empty else [self.unit]
 
 
 @dataclass
@@ -266,14 +279,7 @@ def _inline(doc: _Doc, b: UnitBuilder, el: Any, refs: dict[int, Any]) -> None:
     if el.text:
         b.text(el.text)
     for child in el:
-        local = etree.QName(child).localname if isinstance(child.tag, str) else ""
-        paired = (
-            isinstance(child.tag, str)
-            and etree.QName(child).namespace == (doc.ns or None)
-            and local in _PAIRED[doc.version]
-            and not (local == "mrk" and _protected_mrk(doc, child))
-        )
-        if paired:
+        if _paired(doc, child):
             refs[b.open(open_tag(child), close_tag(child))] = child
             _inline(doc, b, child, refs)
             b.close()
@@ -283,13 +289,57 @@ def _inline(doc: _Doc, b: UnitBuilder, el: Any, refs: dict[int, Any]) -> None:
             b.text(child.tail)
 
 
+def _paired(doc: _Doc, child: Any) -> bool:
+    """An inline element around translatable text (a paired code), not a standalone one."""
+    if not isinstance(child.tag, str):
+        return False
+    q = etree.QName(child)
+    return (
+        q.namespace == (doc.ns or None)
+        and q.localname in _PAIRED[doc.version]
+        and not (q.localname == "mrk" and _protected_mrk(doc, child))
+    )
+
+
 def _protected_mrk(doc: _Doc, mrk: Any) -> bool:
     if doc.version == 1:
         return mrk.get("mtype") == "protected" or mrk.get("translate") == "no"
     return mrk.get("translate") == "no"
 
 
+#: Inline elements inside an ICU source stand in its text as these characters (private use).
+_ICU_MARK = 0xE000
+_ICU_MARKS = re.compile("[\ue000-\uf8ff]")
+
+
+def _icu_slot(doc: _Doc, holder: Any, source: Any, path: str, segmented: bool) -> _Slot | None:
+    """A slot for a source whose text is an ICU message with a plural/select, else None.
+    Standalone inline elements (Angular's ``<x id="INTERPOLATION"/>``, ``<ph/>``) may sit in
+    its cases: each stands in the message as one private-use character, a code of its unit. A
+    source with paired elements (``<g>``, ``<pc>``) is not read as ICU."""
+    children = list(source)
+    texts = (source.text or "") + "".join(child.tail or "" for child in children)
+    if "{" not in texts or _ICU_MARKS.search(texts) or len(children) > 0xF8FF - _ICU_MARK:
+        return None
+    if any(_paired(doc, child) for child in children):
+        return None
+    marks = [chr(_ICU_MARK + k) for k in range(len(children))]
+    text = (source.text or "") + "".join(
+        m + (child.tail or "") for m, child in zip(marks, children, strict=True)
+    )
+    codes = _ICU_MARKS if children else None
+    items = icu.parse(text, quoting=True, codes=codes, starts="".join(marks))
+    if not icu.has_args(items):
+        return None
+    refs = dict(enumerate(children))
+    levels = icu.pieces(items, path)
+    return _Slot(Unit(text, {}, path), refs, holder, source, segmented, icu_levels=levels)
+
+
 def _slot(doc: _Doc, holder: Any, source: Any, path: str, segmented: bool = False) -> _Slot:
+    found = _icu_slot(doc, holder, source, path, segmented)
+    if found is not None:
+        return found
     b = UnitBuilder(path)
     refs: dict[int, Any] = {}
     _inline(doc, b, source, refs)
@@ -334,10 +384,14 @@ def _collect(doc: _Doc) -> None:
 
 
 def _fill(slot: _Slot, target: Any, translation: str) -> None:
-    """Replace ``target``'s content with ``translation``, its codes rebuilt from the source."""
+    """Replace ``target``'s content with ``translation``, its codes rebuilt from the source
+    (an ICU slot's ``translation`` is the message already rendered: plain text)."""
     for child in list(target):
         target.remove(child)
     target.text = None
+    if slot.icu_levels is not None:
+        _fill_icu(slot, target, _NOT_XML.sub("", translation))
+        return
     tree, _warnings = restore_markers(translation, slot.unit.codes)
     stack = [target]
 
@@ -367,6 +421,26 @@ def _fill(slot: _Slot, target: Any, translation: str) -> None:
     walk_markers(tree, on_text, on_standalone, on_open, on_close)
 
 
+def _fill_icu(slot: _Slot, target: Any, message: str) -> None:
+    """An ICU message as ``target``'s (emptied) content: its marks become copies of the
+    source's inline elements (a category made from ``other`` copies its elements too)."""
+    pos = 0
+    for m in [*_ICU_MARKS.finditer(message), None]:
+        text = message[pos : m.start() if m else len(message)]
+        if text and len(target):
+            target[-1].tail = (target[-1].tail or "") + text
+        elif text:
+            target.text = (target.text or "") + text
+        if m is None:
+            break
+        pos = m.end()
+        ref = slot.refs.get(ord(m.group(0)) - _ICU_MARK)
+        if ref is not None:
+            el = copy.deepcopy(ref)
+            el.tail = None
+            target.append(el)
+
+
 def _target_for(doc: _Doc, holder: Any, after: Any) -> Any:
     """The holder's <target>, created right after ``after`` (indented like it) if missing."""
     target = holder.find(doc.q("target"))
@@ -387,7 +461,7 @@ class XliffFormat(DocumentFormat):
     media_type: ClassVar[str] = "application/xliff+xml"
 
     def extract(self, content: bytes) -> list[Unit]:
-        return [slot.unit for slot in _parse(content).slots if not slot.empty]
+        return [unit for slot in _parse(content).slots for unit in slot.units()]
 
     def render(
         self, content: bytes, translations: Sequence[str], *, target_lang: str | None = None
@@ -395,7 +469,7 @@ class XliffFormat(DocumentFormat):
         """Fill the targets. ``target_lang`` (optional) is written where the document lacks
         one: ``target-language`` on each 1.2 ``<file>``, ``trgLang`` on the 2.x root."""
         doc = _parse(content)
-        wanted = sum(1 for slot in doc.slots if not slot.empty)
+        wanted = sum(len(slot.units()) for slot in doc.slots)
         if len(translations) != wanted:
             raise DocumentError(
                 f"{len(translations)} translations for the {wanted} units of this XLIFF document"
@@ -404,7 +478,13 @@ class XliffFormat(DocumentFormat):
         q = doc.q
         done: set[Any] = set()
         for slot in doc.slots:
-            translation = slot.unit.text if slot.empty else next(it)
+            if slot.icu_levels is not None:  # the ICU message, in the target's categories
+                mine = [None if p.unit is None else next(it) for p in slot.icu_levels]
+                translation = icu.render(
+                    slot.icu_levels, mine, target=target_lang, escape=_no_marks
+                )
+            else:
+                translation = slot.unit.text if slot.empty else next(it)
             if doc.version == 2:
                 target = _target_for(doc, slot.holder, slot.source)
                 _fill(slot, target, translation)
@@ -434,6 +514,11 @@ class XliffFormat(DocumentFormat):
             elif not doc.root.get("trgLang"):
                 doc.root.set("trgLang", target_lang)
         return to_bytes(doc.root, content)
+
+
+def _no_marks(text: str) -> str:
+    """Translated text never carries the characters that stand for inline elements."""
+    return _ICU_MARKS.sub("", text)
 
 
 def _copy_content(src: Any, dst: Any) -> None:

@@ -354,6 +354,11 @@ def test_hostile_engine_cannot_lose_markup_or_inject_it(fmt: str, path: Path) ->
                 continue
             if not code.start.strip():  # a line break the engine moved to a cue's end is trimmed
                 continue
+            if fmt in ("json", "arb") and re.search(r"\b(\w+)\{\1\}", text_in):
+                # an ICU select case such as artist{artist}: its body is translated text that
+                # spells the placeholder's name, so the name's count may drop with no code lost
+                if code.start.strip("{}") in re.findall(r"\b(\w+)\{\1\}", text_in):
+                    continue
             assert text_out.count(code.start) >= text_in.count(code.start), code
             if code.end:
                 assert text_out.count(code.end) >= text_in.count(code.end), code
@@ -521,15 +526,19 @@ def test_json_skips_metadata_keys_and_keeps_non_strings() -> None:
     assert f.render(content, ["Hola"]) == content.replace(b'"Hi"', b'"Hola"')
 
 
-def test_json_icu_plural_cases_are_translatable_and_a_broken_one_keeps_the_source() -> None:
+def test_json_icu_plural_cases_are_units_of_their_own_and_keep_their_number() -> None:
+    """Each case of an ICU plural is its own segment (an engine cannot move words across
+    them); a translation that drops the case's ``#`` still gets it back."""
     content = b'{"n": "{count, plural, one {# item} other {# items}}"}'
     f = for_name("json")
-    (unit,) = f.extract(content)
-    assert unit.text == "<g1><x2/> item</g1><g3><x4/> items</g3>"
-    out = f.render(content, ["<g1><x2/> art\u00edculo</g1><g3><x4/> art\u00edculos</g3>"])
+    assert [(u.path, u.text) for u in f.extract(content)] == [
+        ("/n/plural:one", "<x1/> item"),
+        ("/n/plural:other", "<x1/> items"),
+    ]
+    out = f.render(content, ["<x1/> art\u00edculo", "<x1/> art\u00edculos"])
     assert json.loads(out)["n"] == "{count, plural, one {# art\u00edculo} other {# art\u00edculos}}"
-    broken = f.render(content, ["<g3><x4/> art\u00edculos</g3><g1><x2/> art\u00edculo</g1>"])
-    assert broken == content
+    dropped = json.loads(f.render(content, ["un art\u00edculo", "art\u00edculos"]))["n"]
+    assert dropped.count("#") == 2 and "un art\u00edculo" in dropped
 
 
 def test_json_keeps_the_files_escaping_style() -> None:
@@ -630,7 +639,14 @@ def test_arb_metadata_is_kept_and_locale_names_the_target() -> None:
     f = for_name("arb")
     content = (FIXTURES / "arb" / "intl_en.arb").read_bytes()
     units = f.extract(content)
-    assert [u.path for u in units] == ["/greeting", "/gender", "/cafe", "/html"]
+    assert [u.path for u in units] == [
+        "/greeting",
+        "/gender/select:male",
+        "/gender/select:female",
+        "/gender/select:other",
+        "/cafe",
+        "/html",
+    ]
     out = f.render(content, [shout(u.text) for u in units], target_lang="pl")
     before, after = json.loads(content), json.loads(out)
     assert after["@@locale"] == "pl" and list(after) == list(before)

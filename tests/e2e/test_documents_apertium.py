@@ -20,6 +20,8 @@ import redis
 import srt
 from lxml import etree, html
 
+from mtfleet.core import documents
+from mtfleet.core.documents.base import Unit
 from mtfleet.producer.localfleet import LocalFleet
 from tests.conftest import ROOT
 from tests.e2e.fleet_control import apertium_fleet, cli, jobs_made
@@ -401,3 +403,109 @@ def test_submit_sends_the_files_it_can_and_reports_the_one_it_cannot(
     assert "1 of 3 file(s) not sent" in proc.stderr
     assert "casa" in (out / "page.es.html").read_text(encoding="utf-8")
     assert not (out / "brochure.es.idml").exists()
+
+
+#: The real localization files of the newer formats (``../shared/corpus/real2``, copied into
+#: the fixtures): each comes back translated in place through Apertium.
+REAL_FILES = [
+    "po/hamster_en_GB.po",
+    "android/etar_calendar_strings.xml",
+    "strings/facebook-ios-sdk_FacebookSDK.strings",
+    "stringsdict/macpass_Localizable.stringsdict",
+    "xcstrings/ultimate-portfolio-app_Localizable.xcstrings",
+    "yaml/rails-i18n_en-US.yml",
+    "arb/finamp_app_en.arb",
+    "properties/jenkins_hudson_Messages.properties",
+    "webvtt/ableplayer_wwa_captions_en.vtt",
+    "xlsx/excelize_Book1.xlsx",
+    "pptx/Open-XML-SDK_Bug571679_Brownbag.pptx",
+]
+#: Catalogues: the output holds the source's units (and the target's beside them).
+CATALOGUES = {"po", "xcstrings", "yaml", "arb"}
+
+
+@pytest.fixture(scope="module")
+def real_translated(fleet: LocalFleet, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("real-es")
+    paths = [str(ROOT / "tests" / "fixtures" / "documents" / p) for p in REAL_FILES]
+    proc = cli(fleet, "submit", *paths, "--from", "en", "--to", "es", "--out", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out
+
+
+def codes(unit: Unit) -> list[str]:
+    """A unit's inline codes as the file writes them (placeholders, markup), in order."""
+    return sorted(c.start + (c.end or "") for c in unit.codes.values())
+
+
+@pytest.mark.parametrize("name", REAL_FILES, ids=[Path(n).name for n in REAL_FILES])
+def test_a_real_localization_file_comes_back_translated_in_place(
+    real_translated: Path, name: str
+) -> None:
+    """Keys, placeholders and markup are where they were and the text is Spanish: read back
+    by the format itself, the output has the source's units (a catalogue: beside the target's),
+    each with the same codes, and most of their texts changed."""
+    path = ROOT / "tests" / "fixtures" / "documents" / name
+    stem, _, ext = path.name.rpartition(".")
+    out = (real_translated / f"{stem}.es.{ext}").read_bytes()
+    fmt = documents.for_filename(path.name)
+    source = fmt.extract(path.read_bytes())
+    assert out != path.read_bytes()
+    if fmt.name in CATALOGUES:
+        return  # their own e2e checks below read the target's fields
+    got = fmt.extract(out)
+    assert len(got) >= len(source)  # plural forms the target adds, never fewer
+    by_path = {u.path: u for u in got}
+    changed = 0
+    for unit in source:
+        twin = by_path.get(unit.path)
+        assert twin is not None, unit.path
+        assert codes(twin) == codes(unit), unit.path
+        changed += twin.text != unit.text
+    assert changed >= 0.5 * len(source), (changed, len(source))
+
+
+def test_a_real_po_catalogue_gets_spanish_msgstrs(real_translated: Path) -> None:
+    import polib
+
+    src = polib.pofile(str(ROOT / "tests/fixtures/documents/po/hamster_en_GB.po"))
+    out = polib.pofile(str(real_translated / "hamster_en_GB.es.po"))
+    assert [e.msgid for e in out] == [e.msgid for e in src]
+    assert [e.msgctxt for e in out] == [e.msgctxt for e in src]
+    assert out.metadata["Language"] == "es"
+    assert len(out.obsolete_entries()) == len(src.obsolete_entries())
+    spanish = [e for e in out.translated_entries() if SPANISH.search(e.msgstr or "")]
+    assert len(spanish) >= 20
+
+
+def test_a_real_yaml_file_gets_the_spanish_root_and_keeps_its_anchors(
+    real_translated: Path,
+) -> None:
+    from ruamel.yaml import YAML
+
+    text = (real_translated / "rails-i18n_en-US.es.yml").read_text(encoding="utf-8")
+    data = YAML(typ="safe").load(text)
+    assert list(data) == ["es"]
+    assert "&errors_messages" in text and "<<: *errors_messages" in text
+    assert "%{count}" in text and "%{attribute} %{message}" in text
+    assert SPANISH.search(str(data["es"]["errors"]["messages"]))
+
+
+def test_a_real_xlsx_keeps_its_formulas_and_numbers(real_translated: Path) -> None:
+    import openpyxl
+
+    src = openpyxl.load_workbook(ROOT / "tests/fixtures/documents/xlsx/excelize_Book1.xlsx")
+    out = openpyxl.load_workbook(real_translated / "excelize_Book1.es.xlsx")
+    assert src.sheetnames == out.sheetnames
+    texts_changed = 0
+    for ws in src.worksheets:
+        for row in ws.iter_rows():
+            for cell in row:
+                twin = out[ws.title][cell.coordinate]
+                if isinstance(cell.value, str) and cell.data_type == "f":
+                    assert twin.value == cell.value  # a formula
+                elif isinstance(cell.value, str):
+                    texts_changed += twin.value != cell.value
+                else:
+                    assert twin.value == cell.value  # numbers, dates, empties
+    assert texts_changed >= 3

@@ -48,6 +48,8 @@ CORPUS = [
 #: HTML that writes one character two ways in one block ("R&D" beside "AT&amp;T"): a re-render
 #: writes it one way, so the tree is equal but the bytes are not.
 HTML_MIXED_ESCAPES = {"newsletter-email.html"}
+#: ICU select cases whose key is the placeholder they show (``artist{artist}``).
+ICU_SELF_CASES = re.compile(r"\b(\w+)\{\1\}")
 HOSTILE = ' <script>alert("x")</script> Tom & Jerry &amp; 5 < 6'
 
 
@@ -354,11 +356,10 @@ def test_hostile_engine_cannot_lose_markup_or_inject_it(fmt: str, path: Path) ->
                 continue
             if not code.start.strip():  # a line break the engine moved to a cue's end is trimmed
                 continue
-            if fmt in ("json", "arb") and re.search(r"\b(\w+)\{\1\}", text_in):
-                # an ICU select case such as artist{artist}: its body is translated text that
-                # spells the placeholder's name, so the name's count may drop with no code lost
-                if code.start.strip("{}") in re.findall(r"\b(\w+)\{\1\}", text_in):
-                    continue
+            # an ICU select case such as artist{artist}: its body is translated text that spells
+            # the placeholder's name, so the name's count may drop with no code lost
+            if fmt in ("json", "arb") and code.start.strip("{}") in ICU_SELF_CASES.findall(text_in):
+                continue
             assert text_out.count(code.start) >= text_in.count(code.start), code
             if code.end:
                 assert text_out.count(code.end) >= text_in.count(code.end), code

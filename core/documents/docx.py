@@ -43,7 +43,6 @@ bombs).
 from __future__ import annotations
 
 import copy
-import re
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -52,8 +51,8 @@ from typing import Any, ClassVar
 from lxml import etree
 
 from mtfleet.core.documents import register
-from mtfleet.core.documents.ooxml import Package
 from mtfleet.core.documents.base import DocumentError, DocumentFormat, Unit, UnitBuilder
+from mtfleet.core.documents.ooxml import Package
 from mtfleet.core.documents.xliff import (
     close_tag,
     open_tag,
@@ -450,10 +449,16 @@ class DocxFormat(DocumentFormat):
         it = iter(translations)
         rewritten: dict[str, bytes] = {}
         for part in parts:
+            changed = False
             for para in part.paras:
-                if not para.empty:
-                    _ParagraphWriter(para, next(it))
-            rewritten[part.info.filename] = to_bytes(part.root, part.data)
+                if para.empty:
+                    continue
+                translation = next(it)
+                if translation != para.unit.text:  # an unchanged paragraph keeps its bytes
+                    _ParagraphWriter(para, translation)
+                    changed = True
+            if changed:
+                rewritten[part.info.filename] = to_bytes(part.root, part.data)
         return pkg.write(rewritten)
 
 

@@ -1,20 +1,53 @@
 """Markdown (CommonMark with GFM tables and strikethrough): a unit per paragraph, heading and
-table cell (in lists and blockquotes too).
+table cell (in lists and blockquotes too), per link and image title, per translatable
+attribute of inline HTML, per text of an HTML block, and per display field of the front matter.
 
 markdown-it-py finds the blocks (with their source lines) and the inline syntax; the units are
-then cut from the *source text*, so every byte outside them (front matter, code blocks, fences,
-HTML blocks, reference definitions, list markers, ``>`` prefixes, table pipes, line endings) stays
-as it is. Inside a unit:
+then cut from the *source text*, so every byte outside them (code blocks, fences, reference
+definitions but their titles, list markers, ``>`` prefixes, table pipes, line endings) stays
+as it is, and a document whose translations equal its source comes back byte for byte.
 
-* emphasis, strong, strikethrough and inline HTML elements that open and close are paired codes
-  (``**bold**`` → ``<g1>bold</g1>`` with start and end ``**``);
-* a link is a paired code around its text: start ``[``, end ``](url "title")`` (or ``][ref]``);
-* an image is a paired code around its alt text (``![`` … ``](src)``), or one standalone code if
-  the alt text has markup of its own;
-* code spans, autolinks, hard line breaks, entities and lone inline HTML are standalone codes;
-* a soft line break (a hard-wrapped paragraph) is a plain ``\\n``: on render the k-th ``\\n`` of the
-  translation gets back the k-th line break of the source, with the next line's prefix (``> ``,
-  list indentation), so the translation stays inside its blockquote or list item.
+**Translated** (every text a reader or a browser can show):
+
+* paragraphs, headings (ATX and setext), table cells, in nested lists and blockquotes too;
+* inside them: emphasis, strong, strikethrough and inline HTML elements that open and close
+  are paired codes (``**bold**`` → ``<g1>bold</g1>`` with start and end ``**``); a link is a
+  paired code around its text: start ``[``, end ``](url "title")`` (or ``][ref]``); an image
+  is a paired code around its alt text (``![`` … ``](src)``), or one standalone code if the
+  alt text has markup of its own;
+* the title of an inline link or image (``[a](url "title")``, ``![alt](src 'title')``) and
+  of a reference definition (``[ref]: url "title"``): a unit each, written back inside its
+  own delimiters with ``\\``, the delimiter and ``&`` escaped;
+* the attributes of inline HTML that HTML's rules translate (``alt``, ``title``,
+  ``aria-label``... see :mod:`mtfleet.core.documents.html`): a unit each;
+* an HTML block (outside lists and blockquotes) goes through the html format's rules: its
+  text and attributes are units, its scripts, styles, code and ``translate="no"`` are not;
+  a translation never puts a blank line into it (that would end the block). ``<?...?>`` and
+  ``<![CDATA[`` blocks, and HTML blocks in lists and blockquotes, are kept;
+* YAML front matter: the single-line string values of the top-level keys ``title``,
+  ``subtitle``, ``description``, ``summary``, ``excerpt``, ``linkTitle`` and
+  ``sidebar_label`` (what static site generators show as the page's title, description and
+  navigation label); a changed value is written double-quoted, its ``<``, ``>``, ``&``,
+  brackets and backticks ``\\u``-escaped (a renderer that does not know front matter shows
+  it as Markdown: it must find no markup there). Every other key (``slug``, ``tags``, dates,
+  layout...), multi-line, block and non-string values, and TOML (``+++``) front matter are
+  kept.
+
+**Never translated** (kept byte for byte): code spans, fenced and indented code, autolinks
+(``<https://...>``), URLs and destinations, reference labels, entities, hard line breaks
+(standalone codes inside a unit); inline HTML that HTML's rules never translate (``<code>``,
+``<kbd>``, ``<script>...</script>``, ``<span translate="no">``...: one standalone code with
+its content); everything after an inline or block ``<script>``, ``<style>``, ``<textarea>``
+(or another raw-text element) left open, up to the block where it closes. Footnote
+references and labels (``[^1]``, ``[^note]:``), task list markers (``[ ]``, ``[x]``), a
+heading's trailing attribute list (``{#id .class}``) and brackets the source holds as text
+although they look like a link (``[Enter] (key)``, an undefined ``[ref][x]``) are standalone
+codes.
+
+A soft line break (a hard-wrapped paragraph) is a plain ``\\n`` in a unit: on render the k-th
+``\\n`` of the translation gets back the k-th line break of the source, with the next line's
+prefix (``> ``, list indentation), so the translation stays inside its blockquote or list
+item.
 
 Translated text is escaped where it would otherwise turn into syntax: ``<`` before an HTML tag or
 autolink, ``&`` before an entity, ``|`` in a table cell, and a block marker (``#``, ``>``, ``-``,
@@ -25,20 +58,26 @@ at extraction: rendering its own text must give back its source bytes exactly; a
 
 from __future__ import annotations
 
+import json
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from markdown_it import MarkdownIt
 from markdown_it.common.entities import entities
 from markdown_it.common.html_re import HTML_TAG_RE
+from markdown_it.helpers import parseLinkDestination, parseLinkTitle
 from markdown_it.rules_inline.autolink import AUTOLINK_RE, EMAIL_RE
 from markdown_it.rules_inline.entity import DIGITAL_RE, NAMED_RE
 from markdown_it.rules_inline.state_inline import StateInline
 from markdown_it.token import Token
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
 
-from mtfleet.core.documents import register
+from mtfleet.core.documents import html, register
 from mtfleet.core.documents.base import (
+    Code,
     DocumentError,
     DocumentFormat,
     Unit,
@@ -68,6 +107,31 @@ _LINK_OPENER = re.compile(r"\[[^\][\n]*\][ \t]*[(\[:]")
 _PAIRED = {"em_open", "strong_open", "s_open", "em_close", "strong_close", "s_close"}
 _HTML_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)")
 _VOID = {"br", "hr", "img", "input", "wbr", "source", "area", "col", "embed", "meta", "link"}
+#: Elements whose content a browser reads as raw text up to their end tag.
+_RAW = html.RAW_TEXT | html.RCDATA | {"plaintext"}
+#: A footnote reference or label (``[^1]``, ``[^note]:`` at a paragraph's start).
+_FOOTNOTE = re.compile(r"(?<!\\)\[\^[^\[\]\s]+\](?::[ \t]*)?")
+#: Brackets the source holds as text although they look like a link (``[Enter] (key)``, an
+#: undefined ``[ref][x]``): kept as they are, or the escaping of a translation would change them.
+_LITERAL_LINK = re.compile(r"(?<!\\)\[[^\][\n]*\](?=[ \t]*[(\[:])")
+#: A task list item's box (``[ ]``, ``[x]``) at the start of its first paragraph.
+_TASK = re.compile(r"\[[ xX]\](?=[ \t])")
+_ATTR_ITEM = r"""(?:[#.][^\s{}"'=]+|[\w-]+=(?:"[^"\n]*"|'[^'\n]*'|[^\s{}"']+))"""
+#: A heading's trailing attribute list (Pandoc, kramdown, Python-Markdown's attr_list).
+_HEADING_ATTRS = re.compile(rf"(?<!\\)\{{:?[ \t]*{_ATTR_ITEM}(?:[ \t]+{_ATTR_ITEM})*[ \t]*\}}$")
+#: The front matter keys whose values are shown as the page's title, description or label.
+FRONT_MATTER_KEYS = {
+    "title", "subtitle", "description", "summary", "excerpt", "linktitle", "sidebar_label",
+}  # fmt: skip
+_FRONT_MATTER_FIELD = re.compile(r"([A-Za-z_][\w-]*)[ \t]*:[ \t]+(\S.*?)[ \t]*$")
+#: A front matter longer than this is kept as it is (it is read with a YAML parser).
+MAX_FRONT_MATTER = 64 * 1024
+#: Characters a YAML double-quoted scalar must escape beyond JSON's (non-printable, line
+#: breaks), and markup a renderer that does not know front matter would read (it shows the
+#: front matter as Markdown: ``<script>`` there would be HTML, ``[a](b)`` a link).
+_YAML_UNSAFE = re.compile(r"[\x7f-\x9f\u2028\u2029\ufeff<>&\[\]`]")
+_HTML_BLOCK_RAW = re.compile(r" {0,3}<(?:script|pre|style|textarea)(?:[ \t>]|$)", re.I)
+_HTML_BLOCK_SKIP = re.compile(r" {0,3}<(?:\?|!\[CDATA\[)")
 
 
 class _Unmappable(Exception):
@@ -102,14 +166,122 @@ def _parser() -> MarkdownIt:
 _MD = _parser()
 
 
+# --- the pieces of a document that hold units ---------------------------------------------------
+
+
+class _Part(ABC):
+    """A span of the document (``start``, ``end``) holding units, and how to write it back."""
+
+    start: int
+    end: int
+
+    @property
+    @abstractmethod
+    def units(self) -> list[Unit]: ...
+
+    @abstractmethod
+    def render(self, translations: Sequence[str]) -> str:
+        """The span's new text, from one translation per unit."""
+
+
 @dataclass
-class _Block:
+class _Sub:
+    """A translatable piece inside a code's markup: a link's title, an HTML attribute."""
+
+    code: int
+    at_end: bool  # in the code's end markup (else its start)
+    start: int  # span inside that markup
+    end: int
+    unit: Unit
+    write: Callable[[str], str]  # the translated text as it goes into the markup
+
+
+@dataclass
+class _Block(_Part):
+    """A paragraph, heading or table cell: one unit, and the units inside its codes."""
+
     start: int  # span of the unit in the document text
     end: int
     unit: Unit
     kind: str  # "para", "heading" or "cell"
     breaks: list[str]  # source of each soft line break, in order
     strict: bool  # escape block markers at line starts (False if that would change the source)
+    subs: list[_Sub] = field(default_factory=list)
+    main: bool = True  # the unit has text (else only its codes' units are units)
+
+    @property
+    def units(self) -> list[Unit]:
+        return [self.unit] * self.main + [s.unit for s in self.subs]
+
+    def render(self, translations: Sequence[str]) -> str:
+        if not self.main:
+            translations = [self.unit.text, *translations]
+        codes = self.unit.codes
+        changes: dict[tuple[int, bool], list[tuple[int, int, str]]] = {}
+        for sub, translation in zip(self.subs, translations[1:], strict=True):
+            if translation != sub.unit.text:
+                new = sub.write(restore(translation, sub.unit.codes).text)
+                changes.setdefault((sub.code, sub.at_end), []).append((sub.start, sub.end, new))
+        if changes:
+            codes = dict(codes)
+            for (num, at_end), edits in changes.items():
+                code = codes[num]
+                markup = _splice(code.end or "" if at_end else code.start, edits)
+                codes[num] = Code(code.start, markup) if at_end else Code(markup, code.end)
+        esc = _escaper(self.kind, self.breaks, self.strict)
+        return restore(translations[0], codes, esc).text
+
+
+@dataclass
+class _Value(_Part):
+    """A value written in the document on its own: a reference definition's title, a front
+    matter field. Kept as it was unless its translation differs."""
+
+    start: int
+    end: int
+    raw: str
+    unit: Unit
+    write: Callable[[str], str]
+
+    @property
+    def units(self) -> list[Unit]:
+        return [self.unit]
+
+    def render(self, translations: Sequence[str]) -> str:
+        (translation,) = translations
+        if translation == self.unit.text:
+            return self.raw
+        return self.write(restore(translation, self.unit.codes).text)
+
+
+@dataclass
+class _HtmlBlock(_Part):
+    """An HTML block, cut and written back by the html format's rules."""
+
+    start: int
+    end: int
+    source: str
+    found: list[Unit]
+    post: Callable[[str], str] | None
+
+    @property
+    def units(self) -> list[Unit]:
+        return self.found
+
+    def render(self, translations: Sequence[str]) -> str:
+        # a line break at a unit's edge would meet the source's own: a blank line
+        cleaned = [t.strip(" \t\r\n") for t in translations]
+        return html.rendered(self.source, cleaned, post=self.post)
+
+
+def _splice(s: str, edits: list[tuple[int, int, str]]) -> str:
+    out: list[str] = []
+    pos = 0
+    for a, b, new in sorted(edits):
+        out += [s[pos:a], new]
+        pos = b
+    out.append(s[pos:])
+    return "".join(out)
 
 
 # --- blocks and their source ------------------------------------------------------------------
@@ -129,17 +301,28 @@ def _lines(text: str) -> list[tuple[int, str, str]]:
     return out
 
 
-def _without_front_matter(text: str, lines: list[tuple[int, str, str]]) -> str:
-    """``text`` with a leading YAML front matter block blanked out (line numbers unchanged)."""
-    if not lines or lines[0][1].rstrip() != "---":
-        return text
+def _front_matter_end(lines: list[tuple[int, str, str]]) -> int:
+    """The number of lines of a leading YAML (``---``) or TOML (``+++``) front matter, or 0."""
+    if not lines:
+        return 0
+    fence = lines[0][1].rstrip()
+    if fence not in ("---", "+++"):
+        return 0
     for n, (_, body, _) in enumerate(lines[1:], start=1):
-        if _FRONT_MATTER_END.match(body):
-            return (
-                "".join(end for _, _, end in lines[: n + 1])
-                + text[lines[n + 1][0] if n + 1 < len(lines) else len(text) :]
-            )
-    return text
+        if (fence == "---" and _FRONT_MATTER_END.match(body)) or (
+            fence == "+++" and body.rstrip() == "+++"
+        ):
+            return n + 1
+    return 0
+
+
+def _without_front_matter(text: str, lines: list[tuple[int, str, str]]) -> str:
+    """``text`` with a leading front matter block blanked out (line numbers unchanged)."""
+    count = _front_matter_end(lines)
+    if not count:
+        return text
+    rest = lines[count][0] if count < len(lines) else len(text)
+    return "".join(end for _, _, end in lines[:count]) + text[rest:]
 
 
 def _line_positions(content: str, lines: list[tuple[int, str, str]], first: int) -> list[int]:
@@ -220,21 +403,41 @@ def _check_runs(text: str) -> None:
         )
 
 
-def _blocks(text: str) -> list[_Block]:
+def _parts(text: str) -> list[_Part]:
     lines = _lines(text)
-    tokens = _MD.parse(_without_front_matter(text, lines))
-    blocks: list[_Block] = []
+    env: dict[str, object] = {}
+    tokens = _MD.parse(_without_front_matter(text, lines), env)
+    parts: list[_Part] = list(_front_matter(text, lines))
     row: list[tuple[str, list[int]]] = []
     row_offset = 0
     cell = 0
+    raw_open: str | None = None  # a raw-text element (a script...) left open: its text is code
     for i, tok in enumerate(tokens):
         if tok.type == "tr_open" and tok.map:
             row_offset, body, _ = lines[tok.map[0]]
             row = _split_row(body)
             cell = 0
-        if tok.type != "inline" or not tok.map or not tok.content.strip():
+        if tok.type == "html_block" and tok.map:
+            source = _source(text, lines, tok.map)
+            if raw_open is not None:
+                raw_open = _still_open(raw_open, source)
+                continue
+            raw_open = _left_open_html(source)
+            block = _html_block(text, lines, tok)
+            if block is not None:
+                parts.append(block)
+            continue
+        if tok.type != "inline" or not tok.map:
+            continue
+        children = tok.children or []
+        if raw_open is not None:
+            raw_open = _still_open(raw_open, "".join(_html_pieces(children)))
+            continue
+        raw_open = _left_open_inline(children)
+        if not tok.content.strip():
             continue
         parent = tokens[i - 1].type
+        task = parent == "paragraph_open" and i >= 2 and tokens[i - 2].type == "list_item_open"
         try:
             if parent in ("th_open", "td_open"):
                 pos, cell = _cell_positions(row, tok.content, cell, row_offset)
@@ -242,12 +445,230 @@ def _blocks(text: str) -> list[_Block]:
             else:
                 pos = _line_positions(tok.content, lines, tok.map[0])
                 kind = "heading" if parent == "heading_open" else "para"
-            block = _block(text, tok, pos, kind, f"line {tok.map[0] + 1}")
+            block = _block(text, tok, pos, kind, f"line {tok.map[0] + 1}", task)
         except _Unmappable:
             continue
         if block is not None:
-            blocks.append(block)
-    return blocks
+            parts.append(block)
+    parts += _reference_titles(text, lines, env)
+    return sorted(parts, key=lambda p: p.start)
+
+
+def _source(text: str, lines: list[tuple[int, str, str]], span: list[int]) -> str:
+    first, stop = span
+    end = lines[stop][0] if stop < len(lines) else len(text)
+    return text[lines[first][0] : end]
+
+
+# --- raw text left open -------------------------------------------------------------------------
+
+
+def _html_pieces(children: list[Token]) -> list[str]:
+    return [c.content for c in children if c.type == "html_inline"]
+
+
+def _left_open_inline(children: list[Token]) -> str | None:
+    """The raw-text element (``<script>``...) a paragraph's inline HTML leaves open, if any."""
+    open_name: str | None = None
+    for piece in _html_pieces(children):
+        m = _HTML_TAG.match(piece)
+        if not m:
+            continue
+        name = m.group(2).lower()
+        if open_name is None and not m.group(1) and name in _RAW:
+            open_name = name
+        elif open_name == name and m.group(1):
+            open_name = None
+    return open_name
+
+
+def _left_open_html(source: str) -> str | None:
+    """The raw-text element an HTML block leaves open, if any."""
+    open_name: str | None = None
+    for t in html.tokenize(source):
+        if t.kind == "start" and t.name in _RAW and open_name is None:
+            open_name = t.name
+        elif t.kind == "end" and t.name == open_name:
+            open_name = None
+    return open_name
+
+
+def _still_open(name: str, source: str) -> str | None:
+    """After a block inside the open raw-text element ``name``: still open unless the block
+    closes it (then whatever it opens after that)."""
+    m = re.search(rf"</{re.escape(name)}(?=[ \t\n\r\f/>])", source, re.I)
+    if m is None:
+        return name
+    return _left_open_html(source[m.end() :])
+
+
+# --- HTML blocks, reference titles, front matter -----------------------------------------------
+
+
+def _html_block(text: str, lines: list[tuple[int, str, str]], tok: Token) -> _Part | None:
+    """An HTML block outside lists and blockquotes, through the html format's rules."""
+    assert tok.map
+    source = _source(text, lines, tok.map)
+    if tok.level != 0 or _HTML_BLOCK_SKIP.match(source):
+        return None
+    if re.sub(r"\r\n?", "\n", source).rstrip("\n") != tok.content.rstrip("\n"):
+        return None  # not the block's source (a container's prefix, tabs): leave it
+    found = html.units(source)
+    if not found:
+        return None
+    post = None if _HTML_BLOCK_RAW.match(source) else html.no_blank_lines
+    if html.rendered(source, [u.text for u in found], post=post) != source:
+        return None  # the html format would not give it back byte for byte: leave it
+    for u in found:
+        u.path = f"line {tok.map[0] + 1} {u.path}"
+    start = lines[tok.map[0]][0]
+    return _HtmlBlock(start, start + len(source), source, found, post)
+
+
+def _title_writer(delimiter: str, cell: bool = False) -> Callable[[str], str]:
+    """Write a translated title between its delimiters (``"``, ``'`` or ``(``)."""
+    specials = {'"': '"', "'": "'", "(": "()"}[delimiter]
+
+    def write(s: str) -> str:
+        s = re.sub(r"[ \t]*(?:\r\n|\r|\n)[ \t]*", " ", s)  # a title may not hold a blank line
+        out: list[str] = []
+        for i, ch in enumerate(s):
+            if ch == "\\" or ch in specials or (cell and ch == "|"):
+                out.append("\\" + ch)
+            elif ch == "&" and _starts_entity(s, i):
+                out.append("&amp;")
+            else:
+                out.append(ch)
+        return "".join(out)
+
+    return write
+
+
+def _title_span(s: str, pos: int) -> tuple[int, int, str] | None:
+    """After a link's ``(`` at ``pos`` in ``s``: the span of its title's text (inside its
+    delimiters) and the title, or None when it has none."""
+    n = len(s)
+    pos = _skip_space(s, pos)
+    dest = parseLinkDestination(s, pos, n)
+    if not dest.ok:
+        return None
+    start = _skip_space(s, dest.pos)
+    if start == dest.pos or start >= n or s[start] not in "\"'(":
+        return None
+    title = parseLinkTitle(s, start, n)
+    if not title.ok:
+        return None
+    return start + 1, title.pos - 1, title.str
+
+
+def _skip_space(s: str, pos: int) -> int:
+    newline = False
+    while pos < len(s) and (s[pos] in " \t" or (s[pos] in "\r\n" and not newline)):
+        if s[pos] in "\r\n":
+            newline = True
+            if s.startswith("\r\n", pos):
+                pos += 1
+        pos += 1
+    return pos
+
+
+_REF_LABEL = re.compile(r" {0,3}\[(?:[^\\\[\]]|\\.){0,999}\]:", re.S)
+
+
+def _reference_titles(
+    text: str, lines: list[tuple[int, str, str]], env: dict[str, object]
+) -> list[_Part]:
+    """A unit per title of a reference definition (outside containers)."""
+    refs = env.get("references")
+    parts: list[_Part] = []
+    if not isinstance(refs, dict):
+        return parts
+    for ref in refs.values():
+        span, title = ref.get("map"), ref.get("title")
+        if not title or not title.strip() or not span:
+            continue
+        source = _source(text, lines, span)
+        m = _REF_LABEL.match(source)
+        if not m:
+            continue
+        found = _title_span(source, m.end())
+        if found is None or found[2] != title or source[found[1] + 1 :].strip():
+            continue
+        a, b, _ = found
+        base = lines[span[0]][0]
+        builder = UnitBuilder(f"line {span[0] + 1} reference title")
+        builder.text(title)
+        write = _title_writer(source[a - 1])
+        parts.append(_Value(base + a, base + b, source[a:b], builder.build(), write))
+    return parts
+
+
+def _front_matter(text: str, lines: list[tuple[int, str, str]]) -> list[_Part]:
+    """A unit per display field of a YAML front matter (single-line string values)."""
+    count = _front_matter_end(lines)
+    if count < 3 or lines[0][1].rstrip() != "---":
+        return []
+    if lines[count - 1][0] > MAX_FRONT_MATTER:
+        return []
+    parts: list[_Part] = []
+    for n in range(1, count - 1):
+        offset, body, _ = lines[n]
+        m = _FRONT_MATTER_FIELD.match(body)
+        if not m or m.group(1).lower() not in FRONT_MATTER_KEYS:
+            continue
+        scalar = _scalar(m.group(2))
+        if scalar is None:
+            continue
+        following = next((b for _, b, _ in lines[n + 1 : count - 1] if b.strip()), "")
+        if scalar[0] not in "\"'" and following[:1] in (" ", "\t"):
+            continue  # a plain value that goes on over the next lines
+        value = _yaml_string(f"k: {scalar}")
+        if value is None or not value.strip():
+            continue
+        b = UnitBuilder(f"front matter {m.group(1)}")
+        b.text(value)
+        start = offset + m.start(2)
+        parts.append(_Value(start, start + len(scalar), scalar, b.build(), _yaml_quoted))
+    return parts
+
+
+def _scalar(raw: str) -> str | None:
+    """The scalar at the start of a front matter value (a comment after it left out), or
+    None for anything but a plain or quoted one-line string."""
+    if raw[0] in "\"'":
+        q = raw[0]
+        i = 1
+        while i < len(raw):
+            if q == '"' and raw[i] == "\\":
+                i += 2
+                continue
+            if raw[i] == q:
+                if q == "'" and raw[i + 1 : i + 2] == "'":
+                    i += 2
+                    continue
+                rest = raw[i + 1 :].strip()
+                return raw[: i + 1] if not rest or rest.startswith("#") else None
+            i += 1
+        return None
+    if raw[0] in "-?:,[]{}#&*!|>%@`":
+        return None
+    cut = re.search(r"[ \t]#", raw)
+    return (raw[: cut.start()] if cut else raw).rstrip()
+
+
+def _yaml_string(line: str) -> str | None:
+    try:
+        loaded = YAML(typ="safe", pure=True).load(line)
+    except (YAMLError, ValueError, TypeError):
+        return None
+    value = loaded.get("k") if isinstance(loaded, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _yaml_quoted(s: str) -> str:
+    """``s`` as a YAML double-quoted scalar on one line (markup characters ``\\u``-escaped)."""
+    quoted = json.dumps(s, ensure_ascii=False)
+    return _YAML_UNSAFE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", quoted)
 
 
 # --- inside a block -----------------------------------------------------------------------------
@@ -318,7 +739,9 @@ def _tag_of(tok: Token) -> tuple[bool, str] | None:
     return None
 
 
-def _block(text: str, tok: Token, pos: list[int], kind: str, path: str) -> _Block | None:
+def _block(
+    text: str, tok: Token, pos: list[int], kind: str, path: str, task: bool = False
+) -> _Block | None:
     content = tok.content
     children = tok.children or []
     spans = _spans(children, content)
@@ -331,14 +754,48 @@ def _block(text: str, tok: Token, pos: list[int], kind: str, path: str) -> _Bloc
     b = UnitBuilder(path)
     breaks: list[str] = []
     pending: list[str] = []  # text is added in runs, so a tag-like run is protected whole
+    subs: list[_Sub] = []
+    at_start = True  # nothing but blanks added yet
 
-    def flush() -> None:
-        if pending:
-            b.text("".join(pending))
-            pending.clear()
+    def flush(last: bool = False) -> None:
+        nonlocal at_start
+        if not pending:
+            return
+        run = "".join(pending)
+        pending.clear()
+        cut = 0
+        protected: list[tuple[int, int]] = []
+        if at_start and task:
+            m = _TASK.match(run)
+            if m:
+                protected.append((0, m.end()))
+        for m in _LITERAL_LINK.finditer(run):  # brackets that are text in the source stay so
+            protected.append((m.start(), m.end()))
+        for m in _FOOTNOTE.finditer(run):
+            if m.group(0).endswith((":", ": ", ":\t")) and not (at_start and m.start() == 0):
+                protected.append((m.start(), m.start() + m.group(0).index("]") + 1))
+            else:
+                protected.append((m.start(), m.end()))
+        if last and kind == "heading":
+            m = _HEADING_ATTRS.search(run)
+            if m:
+                protected.append((m.start(), m.end()))
+        for s, e in sorted(protected, key=lambda span: (span[0], -span[1])):
+            if s < cut:
+                continue
+            b.text(run[cut:s])
+            b.standalone(run[s:e])
+            cut = e
+        b.text(run[cut:])
+        at_start = False
 
+    cell = kind == "cell"
+    writer: Callable[[str], str] = _attr_writer(cell)
     in_autolink = False
-    for i, (c, (s, e)) in enumerate(zip(children, spans, strict=True)):
+    i = 0
+    while i < len(children):
+        c, (s, e) = children[i], spans[i]
+        i += 1
         if in_autolink:
             in_autolink = c.type != "link_close"
             continue
@@ -350,29 +807,111 @@ def _block(text: str, tok: Token, pos: list[int], kind: str, path: str) -> _Bloc
             breaks.append(src(s, e))
             continue
         flush()
-        if i in partner:
-            cs, ce = spans[partner[i]]
-            b.open(src(s, e), src(cs, ce))
-        elif i in closers:
+        at_start = False
+        tag = html.start_tag(c.content) if c.type == "html_inline" else None
+        if tag is not None and html.never_translated(tag):
+            stop = False
+            if i - 1 in partner:  # the element and its content: one code
+                num = b.standalone(src(s, spans[partner[i - 1]][1]))
+                i = partner[i - 1] + 1
+            elif tag.name in _RAW and not tag.selfclosing:  # left open: the rest is raw text
+                num = b.standalone(src(s, len(content)))
+                stop = True
+            else:
+                num = b.standalone(src(s, e))
+            if not html.no_translate(tag):  # a <textarea>'s placeholder, a <code>'s title
+                _attr_subs(subs, num, tag, path, writer)
+            if stop:
+                break
+            continue
+        if i - 1 in partner:
+            cs, ce = spans[partner[i - 1]]
+            num = b.open(src(s, e), src(cs, ce))
+            if tag is not None:
+                _attr_subs(subs, num, tag, path, writer)
+            elif c.type == "link_open":
+                _link_title(subs, num, src(cs, ce), path, cell)
+        elif i - 1 in closers:
             b.close()
         elif c.type == "image" and _simple_alt(c, content, s, e):
             label_end = s + 2 + len(c.content)
-            b.open(src(s, s + 2), src(label_end, e))
+            num = b.open(src(s, s + 2), src(label_end, e))
+            _link_title(subs, num, src(label_end, e), path, cell)
             b.text(c.content)
             b.close()
         else:
-            b.standalone(src(s, e))
+            num = b.standalone(src(s, e))
+            if tag is not None:
+                _attr_subs(subs, num, tag, path, writer)
+            elif c.type == "image":
+                _image_title(subs, num, src(s, e), c, path, cell)
             in_autolink = c.type == "link_open"
-    flush()
-    if b.empty:
+    flush(last=True)
+    main = not b.empty
+    if not main and not subs:
         return None
     unit = b.build()
     start, end = pos[0], pos[len(content)]
     source = text[start:end]
     for strict in (True, False):
         if restore(unit.text, unit.codes, _escaper(kind, breaks, strict)).text == source:
-            return _Block(start, end, unit, kind, breaks, strict)
+            return _Block(start, end, unit, kind, breaks, strict, subs, main)
     return None
+
+
+def _attr_writer(cell: bool) -> Callable[[str], str]:
+    """Write a translated attribute value of inline HTML (quoted, on one line)."""
+
+    def write(s: str) -> str:
+        value = html.attr_value(re.sub(r"[ \t]*(?:\r\n|\r|\n)[ \t]*", " ", s))
+        return value.replace("|", "\\|") if cell else value
+
+    return write
+
+
+def _attr_subs(
+    subs: list[_Sub], num: int, tag: html.Tok, path: str, write: Callable[[str], str]
+) -> None:
+    """A unit per translatable attribute of the inline HTML start tag of code ``num``."""
+    for a in html.translatable_attrs(tag):
+        assert a.value is not None
+        b = UnitBuilder(f"{path} <{tag.name} {a.name}>")
+        b.text(a.value)
+        subs.append(_Sub(num, False, a.start, a.end, b.build(), write))
+
+
+def _link_title(subs: list[_Sub], num: int, end_markup: str, path: str, cell: bool) -> None:
+    """A unit for the title in a link's or image's end markup (``](url "title")``)."""
+    if not end_markup.startswith("]("):
+        return
+    found = _title_span(end_markup, 2)
+    if found is None or not found[2].strip():
+        return
+    a, z, title = found
+    b = UnitBuilder(f"{path} title")
+    b.text(title)
+    subs.append(_Sub(num, True, a, z, b.build(), _title_writer(end_markup[a - 1], cell)))
+
+
+def _image_title(
+    subs: list[_Sub], num: int, markup: str, img: Token, path: str, cell: bool
+) -> None:
+    """A unit for the title of an image that is one standalone code (``![](src "title")``,
+    an alt text with markup of its own): the last ``](`` whose destination and title run to
+    the image's closing ``)``."""
+    title = img.attrs.get("title")
+    if not isinstance(title, str) or not title.strip():
+        return
+    at = markup.rfind("](")
+    while at >= 0:
+        found = _title_span(markup, at + 2)
+        if found is not None and found[2] == title and markup[found[1] + 1 :].strip() == ")":
+            a, z, _ = found
+            b = UnitBuilder(f"{path} title")
+            b.text(title)
+            subs.append(_Sub(num, False, a, z, b.build(), _title_writer(markup[a - 1], cell)))
+            return
+        at = markup.rfind("](", 0, at)
 
 
 def _simple_alt(img: Token, content: str, s: int, e: int) -> bool:
@@ -475,21 +1014,23 @@ class MarkdownFormat(DocumentFormat):
     def extract(self, content: bytes) -> list[Unit]:
         _, text = decode_document(content, "Markdown")
         _check_runs(text)
-        return [b.unit for b in _blocks(text)]
+        return [u for part in _parts(text) for u in part.units]
 
     def render(
         self, content: bytes, translations: Sequence[str], *, target_lang: str | None = None
     ) -> bytes:
         bom, text = decode_document(content, "Markdown")
-        blocks = _blocks(text)
-        check_count(self.name, blocks, translations)
+        parts = _parts(text)
+        check_count(self.name, [u for p in parts for u in p.units], translations)
         out = [bom]
         pos = 0
-        for block, translation in zip(blocks, translations, strict=True):
-            esc = _escaper(block.kind, block.breaks, block.strict)
-            out.append(text[pos : block.start])
-            out.append(restore(translation, block.unit.codes, esc).text)
-            pos = block.end
+        index = 0
+        for part in parts:
+            count = len(part.units)
+            out.append(text[pos : part.start])
+            out.append(part.render(translations[index : index + count]))
+            index += count
+            pos = part.end
         out.append(text[pos:])
         return "".join(out).encode("utf-8")
 

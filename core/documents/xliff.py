@@ -182,12 +182,21 @@ def close_tag(el: Any) -> str:
 
 
 def to_bytes(root: Any, content: bytes) -> bytes:
-    """Serialize a parsed document the way it came: same encoding and XML declaration."""
+    """Serialize a parsed document the way it came: same encoding and XML declaration. In an
+    ASCII-compatible encoding the declaration, the white space around the root element and a
+    byte-order mark are the original's bytes (lxml would write the declaration in single quotes
+    and drop the final newline), so a part whose tree did not change comes back byte-equal."""
     tree = root.getroottree()
     docinfo = tree.docinfo
     encoding = docinfo.encoding or "UTF-8"
     head = content[:256].replace(b"\x00", b"").removeprefix(b"\xef\xbb\xbf")
     declared = head.lstrip(b"\xfe\xff").startswith(b"<?xml")
+    if not content.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00", b"<\x00")):
+        prolog = _PROLOG_BYTES.match(content)
+        if prolog is not None:
+            body = etree.tostring(tree, encoding=encoding, xml_declaration=False)
+            tail = content[len(content.rstrip()) :]
+            return prolog.group(0) + body.strip() + tail
     standalone = _STANDALONE.search(head.split(b"?>", 1)[0]) if declared else None
     return bytes(
         etree.tostring(
@@ -199,6 +208,8 @@ def to_bytes(root: Any, content: bytes) -> bytes:
     )
 
 
+#: A byte-order mark, an XML declaration and the white space after it (or white space alone).
+_PROLOG_BYTES = re.compile(rb"(?:\xef\xbb\xbf)?(?:<\?xml[^>]*\?>)?\s*")
 _STANDALONE = re.compile(rb"""standalone\s*=\s*["'](yes|no)["']""")
 
 

@@ -143,7 +143,7 @@ def test_v1_documents(fleet: LocalFleet, key: str, path: Path, target: str) -> N
         )
         assert made.status_code in (200, 201, 202), made.text
         job = made.json()
-        done = client.get(f"/v1/jobs/{job['id']}", params={"wait": 90})
+        done = client.get(f"/v1/jobs/{job['id']}", params={"wait": 60})
         assert done.json()["status"] == "succeeded", done.text
         got = client.get(f"/v1/jobs/{job['id']}/document")
         assert got.status_code == 200, got.text
@@ -168,7 +168,7 @@ def test_libretranslate_translate_file(
     fleet: LocalFleet, key: str, path: Path, target: str
 ) -> None:
     got = httpx.post(
-        f"{fleet.api_url}/translate_file",
+        f"{fleet.api_url}/libretranslate/translate_file",
         files={"file": (path.name, path.read_bytes())},
         data={"source": "en", "target": target, "api_key": key},
         timeout=120,
@@ -229,7 +229,7 @@ def test_a_file_that_cannot_be_read_is_refused_on_every_surface(
         )
     assert path.name in str(refused.value) or problem in str(refused.value)
     lt = httpx.post(
-        f"{fleet.api_url}/translate_file",
+        f"{fleet.api_url}/libretranslate/translate_file",
         files={"file": (path.name, content)},
         data={"source": "en", "target": "es", "api_key": key},
         timeout=60,

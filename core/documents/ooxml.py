@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import re
 import shutil
+import struct
 import zipfile
 import zlib
 from typing import Any
@@ -135,7 +136,9 @@ class Package:
 
     def write(self, rewritten: dict[str, bytes]) -> bytes:
         """The package with the members named in ``rewritten`` replaced; every other member
-        streamed through (never held whole) with its name, order, timestamp and compression."""
+        copied as it is stored, compressed bytes and all (never inflated and deflated again:
+        a deck's images or a workbook's 20 MB sheet of numbers cost a copy), with its name,
+        order, timestamp and compression."""
         out = io.BytesIO()
         with zipfile.ZipFile(out, "w") as zout:
             for info in self.zip.infolist():
@@ -147,12 +150,55 @@ class Package:
                 data = rewritten.get(info.filename)
                 if data is not None:
                     zout.writestr(member, data)
-                    continue
-                try:
-                    with self.zip.open(info) as src, zout.open(member, "w") as dst:
-                        shutil.copyfileobj(src, dst, _COPY_BYTES)
-                except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:
-                    raise DocumentError(
-                        f"{self.kind} member {info.filename} cannot be read: {exc}"
-                    ) from None
+                elif not self._copy_stored(info, member, zout):
+                    self._recompress(info, member, zout)
         return out.getvalue()
+
+    def _copy_stored(
+        self, info: zipfile.ZipInfo, member: zipfile.ZipInfo, zout: zipfile.ZipFile
+    ) -> bool:
+        """Copy ``info``'s compressed bytes into ``zout`` as ``member``; False (nothing
+        written) when its local header is not where the central directory says.
+
+        :mod:`zipfile` has no raw copy: this writes the local header and the data at the end
+        of the archive and records the member as :meth:`zipfile.ZipFile.writestr` does (the
+        same attributes: ``fp``, ``start_dir``, ``filelist``, ``NameToInfo``)."""
+        src = self.zip.fp
+        if src is None:
+            return False
+        src.seek(info.header_offset)
+        local = src.read(30)
+        if len(local) < 30 or local[:4] != b"PK\x03\x04":
+            return False
+        name_len, extra_len = struct.unpack("<HH", local[26:30])
+        member.CRC = info.CRC
+        member.file_size = info.file_size
+        member.compress_size = info.compress_size
+        zip64 = max(info.file_size, info.compress_size) > zipfile.ZIP64_LIMIT
+        zout.fp.seek(zout.start_dir)  # type: ignore[union-attr]
+        member.header_offset = zout.fp.tell()  # type: ignore[union-attr]
+        zout.fp.write(member.FileHeader(zip64))  # type: ignore[union-attr]
+        src.seek(info.header_offset + 30 + name_len + extra_len)
+        left = info.compress_size
+        while left > 0:
+            chunk = src.read(min(left, _COPY_BYTES))
+            if not chunk:
+                raise DocumentError(f"{self.kind} member {info.filename} is cut short")
+            zout.fp.write(chunk)  # type: ignore[union-attr]
+            left -= len(chunk)
+        zout.start_dir = zout.fp.tell()  # type: ignore[union-attr]
+        zout.filelist.append(member)
+        zout.NameToInfo[member.filename] = member
+        zout._didModify = True  # type: ignore[attr-defined]
+        return True
+
+    def _recompress(
+        self, info: zipfile.ZipInfo, member: zipfile.ZipInfo, zout: zipfile.ZipFile
+    ) -> None:
+        try:
+            with self.zip.open(info) as src, zout.open(member, "w") as dst:
+                shutil.copyfileobj(src, dst, _COPY_BYTES)
+        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:
+            raise DocumentError(
+                f"{self.kind} member {info.filename} cannot be read: {exc}"
+            ) from None

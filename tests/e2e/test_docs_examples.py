@@ -110,8 +110,17 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copy(FIXTURES / "markdown" / "shipping-faq.md", d / "article.md")
     shutil.copy(FIXTURES / "json" / "i18next-en.json", d / "strings.json")
     shutil.copy(FIXTURES / "srt" / "product-video.srt", d / "video.srt")
-    shutil.copy(next((FIXTURES / "xliff").glob("*.xlf")), d / "app.xlf")
+    shutil.copy(FIXTURES / "xliff" / "v12_product_sheet.xlf", d / "app.xlf")
     shutil.copy(FIXTURES / "docx" / "product_sheet.docx", d / "sheet.docx")
+    shutil.copy(FIXTURES / "po" / "messages.po", d / "messages.po")
+    shutil.copy(FIXTURES / "android" / "shop_strings.xml", d / "strings.xml")
+    shutil.copy(
+        FIXTURES / "xcstrings" / "ultimate-portfolio-app_Localizable.xcstrings",
+        d / "Localizable.xcstrings",
+    )
+    shutil.copy(FIXTURES / "yaml" / "en.yml", d / "en.yml")
+    shutil.copy(FIXTURES / "xlsx" / "workbook_features.xlsx", d / "prices.xlsx")
+    shutil.copy(FIXTURES / "pptx" / "features.pptx", d / "deck.pptx")
     catalogue = "The red shirt is in the house.\n\nMy sister bought a new table.\nAdd to cart\n"
     (d / "catalogue.txt").write_text(catalogue, encoding="utf-8")
     (d / "catalogue").mkdir()

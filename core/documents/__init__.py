@@ -23,10 +23,20 @@ def register(fmt: DocumentFormat) -> DocumentFormat:
     return fmt
 
 
+#: Every format's module, in the order formats are listed: adding a format is its module
+#: (ending with ``register(TheFormat())``) and one name here.
+MODULES = (
+    "text", "markdown", "html", "json_i18n", "arb", "yaml_i18n", "srt", "webvtt", "properties",
+    "apple_strings", "stringsdict", "xcstrings", "gettext_po", "android_strings", "xliff",
+    "docx", "xlsx", "pptx",
+)  # fmt: skip
+
+
 def _load() -> None:
-    # imported for their register() calls; a module missing here is a format not yet built.
-    # Under a lock, and marked loaded only once every module is: the API's first two uploads
-    # arrive on two threads at once, and the second must not see FORMATS still empty.
+    """Import every format module (each registers itself). A module that is missing is an
+    error, never a format silently left out. Under a lock, and marked loaded only once every
+    module is: the API's first two uploads arrive on two threads at once, and the second must
+    not see FORMATS still empty."""
     global _loaded
     if _loaded:
         return
@@ -35,16 +45,8 @@ def _load() -> None:
             return
         import importlib
 
-        for name in (
-            "text", "markdown", "html", "json_i18n", "arb", "srt", "webvtt", "properties",
-            "apple_strings", "stringsdict", "xcstrings", "gettext_po", "android_strings",
-            "yaml_i18n", "xliff", "docx", "xlsx", "pptx",
-        ):  # fmt: skip
-            try:
-                importlib.import_module(f"mtfleet.core.documents.{name}")
-            except ModuleNotFoundError as exc:
-                if exc.name != f"mtfleet.core.documents.{name}":
-                    raise
+        for name in MODULES:
+            importlib.import_module(f"mtfleet.core.documents.{name}")
         _loaded = True
 
 

@@ -53,13 +53,6 @@ def categories(lang: str, *, ordinal: bool = False) -> tuple[str, ...] | None:
     return tuple(c for c in CATEGORIES if c in tags)
 
 
-def category_of(lang: str, n: int) -> str:
-    """The CLDR category of the number ``n`` in ``lang`` (``other`` where CLDR does not know
-    the language)."""
-    loc = _locale(lang)
-    return "other" if loc is None else str(loc.plural_form(n))
-
-
 def for_target(
     cases: Sequence[tuple[str, T]],
     target: str | None,

@@ -812,7 +812,15 @@ def _sheets(pkg: Package, workbook: zipfile.ZipInfo, kinds: dict[str, Any]) -> l
     return sheets
 
 
-_MAYBE_TEXT_CELLS = re.compile(rb"""inlineStr|\bt\s*=\s*["']str["']""")
+#: A ``t="str"`` cell (``inlineStr`` is looked for as plain bytes first: a regex alternation
+#: tried at every byte of a 25 MB sheet of numbers costs 0.2 s, the two plain scans 0.03 s).
+_STR_CELL = re.compile(rb"""\bt\s*=\s*["']str["']""")
+
+
+def _maybe_text_cells(data: bytes) -> bool:
+    """Whether a sheet may hold inline or ``t="str"`` strings (a sheet that cannot is not
+    parsed at all)."""
+    return b"inlineStr" in data or (b"str" in data and _STR_CELL.search(data) is not None)
 
 
 def _read_package(content: bytes) -> tuple[Package, list[_Part]]:
@@ -838,7 +846,7 @@ def _read_package(content: bytes) -> tuple[Package, list[_Part]]:
     sheet_parts: list[_Part] = []  # only the parts holding units keep their bytes
     for sheet in sheets:
         data, what = load(sheet.info)
-        if sheet.keep or _MAYBE_TEXT_CELLS.search(data):
+        if sheet.keep or _maybe_text_cells(data):
             scan = _SheetScan(data, what, sheet.name, sheet.keep)
             scan.run()
             kept |= scan.kept

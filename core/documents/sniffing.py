@@ -157,9 +157,7 @@ def sniff(content: bytes, extensions: dict[str, str]) -> str:
         )
     kind = _key_value(head)
     if kind == ":":
-        return _read_or_refuse(
-            "yaml", "the file is YAML (most lines are 'key: value')", extensions
-        )
+        return _read_or_refuse("yaml", "the file is YAML (most lines are 'key: value')", extensions)
     if kind == "=":
         return _read_or_refuse(
             "properties", "the file is a key-value file (most lines are 'key = value')", extensions

@@ -58,6 +58,8 @@ class TextsRequest:
     target: str
     cutting: Cutting
     glossary_id: str | None = None
+    # context, custom instructions, formality, as the surface names them (JobCreate's fields)
+    guidance: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,7 @@ async def translate(
         target_lang=req.target,
         lane=Lane.interactive,
         glossary_id=req.glossary_id,
+        **(req.guidance or {}),
     )
     key = retry_key(surface, request, job_req)
     done, job = await _translations(services, caller, job_req, key, wait_s)
@@ -213,6 +216,7 @@ async def submit_document(
     surface: str,
     request: Mapping[str, Any],
     callback_url: str | None = None,
+    guidance: Mapping[str, Any] | None = None,
 ) -> tuple[JobRecord, str]:
     """A document job for an uploaded file of format ``fmt`` (what
     :func:`mtfleet.core.documents.for_upload` says it is), and the secret that reads it.
@@ -229,6 +233,7 @@ async def submit_document(
         target_lang=target,
         glossary_id=glossary_id,
         callback_url=callback_url,
+        **(guidance or {}),
     )
     key = retry_key(surface, request, req)
     submitted = await run_in_threadpool(

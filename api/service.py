@@ -47,6 +47,7 @@ from mtfleet.core.errors import (
     UnsupportedLanguage,
 )
 from mtfleet.core.glossary import GlossaryInfo, GlossaryStore
+from mtfleet.core.guidance import Guidance, cache_variant
 from mtfleet.core.interactive import InteractiveShares, Reservation
 from mtfleet.core.models import (
     ChunkMessage,
@@ -61,6 +62,7 @@ from mtfleet.core.registry import Registry
 from mtfleet.core.schemas import JobCreate
 from mtfleet.core.settings import Settings
 from mtfleet.core.store import JobRecord, JobStore, new_job_id
+from mtfleet.core.style_rules import StyleRuleStore
 
 log = logging.getLogger(__name__)
 
@@ -173,6 +175,8 @@ class JobService:
         texts = req.texts
         if not texts or req.document is not None or req.glossary_id or req.callback_url:
             return none  # (a callback_url is checked, and gets a job to report on)
+        if req.guidance() is not None or req.style_id:
+            return none  # whether the pool may take it, and its cache variant: submit()
         if detection.is_auto(req.source_lang):
             return none
         try:
@@ -294,11 +298,12 @@ class JobService:
         self._check_limits(texts, document=req.document is not None)
         lane = self.lane_for(req, len(texts))
         route = self.routing.route(source, target, req.pool, req.adapter)
+        guidance = self._guidance(req, route, owner, source, target)
         glossary = self._glossary(req.glossary_id, owner, source, target) if texts else None
         norms = [normalize(t) for t in texts]
         scope = self.cache_scope(owner)
         cached, plan = self._plan(
-            texts, norms, source, target, route, glossary, inputs, scope, hits
+            texts, norms, source, target, route, glossary, inputs, scope, guidance, hits
         )
         if plan:
             self.routing.admit(route.name, lane)
@@ -319,6 +324,7 @@ class JobService:
                 pool=route.name,
                 adapter=route.adapter,
                 owner=owner,
+                guidance=guidance,
             )
             for n, (src, segs) in enumerate(plan)
         ]
@@ -455,6 +461,38 @@ class JobService:
         except redis.RedisError as exc:
             raise Unavailable.because("the job store", exc) from exc
 
+    def _guidance(
+        self, req: JobCreate, route: Route, owner: str, source: str, target: str
+    ) -> Guidance | None:
+        """What the job's engine gets of the request's context, instructions, formality and
+        style rule (:mod:`mtfleet.core.guidance`: the rule's sentences and custom instructions
+        join the request's instructions); 400 for instructions a pool whose engine does not
+        follow them would drop."""
+        wanted = req.guidance()
+        if req.style_id:
+            rule = StyleRuleStore(self.store.r).for_job(req.style_id, owner=owner, target=target)
+            style = tuple(rule.instructions(source=source))
+            wanted = (wanted or Guidance()).model_copy(update={"style_instructions": style})
+        if wanted is None or wanted.empty:
+            return None
+        if wanted.needs_instructions and not route.pool.instructions:
+            asked = [
+                name
+                for name, given in (
+                    ("custom_instructions", wanted.custom_instructions),
+                    ("style_id", wanted.style_instructions),
+                    (f"formality={wanted.formality!r}", wanted.formality in ("more", "less")),
+                )
+                if given
+            ]
+            raise InvalidInput(
+                f"{' and '.join(asked)}: pool {route.name!r} runs the {route.pool.engine} engine, "
+                "which does not follow instructions (an LLM engine does: vllm, openai, a causal "
+                "transformers model); formality prefer_more/prefer_less and context are taken "
+                "by any engine"
+            )
+        return wanted.for_engine(route.pool.instructions)
+
     def _plan(
         self,
         texts: list[str],
@@ -465,6 +503,7 @@ class JobService:
         glossary: GlossaryInfo | None,
         inputs: Texts,
         scope: str | None,
+        guidance: Guidance | None = None,
         known: dict[str, str] | None = None,
     ) -> tuple[dict[int, SegmentOutcome], list[tuple[str, list[ChunkSegment]]]]:
         """The outcomes known now (phrase-cache hits; texts detected as already in the target
@@ -487,7 +526,8 @@ class JobService:
                     )
                 continue
             gv = glossary.version if glossary and src == source else None
-            if known is not None and src == source and gv is None:
+            variant = cache_variant(gv, guidance)
+            if known is not None and src == source and variant is None:
                 hits = known
             else:
                 hits = self.cache.get_many(
@@ -495,7 +535,7 @@ class JobService:
                     src,
                     target,
                     (norms[i] for i in indices),
-                    glossary=gv,
+                    glossary=variant,
                     scope=scope,
                 )
             for i in indices:

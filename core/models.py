@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from mtfleet.core.guidance import Guidance
+
 
 class Lane(StrEnum):
     interactive = "interactive"
@@ -76,6 +78,9 @@ class ChunkMessage(BaseModel):
     # the API key whose job it is ('' : MT_AUTH=off): whose backlog it goes back to when a
     # worker cannot finish it (core/backlog.py)
     owner: str = ""
+    # context, instructions and formality for an LLM engine (core/guidance.py); its digest
+    # is part of the phrase-cache key
+    guidance: Guidance | None = None
 
     def summary(self) -> str:
         """Short description shown in Flower instead of customer text."""

@@ -65,6 +65,9 @@ class WorkerInfo(BaseModel):
     engine: str
     model: str
     fingerprint: str
+    # its engine follows instructions (an LLM): requests with custom_instructions, a style
+    # rule or a formality may go to its pool (core/guidance.py)
+    instructions: bool = False
     pairs: list[tuple[str, str]]
     lanes: list[str]
     gpus: list[int] = Field(default_factory=list)
@@ -91,6 +94,7 @@ class PoolInfo(BaseModel):
     engine: str
     model: str
     fingerprint: str  # the phrase cache's model component for the pool's base model
+    instructions: bool = False  # its engine follows instructions (an LLM)
     adapters: dict[str, str] = Field(default_factory=dict)  # LoRA adapter -> its fingerprint
     lanes: list[str] = Field(default_factory=list)
     updated: float = 0.0  # the last heartbeat of one of its workers
@@ -132,6 +136,7 @@ class Registry:
             engine=info.engine,
             model=info.model,
             fingerprint=info.fingerprint,
+            instructions=info.instructions,
             adapters=info.adapters,
             lanes=info.lanes,
             updated=info.beat_at,

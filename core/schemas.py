@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -21,6 +21,7 @@ from pydantic import (
     model_validator,
 )
 
+from mtfleet.core.guidance import MAX_CONTEXT_CHARS, MAX_INSTRUCTIONS, Formality, Guidance
 from mtfleet.core.models import JobStatus, Lane, Progress
 
 LangCode = Annotated[str, StringConstraints(min_length=2, max_length=16)]
@@ -133,11 +134,47 @@ class TextsIn(BaseModel):
         description="A LoRA adapter the pool's vLLM workers serve (MT_LORA_ADAPTERS) to "
         "translate with instead of the base model.",
     )
+    context: str | None = Field(
+        None,
+        max_length=MAX_CONTEXT_CHARS,
+        description=Guidance.model_fields["context"].description,
+        examples=["Product page of a running shoe; the reader is a customer."],
+    )
+    custom_instructions: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_INSTRUCTIONS,
+        description=Guidance.model_fields["custom_instructions"].description,
+        examples=[["Use British spelling", "Keep product names in English"]],
+    )
+    formality: Formality = Field(
+        "default", description=Guidance.model_fields["formality"].description
+    )
+    style_id: str | None = Field(
+        None,
+        max_length=64,
+        description="A style rule of this API key (DeepL's /v3/style_rules) for the target "
+        "language: its rules and custom instructions go to an LLM engine as instructions "
+        "(another engine refuses it, 400).",
+    )
 
     @field_validator("texts")
     @classmethod
     def _texts(cls, v: list[str]) -> list[str]:
         return check_texts(v)
+
+    @model_validator(mode="after")
+    def _guidance(self) -> Self:
+        self.guidance()  # the limits, checked as the request is read (422)
+        return self
+
+    def guidance(self) -> Guidance | None:
+        """The request's context, instructions and formality (None: none of them)."""
+        got = Guidance(
+            context=self.context,
+            custom_instructions=tuple(self.custom_instructions),
+            formality=self.formality,
+        )
+        return None if got.empty else got
 
 
 class DocumentIn(BaseModel):

@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 
 from mtfleet.core import documents
 from mtfleet.core.documents import sniffing
+from mtfleet.core.guidance import Guidance
 from mtfleet.core.schemas import JobResultPublic
 from mtfleet.producer.client import Job, MTClient
 from mtfleet.producer.lines import LineDocument, parse_lines
@@ -46,6 +47,7 @@ class FileJobs(BaseModel):
     glossary_id: str | None = None
     pool: str | None = None
     adapter: str | None = None
+    guidance: Guidance | None = None  # context, instructions, formality (an LLM pool)
     parts: list[int] = Field(description="Segments per job, in order (one entry: one job).")
     jobs: list[str] = Field(default_factory=list, description="The jobs sent so far, in order.")
     dest: str
@@ -65,7 +67,7 @@ class FileJobs(BaseModel):
 
     def same_request(self, other: FileJobs) -> bool:
         fields = ("sha256", "kind", "format", "encoding", "source_lang", "target_lang", "lane")
-        more = ("glossary_id", "pool", "adapter")
+        more = ("glossary_id", "pool", "adapter", "guidance")
         return all(getattr(self, f) == getattr(other, f) for f in (*fields, *more))
 
 
@@ -116,6 +118,7 @@ class SubmitOptions:
     glossary_id: str | None = None
     pool: str | None = None
     adapter: str | None = None
+    guidance: Guidance | None = None
 
 
 def _digest(data: bytes) -> str:
@@ -149,6 +152,7 @@ def plan(path: Path, data: bytes, opts: SubmitOptions, out: Path, limit: int) ->
         "glossary_id": opts.glossary_id,
         "pool": opts.pool,
         "adapter": opts.adapter,
+        "guidance": opts.guidance,
         "dest": str(out / f"{path.stem}.{opts.target}{path.suffix}"),
     }
     if as_lines:
@@ -209,6 +213,7 @@ def send(
                 glossary_id=entry.glossary_id,
                 pool=entry.pool,
                 adapter=entry.adapter,
+                guidance=entry.guidance,
                 idempotency_key=entry.idempotency_key(0),
             )
             entry.jobs.append(job.id)
@@ -226,6 +231,7 @@ def send(
             glossary_id=entry.glossary_id,
             pool=entry.pool,
             adapter=entry.adapter,
+            guidance=entry.guidance,
             idempotency_key=entry.idempotency_key(len(entry.jobs)),
         )
         entry.jobs.append(job.id)

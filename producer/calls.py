@@ -20,6 +20,7 @@ from typing import Any, Generic, TypeVar
 
 import httpx
 
+from mtfleet.core.guidance import Guidance
 from mtfleet.core.schemas import (
     GlossaryDetail,
     GlossaryPublic,
@@ -196,6 +197,17 @@ def _idempotency(key: str | None) -> dict[str, str] | None:
     return {"Idempotency-Key": key} if key else None
 
 
+def guidance_fields(guidance: Guidance | None) -> dict[str, Any]:
+    """A request's ``context``, ``custom_instructions`` and ``formality`` as body fields."""
+    if guidance is None or guidance.empty:
+        return {}
+    return {
+        "context": guidance.context,
+        "custom_instructions": list(guidance.custom_instructions),
+        "formality": guidance.formality if guidance.formality != "default" else None,
+    }
+
+
 def _with(body: dict[str, Any], **optional: Any) -> dict[str, Any]:
     body.update({k: v for k, v in optional.items() if v})
     return body
@@ -231,6 +243,7 @@ def submit(
     *,
     pool: str | None = None,
     adapter: str | None = None,
+    guidance: Guidance | None = None,
 ) -> Call[JobPublic]:
     body = {"texts": list(texts), "source_lang": source, "target_lang": target}
     return _new_job(
@@ -241,6 +254,7 @@ def submit(
         callback_url=callback_url,
         pool=pool,
         adapter=adapter,
+        **guidance_fields(guidance),
     )
 
 
@@ -271,6 +285,7 @@ def submit_document(
     *,
     pool: str | None = None,
     adapter: str | None = None,
+    guidance: Guidance | None = None,
 ) -> Call[JobPublic]:
     body = {
         "document": document_body(content, fmt, filename),
@@ -285,6 +300,7 @@ def submit_document(
         callback_url=callback_url,
         pool=pool,
         adapter=adapter,
+        **guidance_fields(guidance),
     )
 
 
@@ -358,6 +374,7 @@ def translate(
     *,
     pool: str | None = None,
     adapter: str | None = None,
+    guidance: Guidance | None = None,
 ) -> Flow[TranslatePublic]:
     """/v1/translate; past the server's wait, the job is long-polled up to ``timeout`` in all
     (JobTimeout when it is not done by then) and its result read."""
@@ -368,7 +385,14 @@ def translate(
         "POST",
         "/v1/translate",
         checked,
-        json=_with(body, glossary_id=glossary_id, timeout=server_wait, pool=pool, adapter=adapter),
+        json=_with(
+            body,
+            glossary_id=glossary_id,
+            timeout=server_wait,
+            pool=pool,
+            adapter=adapter,
+            **guidance_fields(guidance),
+        ),
         timeout=server_wait + 10,
     )
     data = answer.json()

@@ -40,6 +40,7 @@ from typer.core import TyperGroup
 
 from mtfleet.core.apikeys import KeyStore, is_key_id
 from mtfleet.core.errors import InvalidInput
+from mtfleet.core.guidance import Guidance
 from mtfleet.producer import batch
 from mtfleet.producer.client import (
     APIUnreachable,
@@ -113,6 +114,50 @@ PoolOpt = Annotated[
 AdapterOpt = Annotated[
     str | None, typer.Option("--adapter", help="A LoRA adapter the pool serves.")
 ]
+ContextOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--context",
+        help="Text that informs the translation (where it appears, what it is about); not "
+        "translated. Read by an LLM engine.",
+    ),
+]
+InstructionOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--instruction",
+        help="An instruction for an LLM engine ('Use British spelling'); repeat for more (up "
+        "to 10, 300 characters each).",
+    ),
+]
+FormalityOpt = Annotated[
+    str,
+    typer.Option(
+        "--formality",
+        help="default, more, less (an LLM engine only), prefer_more or prefer_less.",
+    ),
+]
+
+
+def _guidance(
+    context: str | None, instructions: list[str] | None, formality: str
+) -> Guidance | None:
+    """--context, --instruction and --formality as the request's guidance (None: none)."""
+    try:
+        got = Guidance(
+            context=context,
+            custom_instructions=tuple(instructions or ()),
+            formality=formality,
+        )
+    except ValidationError as exc:
+        options = {"context": "--context", "custom_instructions": "--instruction"}
+        msg = "; ".join(
+            f"{options.get(str(e['loc'][0]), '--' + str(e['loc'][0])) if e['loc'] else ''}: "
+            + str(e.get("msg", "")).removeprefix("Value error, ")
+            for e in exc.errors()
+        )
+        raise typer.BadParameter(msg) from None
+    return None if got.empty else got
 
 
 def _settings_or_exit(overrides: dict[str, str]) -> None:
@@ -339,6 +384,9 @@ def translate(
     glossary: GlossaryOpt = None,
     pool: PoolOpt = None,
     adapter: AdapterOpt = None,
+    context: ContextOpt = None,
+    instruction: InstructionOpt = None,
+    formality: FormalityOpt = "default",
 ) -> None:
     """Translate text now (interactive lane); one translation per line.
 
@@ -348,6 +396,7 @@ def translate(
     With --from auto (the default) the language detected, and the detector's confidence in
     it, go to standard error.
     """
+    guidance = _guidance(context, instruction, formality)
     doc = None
     if not texts:
         if sys.stdin.isatty():
@@ -370,6 +419,7 @@ def translate(
                 glossary_id=glossary,
                 pool=pool,
                 adapter=adapter,
+                guidance=guidance,
             )
         out = answer.translations
         if answer.detected_source_lang is not None:
@@ -436,6 +486,9 @@ def submit(
     glossary: GlossaryOpt = None,
     pool: PoolOpt = None,
     adapter: AdapterOpt = None,
+    context: ContextOpt = None,
+    instruction: InstructionOpt = None,
+    formality: FormalityOpt = "default",
 ) -> None:
     """Submit files and write the translated files to --out.
 
@@ -458,6 +511,7 @@ def submit(
         glossary_id=glossary,
         pool=pool,
         adapter=adapter,
+        guidance=_guidance(context, instruction, formality),
     )
     manifest = _manifest(out)
     entries: list[batch.FileJobs] = []
@@ -1156,9 +1210,10 @@ CLI_HINTS = {
 def keys_delete(key_id: Annotated[str, typer.Argument(help="The key's id (keys list).")]) -> None:
     """Delete a key for good (revoke keeps it listed): API processes refuse it within
     MT_AUTH_CACHE_S seconds; its glossaries go with it (kept for jobs already accepted until
-    MT_RESULT_TTL_S), its jobs expire with their results."""
+    MT_RESULT_TTL_S) and its style rules, its jobs expire with their results."""
     from mtfleet.core.glossary.store import GlossaryStore
     from mtfleet.core.settings import get_settings
+    from mtfleet.core.style_rules import StyleRuleStore
 
     store = _key_store()
     key = store.get(key_id) if is_key_id(key_id) else None
@@ -1166,8 +1221,11 @@ def keys_delete(key_id: Annotated[str, typer.Argument(help="The key's id (keys l
         err_console.print(f"[red]no API key {escape(repr(key_id))}[/red]")
         raise typer.Exit(1)
     n = GlossaryStore(store.r).delete_owned(key.id, retention_s=get_settings().result_ttl_s)
+    rules = StyleRuleStore(store.r).delete_owned(key.id)
     store.delete(key.id)
-    print(f"deleted key {key.id} ({key.name}) and {n} glossary(ies) it owned")
+    print(
+        f"deleted key {key.id} ({key.name}), {n} glossary(ies) and {rules} style rule(s) it owned"
+    )
 
 
 def main() -> None:

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import httpx
 from httpx_sse import SSEError, aconnect_sse, connect_sse
 
+from mtfleet.core.guidance import Guidance
 from mtfleet.core.schemas import (
     DocumentOut,
     GlossaryDetail,
@@ -64,6 +65,7 @@ __all__ = [
     "AsyncMTClient",
     "DocumentResult",
     "Glossary",
+    "Guidance",
     "Job",
     "JobResult",
     "JobTimeout",
@@ -147,6 +149,7 @@ class MTClient:
         callback_url: str | None = None,
         pool: str | None = None,
         adapter: str | None = None,
+        guidance: Guidance | None = None,
     ) -> Job:
         """Queue a job. ``pool``: the pool to translate with (default: the fleet's route for
         the pair); ``adapter``: a LoRA adapter that pool serves; ``callback_url`` gets a signed
@@ -162,6 +165,7 @@ class MTClient:
                 callback_url,
                 pool=pool,
                 adapter=adapter,
+                guidance=guidance,
             )
         )
 
@@ -179,6 +183,7 @@ class MTClient:
         callback_url: str | None = None,
         pool: str | None = None,
         adapter: str | None = None,
+        guidance: Guidance | None = None,
     ) -> Job:
         """Submit a file (any format of docs/documents.md: HTML, PO, XLSX...); fetch the translated
         file with :meth:`document` once the job is final."""
@@ -195,6 +200,7 @@ class MTClient:
                 callback_url,
                 pool=pool,
                 adapter=adapter,
+                guidance=guidance,
             )
         )
 
@@ -289,6 +295,7 @@ class MTClient:
         glossary_id: str | None = None,
         pool: str | None = None,
         adapter: str | None = None,
+        guidance: Guidance | None = None,
     ) -> list[str | None]:
         """Translations aligned with ``texts``; None where a segment failed.
 
@@ -303,6 +310,7 @@ class MTClient:
             glossary_id=glossary_id,
             pool=pool,
             adapter=adapter,
+            guidance=guidance,
         ).translations
 
     def translation(
@@ -315,13 +323,23 @@ class MTClient:
         glossary_id: str | None = None,
         pool: str | None = None,
         adapter: str | None = None,
+        guidance: Guidance | None = None,
     ) -> Translation:
         """:meth:`translate` with everything the answer says: ``translations``, ``errors`` and
         ``warnings`` per segment, ``cached`` (how many the phrase cache answered) and the job's
         ``id`` (None when the cache answered all). ``pool`` and ``adapter``: as in
         :meth:`submit`."""
         return self._run(
-            calls.translate(texts, source, target, timeout, glossary_id, pool=pool, adapter=adapter)
+            calls.translate(
+                texts,
+                source,
+                target,
+                timeout,
+                glossary_id,
+                pool=pool,
+                adapter=adapter,
+                guidance=guidance,
+            )
         )
 
     def languages(self) -> dict[str, Any]:
@@ -417,6 +435,7 @@ class AsyncMTClient:
         callback_url: str | None = None,
         pool: str | None = None,
         adapter: str | None = None,
+        guidance: Guidance | None = None,
     ) -> Job:
         return await self._send(
             calls.submit(
@@ -429,6 +448,7 @@ class AsyncMTClient:
                 callback_url,
                 pool=pool,
                 adapter=adapter,
+                guidance=guidance,
             )
         )
 
@@ -446,6 +466,7 @@ class AsyncMTClient:
         callback_url: str | None = None,
         pool: str | None = None,
         adapter: str | None = None,
+        guidance: Guidance | None = None,
     ) -> Job:
         return await self._send(
             calls.submit_document(
@@ -460,6 +481,7 @@ class AsyncMTClient:
                 callback_url,
                 pool=pool,
                 adapter=adapter,
+                guidance=guidance,
             )
         )
 
@@ -548,6 +570,7 @@ class AsyncMTClient:
         glossary_id: str | None = None,
         pool: str | None = None,
         adapter: str | None = None,
+        guidance: Guidance | None = None,
     ) -> list[str | None]:
         answer = await self.translation(
             texts,
@@ -557,6 +580,7 @@ class AsyncMTClient:
             glossary_id=glossary_id,
             pool=pool,
             adapter=adapter,
+            guidance=guidance,
         )
         return answer.translations
 
@@ -570,9 +594,19 @@ class AsyncMTClient:
         glossary_id: str | None = None,
         pool: str | None = None,
         adapter: str | None = None,
+        guidance: Guidance | None = None,
     ) -> Translation:
         return await self._run(
-            calls.translate(texts, source, target, timeout, glossary_id, pool=pool, adapter=adapter)
+            calls.translate(
+                texts,
+                source,
+                target,
+                timeout,
+                glossary_id,
+                pool=pool,
+                adapter=adapter,
+                guidance=guidance,
+            )
         )
 
     async def languages(self) -> dict[str, Any]:

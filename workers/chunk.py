@@ -29,6 +29,7 @@ from typing import Any
 from mtfleet.core.cache import PhraseCache
 from mtfleet.core.errors import Cancelled, DeadLettered, EngineUnavailable, Unfinished
 from mtfleet.core.glossary import GlossaryNotFound, GlossaryStore
+from mtfleet.core.guidance import cache_variant
 from mtfleet.core.models import ChunkMessage, Lane, SegmentOutcome
 from mtfleet.core.settings import CHUNK_BUDGET_SHARE, ENGINE_DEADLINE_SHARE, Settings
 from mtfleet.core.store import JobStore
@@ -330,7 +331,8 @@ class ChunkProcessor:
                 else:
                     outcomes.append((i, outcome))
 
-        gv = msg.glossary_version if msg.glossary_id else None  # part of the cache key
+        gv = msg.glossary_version if msg.glossary_id else None
+        variant = cache_variant(gv, msg.guidance)  # the phrase cache's key part
         matcher = None
         if msg.glossary_id:
             try:
@@ -361,7 +363,7 @@ class ChunkProcessor:
                 msg.source,
                 msg.target,
                 (s.text for s in segments),
-                glossary=gv,
+                glossary=variant,
                 scope=msg.cache_scope,
             )
             self.recheck.observe(len(segments), len(hits), time.perf_counter() - looked)
@@ -388,7 +390,8 @@ class ChunkProcessor:
             if budget_ran_out:  # (a hard check's retry after the budget ran out)
                 return [error_outcome(spent)] * len(batch)
             requests = [
-                TranslationRequest(t, msg.source, msg.target, priority, msg.adapter) for t in batch
+                TranslationRequest(t, msg.source, msg.target, priority, msg.adapter, msg.guidance)
+                for t in batch
             ]
             scheduler = self.scheduler()
             ticket = scheduler.submit(requests, job_id=msg.job_id)  # EngineUnavailable: requeued
@@ -421,7 +424,7 @@ class ChunkProcessor:
             msg.target,
             to_cache,
             job_id=msg.job_id,
-            glossary=gv,
+            glossary=variant,
             scope=msg.cache_scope,
         )
         # segments aborted because their job was cancelled get no result, like the chunks that

@@ -37,6 +37,7 @@ from collections.abc import Iterable
 from typing import Any, Literal, Protocol
 
 from mtfleet.core import languages
+from mtfleet.core.guidance import Guidance, formality_instruction
 
 PROMPT_VERSION = "2"  # 2: control-token strings in the source are broken (see the module doc)
 PromptStyle = Literal["hunyuan", "chat"]
@@ -54,9 +55,14 @@ def resolve_style(configured: str, model: str) -> PromptStyle:
     return "hunyuan" if "hunyuan-mt" in model.lower() else "chat"
 
 
-def instruction(text: str, source: str, target: str, style: PromptStyle) -> str:
-    """The user-turn text for one segment."""
+def instruction(
+    text: str, source: str, target: str, style: PromptStyle, guidance: Guidance | None = None
+) -> str:
+    """The user-turn text for one segment: the plain template, or with ``guidance`` the
+    context and instructions around it (:func:`_guided`)."""
     tgt = languages.get(target)
+    if guidance is not None and not guidance.empty:
+        return _guided(text, source, target, style, guidance)
     if style == "hunyuan":
         if source in languages.CHINESE or target in languages.CHINESE:
             return f"把下面的文本翻译成{tgt.chinese}，不要额外解释。\n\n{text}"
@@ -69,6 +75,46 @@ def instruction(text: str, source: str, target: str, style: PromptStyle) -> str:
         f"Translate the following {src.english} text into {tgt.english}. "
         f"Reply with the translation only.\n\n{text}"
     )
+
+
+def _instructions(target: str, guidance: Guidance) -> list[str]:
+    """The request's instructions, then its style rule's, then its formality's."""
+    out = [*guidance.custom_instructions, *guidance.style_instructions]
+    formal = formality_instruction(target, guidance.formality)
+    return out + ([formal] if formal else [])
+
+
+def _guided(text: str, source: str, target: str, style: PromptStyle, guidance: Guidance) -> str:
+    """A prompt with context and instructions. Hunyuan-MT gets its model card's context
+    template (the context, then "参考上面的信息，把下面的文本翻译成<target>，注意不需要翻译上文，
+    也不要额外解释：" and the text), with any instructions as a list before that line; any other
+    model gets the generic instruction with a part for each piece it has. Each piece is
+    optional; the text always comes last."""
+    tgt = languages.get(target)
+    rules = _instructions(target, guidance)
+    listed = "".join(f"- {r}\n" for r in rules)
+    if style == "hunyuan":
+        parts = []
+        if guidance.context:
+            parts.append(f"{guidance.context}\n")
+        if rules:
+            parts.append(f"翻译要求（Requirements）：\n{listed}")
+        lead = "参考上面的信息，" if guidance.context else ""
+        note = "注意不需要翻译上文，也不要额外解释：" if guidance.context else "不要额外解释。"
+        return "".join(parts) + f"{lead}把下面的文本翻译成{tgt.chinese}，{note}\n\n{text}"
+    src = languages.get(source)
+    parts = [
+        f"Translate the following {src.english} text into {tgt.english}. "
+        "Reply with the translation only.\n"
+    ]
+    if guidance.context:
+        parts.append(
+            "\nContext (to understand the text; do not translate it):\n"
+            f"<context>\n{guidance.context}\n</context>\n"
+        )
+    if rules:
+        parts.append(f"\nFollow these instructions:\n{listed}")
+    return "".join(parts) + f"\nText to translate:\n{text}"
 
 
 ZWSP = "\u200b"
@@ -131,22 +177,46 @@ COMMON_CONTROL_TOKENS: tuple[str, ...] = tuple(
 
 
 def user_turn(
-    text: str, source: str, target: str, style: PromptStyle, tokens: Iterable[str]
+    text: str,
+    source: str,
+    target: str,
+    style: PromptStyle,
+    tokens: Iterable[str],
+    guidance: Guidance | None = None,
 ) -> str:
-    """The user turn for one segment, its source text made data first (:func:`as_data` with
-    the control-token strings ``tokens``)."""
-    return instruction(as_data(text, tokens), source, target, style)
+    """The user turn for one segment, its source text and the guidance's context and
+    instructions made data first (:func:`as_data` with the control-token strings ``tokens``:
+    a caller's context is no more trusted than its text)."""
+    tokens = tuple(tokens)
+    if guidance is not None and not guidance.empty:
+        guidance = guidance.model_copy(
+            update={
+                "context": as_data(guidance.context, tokens) if guidance.context else None,
+                "custom_instructions": tuple(
+                    as_data(i, tokens) for i in guidance.custom_instructions
+                ),
+                "style_instructions": tuple(
+                    as_data(i, tokens) for i in guidance.style_instructions
+                ),
+            }
+        )
+    return instruction(as_data(text, tokens), source, target, style, guidance)
 
 
 def render(
-    text: str, source: str, target: str, style: PromptStyle, tokenizer: ChatTemplater | None
+    text: str,
+    source: str,
+    target: str,
+    style: PromptStyle,
+    tokenizer: ChatTemplater | None,
+    guidance: Guidance | None = None,
 ) -> str:
     """The full prompt string: the instruction inside the model's chat template when it has one.
 
     The source text is data: control-token strings in it are broken first (:func:`as_data`).
     """
     tokens = control_tokens(tokenizer) if tokenizer is not None else ()
-    user = user_turn(text, source, target, style, tokens)
+    user = user_turn(text, source, target, style, tokens, guidance)
     if tokenizer is None or not getattr(tokenizer, "chat_template", None):
         return user
     return tokenizer.apply_chat_template(
@@ -171,12 +241,17 @@ class PromptTokenizer(ChatTemplater, Protocol):
 
 
 def encode(
-    text: str, source: str, target: str, style: PromptStyle, tokenizer: PromptTokenizer
+    text: str,
+    source: str,
+    target: str,
+    style: PromptStyle,
+    tokenizer: PromptTokenizer,
+    guidance: Guidance | None = None,
 ) -> tuple[list[int], int]:
     """The prompt's token ids (as the model gets them) and the source text's token count.
 
     A chat template writes its own BOS; a bare instruction needs the tokenizer's."""
-    prompt = render(text, source, target, style, tokenizer)
+    prompt = render(text, source, target, style, tokenizer, guidance)
     templated = bool(getattr(tokenizer, "chat_template", None))
     ids = tokenizer.encode(prompt, add_special_tokens=not templated)
     return ids, len(tokenizer.encode(text, add_special_tokens=False))

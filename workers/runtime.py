@@ -241,6 +241,7 @@ class WorkerRuntime:
             engine=e.name,
             model=e.model,
             fingerprint=e.fingerprint,
+            instructions=e.follows_instructions,
             pairs=self._pairs(e),
             lanes=list(self.settings.lanes),
             gpus=self.gpus,

@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from mtfleet.api.deepl import account, documents, glossaries, multilingual, translate
+from mtfleet.api.deepl import (
+    account,
+    documents,
+    glossaries,
+    multilingual,
+    style_rules,
+    translate,
+)
 from mtfleet.api.deepl.errors import SURFACE
 
 router = APIRouter()
@@ -20,6 +27,7 @@ for part in (
     account.router,
     glossaries.v2,
     multilingual.router,
+    style_rules.router,
 ):
     router.include_router(part)
 

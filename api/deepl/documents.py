@@ -24,7 +24,14 @@ from mtfleet.api import dropin
 from mtfleet.api.deepl import glossary_ids, languages
 from mtfleet.api.deepl.auth import DeepLCaller
 from mtfleet.api.deepl.errors import Route
-from mtfleet.api.deepl.params import DocumentUpload, fields, one_glossary, parse, refuse_unsupported
+from mtfleet.api.deepl.params import (
+    DocumentUpload,
+    fields,
+    guidance,
+    one_glossary,
+    parse,
+    refuse_unsupported,
+)
 from mtfleet.api.deps import Services, ServicesDep
 from mtfleet.api.routes.jobs import content_disposition
 from mtfleet.core import documents as core_documents
@@ -88,6 +95,7 @@ async def upload(request: Request, services: ServicesDep, caller: DeepLCaller) -
         target=target,
         glossary_id=glossary,
         callback_url=req.callback_url,
+        guidance=guidance(req),
         surface="deepl",
         request={**req.model_dump(mode="json"), "filename": file.filename},
     )

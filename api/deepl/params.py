@@ -105,9 +105,9 @@ class TranslateIn(BaseModel):
         Literal["quality_optimized", "latency_optimized", "prefer_quality_optimized"] | None
     ) = None
     show_billed_characters: bool = True
-    # DeepL features this fleet has no counterpart for (refused when given: :func:`refuse`)
     custom_instructions: list[str] | None = None
     style_id: str | None = None
+    # DeepL features this fleet has no counterpart for (refused when given: :func:`refuse`)
     translation_memory_id: str | None = None
     translation_memory_threshold: int | None = None
 
@@ -173,17 +173,30 @@ class DocumentUpload(BaseModel):
 
 def refuse_unsupported(req: TranslateIn | DocumentUpload) -> None:
     """DeepL features with no counterpart here are refused (400), never silently dropped:
-    each changes what the translation should be. (``formality`` is accepted whatever its
-    value: no engine here controls it, ``/v2/languages`` says so, and a tool configured for
-    DeepL's formal German keeps working.)"""
+    each changes what the translation should be. (``context``, ``custom_instructions`` and
+    ``formality`` go to the engine: :func:`guidance`.)"""
     for name in (
-        "custom_instructions",
-        "style_id",
         "translation_memory_id",
         "translation_memory_threshold",
     ):
         if getattr(req, name, None) not in (None, "", []):  # a threshold of 0 is one too
             raise InvalidInput(f"parameter '{name}' is not supported by this server")
+
+
+def guidance(req: TranslateIn | DocumentUpload) -> dict[str, Any]:
+    """The request's ``context``, ``custom_instructions`` and ``formality`` as the job's
+    fields (:class:`mtfleet.core.guidance.Guidance`: an engine that cannot follow
+    instructions refuses the instructions and a ``more``/``less`` formality, 400)."""
+    out: dict[str, Any] = {}
+    if getattr(req, "context", None):
+        out["context"] = req.context  # type: ignore[union-attr]
+    if getattr(req, "custom_instructions", None):
+        out["custom_instructions"] = req.custom_instructions  # type: ignore[union-attr]
+    if req.formality:
+        out["formality"] = req.formality
+    if req.style_id:
+        out["style_id"] = req.style_id
+    return out
 
 
 def one_glossary(glossary_id: str | None, glossary_ids: list[str] | None) -> str | None:

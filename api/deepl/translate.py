@@ -23,6 +23,7 @@ from mtfleet.api.deepl.errors import Route
 from mtfleet.api.deepl.params import (
     TranslateIn,
     fields,
+    guidance,
     one_glossary,
     parse,
     refuse_unsupported,
@@ -60,7 +61,7 @@ async def translate(request: Request, services: ServicesDep, caller: DeepLCaller
     done = await dropin.translate(
         services,
         caller,
-        dropin.TextsRequest(req.text, source, target, cutting, glossary),
+        dropin.TextsRequest(req.text, source, target, cutting, glossary, guidance(req)),
         surface="deepl",
         request=req.model_dump(mode="json"),
         wait_s=services.settings.deepl_wait_s,

@@ -273,6 +273,13 @@ def upload_document(
     ] = None,
     pool: Annotated[str | None, Form(max_length=32)] = None,
     adapter: Annotated[str | None, Form(max_length=64)] = None,
+    context: Annotated[
+        str | None, Form(description="Informs an LLM engine; not translated (as for texts).")
+    ] = None,
+    custom_instructions: Annotated[
+        list[str] | None, Form(description="Repeat the field for each instruction.")
+    ] = None,
+    formality: Annotated[str, Form()] = "default",
     idempotency_key: Annotated[str | None, Header(max_length=256)] = None,
 ) -> JobPublic:
     """Submit a document as a multipart upload (``file`` plus form fields); the same job as
@@ -295,6 +302,9 @@ def upload_document(
             callback_url=callback_url,
             pool=pool,
             adapter=adapter,
+            context=context,
+            custom_instructions=custom_instructions or [],
+            formality=formality,
         )
     except ValidationError as exc:
         msg = "; ".join(str(e.get("msg", "")).removeprefix("Value error, ") for e in exc.errors())

@@ -43,16 +43,9 @@ async def translate(
     pool, the wait itself on the event loop).
     """
     t0 = time.monotonic()
-    req = JobCreate(
-        texts=body.texts,
-        source_lang=body.source_lang,
-        target_lang=body.target_lang,
-        lane=Lane.interactive,
-        glossary_id=body.glossary_id,
-        callback_url=body.callback_url,
-        pool=body.pool,
-        adapter=body.adapter,
-    )
+    # the same request as a job: every field of the body but the wait (one list, no copy
+    # of each field to forget when a field is added)
+    req = JobCreate(**body.model_dump(exclude={"timeout"}), lane=Lane.interactive)
     found = None
     if idempotency_key is None:  # a replay must find its job: the whole way
         found = await services.jobs.answer_from_cache(req, owner=caller.owner, key=caller.key)

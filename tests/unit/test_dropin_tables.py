@@ -14,7 +14,13 @@ from mtfleet.api.deepl import errors as deepl_errors
 from mtfleet.api.deepl import languages as deepl_languages
 from mtfleet.api.deepl.glossaries import Dictionary, entries_of, timestamp
 from mtfleet.api.deepl.glossary_ids import from_deepl, to_deepl
-from mtfleet.api.deepl.params import TranslateIn, one_glossary, parse, refuse_unsupported
+from mtfleet.api.deepl.params import (
+    TranslateIn,
+    guidance,
+    one_glossary,
+    parse,
+    refuse_unsupported,
+)
 from mtfleet.api.libretranslate import errors as lt_errors
 from mtfleet.api.libretranslate.routes import lt_code, to_fleet
 from mtfleet.core.errors import (
@@ -122,7 +128,6 @@ def test_translate_parameters_as_the_client_and_form_bodies_send_them() -> None:
 @pytest.mark.parametrize(
     ("field", "value"),
     [
-        ("custom_instructions", ["be brief"]),
         ("style_id", "s1"),
         ("translation_memory_id", "t"),
         ("translation_memory_threshold", 0),
@@ -136,6 +141,27 @@ def test_what_this_fleet_cannot_do_is_refused(field: str, value: object) -> None
         refuse_unsupported(
             parse(TranslateIn, {"text": ["x"], "target_lang": "DE", "formality": formality})
         )
+
+
+def test_context_instructions_and_formality_become_the_jobs_fields() -> None:
+    """They reach the engine (core/guidance.py): nothing of them is refused at parsing."""
+    req = parse(
+        TranslateIn,
+        {
+            "text": ["x"],
+            "target_lang": "DE",
+            "context": "A shop.",
+            "custom_instructions": ["Be brief", "No dates"],
+            "formality": "less",
+        },
+    )
+    refuse_unsupported(req)
+    assert guidance(req) == {
+        "context": "A shop.",
+        "custom_instructions": ["Be brief", "No dates"],
+        "formality": "less",
+    }
+    assert guidance(parse(TranslateIn, {"text": ["x"], "target_lang": "DE"})) == {}
 
 
 def test_glossary_entries_in_tsv_and_deepls_csv() -> None:

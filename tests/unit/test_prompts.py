@@ -127,3 +127,53 @@ def test_too_long_when_the_context_leaves_no_room_for_an_answer() -> None:
     assert prompts.too_long(200, 300, 512, slack=16) == (
         "segment too long for the model: 200 source tokens, prompt 300 tokens, context 512"
     )
+
+
+# --- guidance: context, instructions, formality (core/guidance.py) ------------------------------
+
+
+def test_hunyuan_gets_its_cards_context_template_with_the_instructions_before_its_last_line() -> (
+    None
+):
+    from mtfleet.core.guidance import Guidance
+
+    g = Guidance(context="鞋店的商品页。", custom_instructions=("Keep RunFast in English",))
+    assert prompts.instruction("The sole is soft.", "en", "de", "hunyuan", g) == (
+        "鞋店的商品页。\n"
+        "翻译要求（Requirements）：\n- Keep RunFast in English\n"
+        "参考上面的信息，把下面的文本翻译成德语，注意不需要翻译上文，也不要额外解释：\n\n"
+        "The sole is soft."
+    )
+    only_formality = prompts.instruction(
+        "Pay now.", "en", "ja", "hunyuan", Guidance(formality="more")
+    )
+    assert only_formality == (
+        "翻译要求（Requirements）：\n"
+        "- Use polite language (敬語, です/ます) throughout the Japanese text.\n"
+        "把下面的文本翻译成日语，不要额外解释。\n\nPay now."
+    )
+
+
+def test_a_generic_model_gets_a_part_for_each_piece_it_is_given() -> None:
+    from mtfleet.core.guidance import Guidance
+
+    only_context = prompts.instruction("Hi.", "en", "fr", "chat", Guidance(context="A greeting."))
+    assert only_context == (
+        "Translate the following English text into French. Reply with the translation only.\n"
+        "\nContext (to understand the text; do not translate it):\n<context>\nA greeting.\n"
+        "</context>\n\nText to translate:\nHi."
+    )
+    formal = prompts.instruction("Hi.", "en", "vi", "chat", Guidance(formality="prefer_less"))
+    assert "\nFollow these instructions:\n- Write in an informal, casual register.\n" in formal
+    assert prompts.instruction("Hi.", "en", "fr", "chat", Guidance()) == prompts.instruction(
+        "Hi.", "en", "fr", "chat"
+    )
+
+
+def test_the_guidance_is_data_in_a_user_turn() -> None:
+    from mtfleet.core.guidance import Guidance
+
+    g = Guidance(context="x</s>y", custom_instructions=("Say <|im_end|> twice",))
+    turn = prompts.user_turn("Hi.", "en", "fr", "chat", prompts.COMMON_CONTROL_TOKENS, g)
+    assert "</s>" not in turn and "<|im_end|>" not in turn
+    assert "<\u200b/s>" in turn and "<\u200b|im_end|>" in turn

@@ -59,7 +59,7 @@ def test_first_bad_text_is_named() -> None:
 @pytest.mark.parametrize("model", [TextsIn, JobCreate, TranslateCreate])
 def test_extra_fields_forbidden(model: type[TextsIn]) -> None:
     with pytest.raises(ValidationError) as info:
-        model(**body(formality="more"))
+        model(**body(tone="formal"))
     assert info.value.errors()[0]["type"] == "extra_forbidden"
 
 

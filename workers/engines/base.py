@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from mtfleet.core.guidance import Guidance
+
 
 class TranslationRequest(NamedTuple):
     """One segment for the engine (immutable; a tuple because one is made per segment)."""
@@ -43,6 +45,9 @@ class TranslationRequest(NamedTuple):
     target: str
     priority: int = 0  # lower runs first (interactive 0, bulk 1); engines may ignore it
     adapter: str | None = None  # a LoRA adapter the engine serves (:meth:`Engine.adapters`)
+    # context, instructions, formality for the prompt (core/guidance.py); only an engine that
+    # follows instructions is given one
+    guidance: Guidance | None = None
 
 
 class Translation(NamedTuple):
@@ -116,6 +121,12 @@ class Engine(ABC):
     #: lane in a worker process of its own by default (``MT_PROCESS_PER_LANE=auto``). Off for
     #: an engine that would load its model once per process.
     lane_processes: bool = False
+
+    @property
+    def follows_instructions(self) -> bool:
+        """The engine follows instructions in its prompt (an LLM): it takes a request's
+        context, custom instructions, style rule and formality (:mod:`mtfleet.core.guidance`)."""
+        return False
 
     def preflight(self) -> list[str]:
         """What would make every :meth:`load` fail, found without loading (missing packages,

@@ -59,6 +59,10 @@ class OpenAIEngine(Engine):
     name = "openai"
     streaming = True
 
+    @property
+    def follows_instructions(self) -> bool:
+        return True
+
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
@@ -204,10 +208,12 @@ class OpenAIEngine(Engine):
     def _count(self, req: TranslationRequest) -> tuple[int, int]:
         """(prompt tokens, source tokens): the tokenizer's, or estimates."""
         if self.tokenizer is None:
-            user = prompts.instruction(req.text, req.source, req.target, self.style)
+            user = prompts.instruction(req.text, req.source, req.target, self.style, req.guidance)
             return estimate_tokens(user) + TEMPLATE_TOKENS, estimate_tokens(req.text)
         with self._tokenizer_lock:
-            ids, src = prompts.encode(req.text, req.source, req.target, self.style, self.tokenizer)
+            ids, src = prompts.encode(
+                req.text, req.source, req.target, self.style, self.tokenizer, req.guidance
+            )
         return len(ids), src
 
     def count_tokens(self, request: TranslationRequest) -> int:
@@ -222,7 +228,12 @@ class OpenAIEngine(Engine):
         s = self.settings
         prompt, src = self._counts(request)
         content = prompts.user_turn(
-            request.text, request.source, request.target, self.style, self._control
+            request.text,
+            request.source,
+            request.target,
+            self.style,
+            self._control,
+            request.guidance,
         )
         body: dict[str, Any] = {
             "model": s.model,

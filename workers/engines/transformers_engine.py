@@ -86,6 +86,11 @@ def resolve_dtype(setting: str, device: str, bf16_available: bool) -> str:
 class TransformersEngine(Engine):
     name = "transformers"
 
+    @property
+    def follows_instructions(self) -> bool:
+        """A decoder-only model is prompted (and follows instructions); a seq2seq one is not."""
+        return self.family.name == "causal"
+
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.style = prompts.resolve_style(settings.prompt_style, settings.model)
@@ -250,7 +255,9 @@ class TransformersEngine(Engine):
         tok = self.tokenizer
         with self._lock:
             if self.family.name == "causal":
-                return prompts.encode(req.text, req.source, req.target, self.style, tok)
+                return prompts.encode(
+                    req.text, req.source, req.target, self.style, tok, req.guidance
+                )
             ids = tok(self.family.source_text(req.text, req.target))["input_ids"]
         return list(ids), len(ids)
 

@@ -227,6 +227,10 @@ class VllmEngine(Engine):
     name = "vllm"
     streaming = True
 
+    @property
+    def follows_instructions(self) -> bool:
+        return True
+
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.style = prompts.resolve_style(settings.prompt_style, settings.model)
@@ -371,7 +375,9 @@ class VllmEngine(Engine):
 
     def _tokenize(self, req: TranslationRequest) -> tuple[list[int], int]:
         with self._tokenizer_lock:
-            return prompts.encode(req.text, req.source, req.target, self.style, self.tokenizer)
+            return prompts.encode(
+                req.text, req.source, req.target, self.style, self.tokenizer, req.guidance
+            )
 
     def _max_tokens(self, prompt_len: int, src_tokens: int) -> int:
         s = self.settings

@@ -1,0 +1,158 @@
+"""What a request tells an LLM besides the text: ``context``, ``custom_instructions`` and
+``formality`` (DeepL's names and semantics), carried with the job to the worker, put in the
+prompt by :mod:`mtfleet.workers.prompts`, and part of the phrase-cache key.
+
+* ``context``: text that informs the translation and is neither translated nor billed (the
+  page a string sits on, the product it names, the previous message). Any engine takes it; one
+  that cannot read it (Apertium, Marian) translates as without it.
+* ``custom_instructions``: up to 10 instructions of up to 300 characters ("Use British
+  spelling", "Keep product names in English"). Only an engine that follows instructions (an
+  LLM: ``vllm``, ``openai``, a causal ``transformers`` model) takes them; another refuses the
+  request with a 400 naming its pool and engine, never drops them silently.
+* ``formality``: ``default``, ``more``, ``less`` (an instruction, in the target language's
+  terms: German *Sie*/*du*, French *vous*/*tu*...), ``prefer_more``, ``prefer_less`` (the same
+  where the engine can follow it, nothing where it cannot: DeepL's semantics).
+
+:func:`cache_variant` folds all of it (and the glossary's version) into the one string the
+phrase cache keys on: a translation made with one context or instruction set is never served
+for another.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from mtfleet.core import languages
+
+Formality = Literal["default", "more", "less", "prefer_more", "prefer_less"]
+
+#: Characters of ``context`` a request may carry (a few paragraphs; it goes in every prompt).
+MAX_CONTEXT_CHARS = 4000
+#: DeepL's limits on ``custom_instructions``.
+MAX_INSTRUCTIONS = 10
+MAX_INSTRUCTION_CHARS = 300
+
+
+class Guidance(BaseModel):
+    """The prompt-shaping fields of one job (all optional; an empty one is no guidance);
+    frozen and hashable, as the engine requests that carry it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    context: str | None = Field(
+        None,
+        max_length=MAX_CONTEXT_CHARS,
+        description="Text that informs the translation (where the text appears, what it is "
+        "about); not translated, not billed. Any engine takes it; an LLM reads it.",
+    )
+    custom_instructions: tuple[str, ...] = Field(
+        (),
+        max_length=MAX_INSTRUCTIONS,
+        description=f"Up to {MAX_INSTRUCTIONS} instructions of up to {MAX_INSTRUCTION_CHARS} "
+        "characters for an LLM engine ('Use British spelling'); an engine that cannot follow "
+        "instructions refuses them (400).",
+    )
+    formality: Formality = Field(
+        "default",
+        description="more or less formal: an instruction for an LLM engine (another engine "
+        "refuses it, 400); prefer_more and prefer_less ask for it where the engine can.",
+    )
+    #: Instructions from a stored style rule (``style_id``), after the request's own.
+    style_instructions: tuple[str, ...] = ()
+
+    @field_validator("custom_instructions")
+    @classmethod
+    def _instructions(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        out = []
+        for i, text in enumerate(v):
+            text = text.strip()
+            if not text:
+                raise ValueError(f"custom_instructions[{i}] is empty")
+            if len(text) > MAX_INSTRUCTION_CHARS:
+                raise ValueError(
+                    f"custom_instructions[{i}] has {len(text)} characters; the limit is "
+                    f"{MAX_INSTRUCTION_CHARS}"
+                )
+            out.append(text)
+        return tuple(out)
+
+    @field_validator("context")
+    @classmethod
+    def _context(cls, v: str | None) -> str | None:
+        return v if v and v.strip() else None
+
+    @property
+    def empty(self) -> bool:
+        return (
+            self.context is None
+            and not self.custom_instructions
+            and not self.style_instructions
+            and self.formality == "default"
+        )
+
+    @property
+    def needs_instructions(self) -> bool:
+        """Whether only an engine that follows instructions may take the request (the
+        instructions, a style rule, ``more`` or ``less``; ``prefer_`` formality and context
+        are taken by any engine)."""
+        return bool(self.custom_instructions or self.style_instructions) or self.formality in (
+            "more",
+            "less",
+        )
+
+    def for_engine(self, follows_instructions: bool) -> Guidance | None:
+        """What an engine gets: everything, for one that follows instructions; nothing, for
+        another (it cannot read a context, and a ``prefer_`` formality is dropped as DeepL
+        drops it where a language has none: its translations are those made without, and
+        share their phrase-cache entries). None when nothing is left."""
+        return None if self.empty or not follows_instructions else self
+
+    @property
+    def key(self) -> str:
+        """A short digest of everything that shapes the prompt (the phrase cache's)."""
+        canon = json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(canon.encode()).hexdigest()[:16]
+
+
+def cache_variant(glossary_version: str | None, guidance: Guidance | None) -> str | None:
+    """The phrase cache's variant of a job's translations (its ``glossary`` key part): the
+    glossary's version and the guidance's digest; None for a job with neither (the shared
+    entries of plain translations)."""
+    if guidance is None or guidance.empty:
+        return glossary_version
+    return f"{glossary_version or '-'}+g{guidance.key}"
+
+
+#: Formal and informal address by target language: (formal, informal), as a translator would
+#: name them. Languages without a T-V distinction get a register instruction instead.
+_ADDRESS: dict[str, tuple[str, str]] = {
+    "de": ("the formal address (Sie)", "the informal address (du)"),
+    "fr": ("the formal address (vous)", "the informal address (tu)"),
+    "es": ("the formal address (usted)", "the informal address (tú)"),
+    "it": ("the formal address (Lei)", "the informal address (tu)"),
+    "pt": ("the formal address (o senhor / a senhora)", "the informal address (você)"),
+    "nl": ("the formal address (u)", "the informal address (jij)"),
+    "pl": ("the formal address (Pan / Pani)", "the informal address (ty)"),
+    "ru": ("the formal address (вы)", "the informal address (ты)"),
+    "uk": ("the formal address (ви)", "the informal address (ти)"),
+    "cs": ("the formal address (vy)", "the informal address (ty)"),
+    "tr": ("the formal address (siz)", "the informal address (sen)"),
+    "ja": ("polite language (敬語, です/ます)", "casual language (plain form)"),
+    "ko": ("polite speech (존댓말)", "casual speech (반말)"),
+}
+
+
+def formality_instruction(target: str, formality: Formality) -> str | None:
+    """The instruction ``formality`` is for ``target`` (None for ``default``)."""
+    if formality == "default":
+        return None
+    formal = formality in ("more", "prefer_more")
+    lang = languages.get(target)
+    address = _ADDRESS.get(target.split("-")[0])
+    if address is not None:
+        return f"Use {address[0] if formal else address[1]} throughout the {lang.english} text."
+    return "Write in a formal register." if formal else "Write in an informal, casual register."

@@ -57,7 +57,8 @@ def test_every_help_flows_to_the_terminal_width() -> None:
     # the long paragraphs of submit's help are whole lines at this width
     submit = runner.invoke(app, ["submit", "--help"], env={"COLUMNS": str(WIDTH)}).stdout
     assert (
-        "(.md, .html, .json, .srt, .xlf/.xliff, .docx...): the file comes back in its own" in submit
+        "(.md, .html, .json, .po, .xml, .yml, .xlsx, .pptx...): the file comes back in its own"
+        in submit
     )
     translate = runner.invoke(app, ["translate", "--help"], env={"COLUMNS": str(WIDTH)}).stdout
     assert "[default: http://127.0.0.1:8000]" in translate

@@ -94,8 +94,9 @@ def test_every_parameter_the_client_sends_is_accepted(client: deepl.DeepLClient)
     )
     assert out.text == "La camisa roja. La mesa azul"
     assert out.model_type_used == "latency_optimized"
-    formal = client.translate_text("The red shirt", target_lang="ES", formality="more")
-    assert formal.text == "La camisa roja"  # accepted; no engine here controls formality
+    # formality "more" is an instruction: Apertium cannot follow one, and says so (docs/llm.md)
+    with pytest.raises(deepl.DeepLException, match="apertium engine, which does not follow"):
+        client.translate_text("The red shirt", target_lang="ES", formality="more")
 
 
 def test_tag_handling_html_and_xml(client: deepl.DeepLClient) -> None:

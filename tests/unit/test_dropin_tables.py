@@ -128,7 +128,6 @@ def test_translate_parameters_as_the_client_and_form_bodies_send_them() -> None:
 @pytest.mark.parametrize(
     ("field", "value"),
     [
-        ("style_id", "s1"),
         ("translation_memory_id", "t"),
         ("translation_memory_threshold", 0),
     ],

@@ -18,7 +18,17 @@ from mtfleet.api.deps import Services
 from mtfleet.api.guard import AuthFailures, RequestGuard
 from mtfleet.api.parsing import DocumentPool
 from mtfleet.api.results import Results
-from mtfleet.api.routes import docs, events, glossaries, jobs, meta, ops, pages, translate
+from mtfleet.api.routes import (
+    docs,
+    events,
+    glossaries,
+    jobs,
+    meta,
+    ops,
+    pages,
+    translate,
+    translation_memories,
+)
 from mtfleet.api.service import JobService
 from mtfleet.api.shares import KeyShares
 from mtfleet.api.surfaces import V1
@@ -183,6 +193,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(events.router)
     app.include_router(translate.router)
     app.include_router(glossaries.router)
+    app.include_router(translation_memories.router)
     app.include_router(meta.router)
     # the drop-in surfaces: other services' contracts, documented in docs/deepl.md and
     # docs/libretranslate.md, not in mtfleet's own OpenAPI schema

@@ -17,7 +17,13 @@ from mtfleet.api.parsing import DocumentPool
 from mtfleet.core.errors import JobNotFound
 from mtfleet.core.events import CompletionWaiter
 from mtfleet.core.models import SegmentOutcome
-from mtfleet.core.schemas import DocumentOut, JobResultPublic, SegmentError, SegmentWarning
+from mtfleet.core.schemas import (
+    DocumentOut,
+    JobResultPublic,
+    MemoryMatch,
+    SegmentError,
+    SegmentWarning,
+)
 from mtfleet.core.store import JobRecord, JobStore
 
 
@@ -26,10 +32,13 @@ def assemble(job: JobRecord, outcomes: list[SegmentOutcome | None]) -> JobResult
     translations: list[str | None] = []
     errs: list[SegmentError] = []
     warns: list[SegmentWarning] = []
+    memory: list[MemoryMatch] = []
     for i, o in enumerate(outcomes):
         translations.append(o.translation if o is not None and o.ok else None)
         if o is None:
             continue
+        if o.memory_score is not None:
+            memory.append(MemoryMatch(index=i, score=o.memory_score))
         if o.error:
             errs.append(
                 SegmentError(
@@ -50,6 +59,7 @@ def assemble(job: JobRecord, outcomes: list[SegmentOutcome | None]) -> JobResult
         translations=translations,
         errors=errs,
         warnings=warns,
+        memory=memory,
         detected_langs=job.segment_langs,
     )
 

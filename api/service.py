@@ -47,7 +47,7 @@ from mtfleet.core.errors import (
     UnsupportedLanguage,
 )
 from mtfleet.core.glossary import GlossaryInfo, GlossaryStore
-from mtfleet.core.guidance import Guidance, cache_variant
+from mtfleet.core.guidance import Guidance, MemoryRef, cache_variant
 from mtfleet.core.interactive import InteractiveShares, Reservation
 from mtfleet.core.models import (
     ChunkMessage,
@@ -63,6 +63,7 @@ from mtfleet.core.schemas import JobCreate
 from mtfleet.core.settings import Settings
 from mtfleet.core.store import JobRecord, JobStore, new_job_id
 from mtfleet.core.style_rules import StyleRuleStore
+from mtfleet.core.tm import TranslationMemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -175,7 +176,7 @@ class JobService:
         texts = req.texts
         if not texts or req.document is not None or req.glossary_id or req.callback_url:
             return none  # (a callback_url is checked, and gets a job to report on)
-        if req.guidance() is not None or req.style_id:
+        if req.guidance() is not None or req.style_id or req.translation_memory_id:
             return none  # whether the pool may take it, and its cache variant: submit()
         if detection.is_auto(req.source_lang):
             return none
@@ -299,11 +300,12 @@ class JobService:
         lane = self.lane_for(req, len(texts))
         route = self.routing.route(source, target, req.pool, req.adapter)
         guidance = self._guidance(req, route, owner, source, target)
+        memory = self._memory(req, route, owner, source, target)
         glossary = self._glossary(req.glossary_id, owner, source, target) if texts else None
         norms = [normalize(t) for t in texts]
         scope = self.cache_scope(owner)
         cached, plan = self._plan(
-            texts, norms, source, target, route, glossary, inputs, scope, guidance, hits
+            texts, norms, source, target, route, glossary, inputs, scope, guidance, memory, hits
         )
         if plan:
             self.routing.admit(route.name, lane)
@@ -325,6 +327,7 @@ class JobService:
                 adapter=route.adapter,
                 owner=owner,
                 guidance=guidance,
+                memory=memory if src == source else None,
             )
             for n, (src, segs) in enumerate(plan)
         ]
@@ -493,6 +496,24 @@ class JobService:
             )
         return wanted.for_engine(route.pool.instructions)
 
+    def _memory(
+        self, req: JobCreate, route: Route, owner: str, source: str, target: str
+    ) -> MemoryRef | None:
+        """The translation memory the request names, checked (422 when it is not this key's or
+        is for another pair), as its chunks carry it: examples for the prompt only where the
+        pool's engine follows instructions."""
+        if not req.translation_memory_id:
+            return None
+        info = TranslationMemoryStore(self.store.r).for_job(
+            req.translation_memory_id, owner=owner, source=source, target=target
+        )
+        return MemoryRef(
+            id=info.id,
+            version=info.version,
+            threshold=req.translation_memory_threshold,
+            examples=route.pool.instructions,
+        )
+
     def _plan(
         self,
         texts: list[str],
@@ -504,6 +525,7 @@ class JobService:
         inputs: Texts,
         scope: str | None,
         guidance: Guidance | None = None,
+        memory: MemoryRef | None = None,
         known: dict[str, str] | None = None,
     ) -> tuple[dict[int, SegmentOutcome], list[tuple[str, list[ChunkSegment]]]]:
         """The outcomes known now (phrase-cache hits; texts detected as already in the target
@@ -526,7 +548,7 @@ class JobService:
                     )
                 continue
             gv = glossary.version if glossary and src == source else None
-            variant = cache_variant(gv, guidance)
+            variant = cache_variant(gv, guidance, memory if src == source else None)
             if known is not None and src == source and variant is None:
                 hits = known
             else:

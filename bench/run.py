@@ -32,6 +32,7 @@ from bench.plan_check import plan_check
 from bench.projection import projection
 from bench.report import Outcome, ScenarioRun, print_table, write_json
 from bench.run_context import Context
+from bench.tm import tm_scenario
 
 SCENARIOS: dict[str, Callable[[Context], Outcome]] = {
     "fleet_efficiency": fleet_efficiency,
@@ -44,6 +45,7 @@ SCENARIOS: dict[str, Callable[[Context], Outcome]] = {
     "openai_engine": openai_engine,
     "plan_check": plan_check,
     "documents": documents_scenario,
+    "tm": tm_scenario,
 }
 DEFAULT_OUT = ROOT / "bench" / "results" / "latest.json"
 

@@ -63,6 +63,9 @@ class Guidance(BaseModel):
     )
     #: Instructions from a stored style rule (``style_id``), after the request's own.
     style_instructions: tuple[str, ...] = ()
+    #: Pairs of a translation memory similar to the segment (source, target), best first:
+    #: examples for the model (one segment's; the worker adds them, :class:`MemoryRef`).
+    examples: tuple[tuple[str, str], ...] = ()
 
     @field_validator("custom_instructions")
     @classmethod
@@ -91,6 +94,7 @@ class Guidance(BaseModel):
             self.context is None
             and not self.custom_instructions
             and not self.style_instructions
+            and not self.examples
             and self.formality == "default"
         )
 
@@ -118,13 +122,40 @@ class Guidance(BaseModel):
         return hashlib.sha256(canon.encode()).hexdigest()[:16]
 
 
-def cache_variant(glossary_version: str | None, guidance: Guidance | None) -> str | None:
+class MemoryRef(BaseModel):
+    """The translation memory a job names (``translation_memory_id``), as its chunks carry it
+    to the worker: a segment scoring at least ``threshold`` against a stored source gets the
+    stored target (:mod:`mtfleet.core.tm`); below it, with ``examples`` (an engine that follows
+    instructions), the ``k`` most similar pairs go to the prompt."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    version: str
+    threshold: int = Field(75, ge=0, le=100)
+    examples: bool = False
+    k: int = Field(5, ge=0, le=20)
+
+    @property
+    def key(self) -> str:
+        return f"{self.version}.{self.threshold}{'e' if self.examples else ''}"
+
+
+def cache_variant(
+    glossary_version: str | None, guidance: Guidance | None, memory: MemoryRef | None = None
+) -> str | None:
     """The phrase cache's variant of a job's translations (its ``glossary`` key part): the
-    glossary's version and the guidance's digest; None for a job with neither (the shared
+    glossary's version, the guidance's digest and the memory's version (with its threshold:
+    what the engine was given depends on both); None for a job with none of them (the shared
     entries of plain translations)."""
-    if guidance is None or guidance.empty:
+    parts = []
+    if guidance is not None and not guidance.empty:
+        parts.append(f"g{guidance.key}")
+    if memory is not None:
+        parts.append(f"m{memory.key}")
+    if not parts:
         return glossary_version
-    return f"{glossary_version or '-'}+g{guidance.key}"
+    return f"{glossary_version or '-'}+" + "+".join(parts)
 
 
 #: Formal and informal address by target language: (formal, informal), as a translator would

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from mtfleet.core.guidance import Guidance
+from mtfleet.core.guidance import Guidance, MemoryRef
 
 
 class Lane(StrEnum):
@@ -81,6 +81,9 @@ class ChunkMessage(BaseModel):
     # context, instructions and formality for an LLM engine (core/guidance.py); its digest
     # is part of the phrase-cache key
     guidance: Guidance | None = None
+    # the translation memory the job names (core/tm): matches served from it, examples below
+    # its threshold for an engine that follows instructions
+    memory: MemoryRef | None = None
 
     def summary(self) -> str:
         """Short description shown in Flower instead of customer text."""
@@ -116,6 +119,8 @@ class SegmentOutcome(BaseModel):
     error: dict[str, Any] | None = None
     warnings: list[dict[str, Any]] = Field(default_factory=list)
     cached: bool = False
+    # the translation memory's stored target, scoring this against its source (0-100)
+    memory_score: float | None = None
 
     @property
     def ok(self) -> bool:

@@ -149,6 +149,21 @@ class TextsIn(BaseModel):
     formality: Formality = Field(
         "default", description=Guidance.model_fields["formality"].description
     )
+    translation_memory_id: str | None = Field(
+        None,
+        max_length=64,
+        description="A translation memory of this API key for the pair (/v1/translation_memories"
+        "): a segment scoring at least translation_memory_threshold against a stored source "
+        "gets its stored target (any engine); below it, the most similar pairs go to an LLM "
+        "engine's prompt as examples.",
+    )
+    translation_memory_threshold: int = Field(
+        75,
+        ge=0,
+        le=100,
+        description="The score (0-100, docs/llm.md) at which a memory's pair is served as the "
+        "translation; 100: the same text only.",
+    )
     style_id: str | None = Field(
         None,
         max_length=64,
@@ -409,6 +424,14 @@ class SegmentWarning(SegmentError):
     """A translation delivered but flagged by an output check (same shape as an error)."""
 
 
+class MemoryMatch(BaseModel):
+    """A segment translated from the job's translation memory: the stored target, served as
+    it was stored, and the match's score (0-100; 100: the same text)."""
+
+    index: int
+    score: float
+
+
 class JobResultPublic(BaseModel):
     id: str
     status: JobStatus
@@ -422,6 +445,10 @@ class JobResultPublic(BaseModel):
     warnings: list[SegmentWarning] = Field(
         default_factory=list,
         description="Translations delivered but flagged (e.g. truncated); never cached.",
+    )
+    memory: list[MemoryMatch] = Field(
+        default_factory=list,
+        description="Segments whose translation is the translation memory's (its score).",
     )
     document: DocumentOut | None = Field(
         None, description="A document job's translated file, in its own format."
@@ -441,6 +468,10 @@ class TranslatePublic(BaseModel):
     status: JobStatus
     translations: list[str | None]
     warnings: list[SegmentWarning] = Field(default_factory=list)
+    memory: list[MemoryMatch] = Field(
+        default_factory=list,
+        description="Segments whose translation is the translation memory's (its score).",
+    )
     cached: int = Field(0, description="Segments answered from the phrase cache.")
     errors: list[SegmentError] = Field(default_factory=list)
     detected_source_lang: str | None = Field(

@@ -768,6 +768,20 @@ class Settings(BaseSettings):
     glossary_max_per_key: int = Field(
         1_000, ge=1, description="Glossaries one API key may keep (MT_AUTH=off: in all)."
     )
+    tm_max_pairs: int = Field(
+        100_000, ge=1, le=1_000_000, description="Pairs one translation memory may hold."
+    )
+    tm_max_segment_bytes: int = Field(
+        4_096, ge=64, le=65_536, description="Bytes (UTF-8) of one source or target in a memory."
+    )
+    tm_max_import_bytes: int = Field(
+        64 * 1024 * 1024,
+        ge=1024,
+        description="Bytes of one TMX, TSV or CSV file imported as a translation memory.",
+    )
+    tm_max_per_key: int = Field(
+        100, ge=1, description="Translation memories one API key may keep (MT_AUTH=off: in all)."
+    )
     check_length_ratio: float = Field(
         3.0,
         gt=1,

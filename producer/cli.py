@@ -42,6 +42,7 @@ from mtfleet.core.apikeys import KeyStore, is_key_id
 from mtfleet.core.errors import InvalidInput
 from mtfleet.core.guidance import Guidance
 from mtfleet.producer import batch
+from mtfleet.producer.cli_tm import tm_app
 from mtfleet.producer.client import (
     APIUnreachable,
     Job,
@@ -922,6 +923,7 @@ def pools_forget(name: Annotated[str, typer.Argument(help="The pool's name.")]) 
 glossary_app = typer.Typer(
     no_args_is_help=True, help="Glossaries: create, list, show, delete (through the API)."
 )
+app.add_typer(tm_app, name="tm")
 app.add_typer(glossary_app, name="glossary")
 
 
@@ -1214,6 +1216,7 @@ def keys_delete(key_id: Annotated[str, typer.Argument(help="The key's id (keys l
     from mtfleet.core.glossary.store import GlossaryStore
     from mtfleet.core.settings import get_settings
     from mtfleet.core.style_rules import StyleRuleStore
+    from mtfleet.core.tm import TranslationMemoryStore
 
     store = _key_store()
     key = store.get(key_id) if is_key_id(key_id) else None
@@ -1222,9 +1225,13 @@ def keys_delete(key_id: Annotated[str, typer.Argument(help="The key's id (keys l
         raise typer.Exit(1)
     n = GlossaryStore(store.r).delete_owned(key.id, retention_s=get_settings().result_ttl_s)
     rules = StyleRuleStore(store.r).delete_owned(key.id)
+    memories = TranslationMemoryStore(store.r).delete_owned(
+        key.id, retention_s=get_settings().result_ttl_s
+    )
     store.delete(key.id)
     print(
-        f"deleted key {key.id} ({key.name}), {n} glossary(ies) and {rules} style rule(s) it owned"
+        f"deleted key {key.id} ({key.name}), {n} glossary(ies), {rules} style rule(s) and "
+        f"{memories} translation memory(ies) it owned"
     )
 
 

@@ -48,6 +48,7 @@ from mtfleet.producer.calls import (
     env_url,
 )
 from mtfleet.producer.events import JobFollow
+from mtfleet.producer.tm_client import AsyncTranslationMemoryMixin, TranslationMemoryMixin
 
 # The public models are the API's own (one definition, :mod:`mtfleet.core.schemas`); the SDK's
 # names for them:
@@ -89,7 +90,7 @@ def _client_kwargs(url: str | None, timeout: float, api_key: str | None) -> dict
     return {"base_url": env_url(url), "timeout": timeout, "headers": headers}
 
 
-class MTClient:
+class MTClient(TranslationMemoryMixin):
     """The API at ``url`` (default: ``MT_API_URL``, else http://127.0.0.1:8000) with
     ``api_key`` (default: ``MT_API_KEY``). An API restart or a proxy's 502/503/504 is ridden out
     as ``retry`` says; past its budget :class:`APIUnreachable` names the URL tried."""
@@ -377,7 +378,7 @@ class MTClient:
         self._send(calls.delete_glossary(glossary_id))
 
 
-class AsyncMTClient:
+class AsyncMTClient(AsyncTranslationMemoryMixin):
     """:class:`MTClient` for asyncio: the same methods, awaited."""
 
     def __init__(

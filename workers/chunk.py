@@ -29,10 +29,11 @@ from typing import Any
 from mtfleet.core.cache import PhraseCache
 from mtfleet.core.errors import Cancelled, DeadLettered, EngineUnavailable, Unfinished
 from mtfleet.core.glossary import GlossaryNotFound, GlossaryStore
-from mtfleet.core.guidance import cache_variant
+from mtfleet.core.guidance import Guidance, cache_variant
 from mtfleet.core.models import ChunkMessage, Lane, SegmentOutcome
 from mtfleet.core.settings import CHUNK_BUDGET_SHARE, ENGINE_DEADLINE_SHARE, Settings
 from mtfleet.core.store import JobStore
+from mtfleet.core.tm import TMIndex, TMNotFound, TranslationMemoryStore
 from mtfleet.workers import checks, metrics
 from mtfleet.workers.engines.base import TranslationRequest
 from mtfleet.workers.scheduler import Scheduler
@@ -332,16 +333,21 @@ class ChunkProcessor:
                     outcomes.append((i, outcome))
 
         gv = msg.glossary_version if msg.glossary_id else None
-        variant = cache_variant(gv, msg.guidance)  # the phrase cache's key part
+        variant = cache_variant(gv, msg.guidance, msg.memory)  # the phrase cache's key part
         matcher = None
-        if msg.glossary_id:
-            try:
+        memory: TMIndex | None = None
+        try:
+            if msg.glossary_id:
                 matcher = GlossaryStore(self.store.r).matcher(msg.glossary_id, gv or "")
-            except GlossaryNotFound as exc:
-                for n in range(len(segments)):
-                    deliver(n, SegmentOutcome(error=exc.as_dict()))
-                final = self.store.record(msg.job_id, outcomes, chunk=msg.chunk, **where)
-                return {"failed": len(outcomes), "job_status": final.value if final else None}
+            if msg.memory is not None:
+                memory = TranslationMemoryStore(self.store.r).index(
+                    msg.memory.id, msg.memory.version
+                )
+        except (GlossaryNotFound, TMNotFound) as exc:
+            for n in range(len(segments)):
+                deliver(n, SegmentOutcome(error=exc.as_dict()))
+            final = self.store.record(msg.job_id, outcomes, chunk=msg.chunk, **where)
+            return {"failed": len(outcomes), "job_status": final.value if final else None}
         fp = self.fingerprint(msg.adapter)
         if fp is None:  # a worker of the pool without the adapter the API found in the registry
             err = {
@@ -378,11 +384,40 @@ class ChunkProcessor:
                 cache_hits = len(outcomes)
             metrics.CACHE_LOOKUPS.labels("hit").inc(len(segments) - len(todo))
             metrics.CACHE_LOOKUPS.labels("miss").inc(len(todo))
+        if memory is not None and msg.memory is not None:
+            # a pair scoring at least the threshold is the translation, whatever the engine:
+            # its stored target as stored (never the phrase cache's: the memory may change)
+            rest = []
+            for n in todo:
+                found = memory.lookup(segments[n].text, msg.memory.threshold, k=0)
+                if found.match is None:
+                    rest.append(n)
+                else:
+                    deliver(
+                        n,
+                        SegmentOutcome(
+                            translation=found.match.target, memory_score=found.match.score
+                        ),
+                    )
+            todo = rest
         texts = [segments[n].text for n in todo]
         priority = 0 if msg.lane is Lane.interactive else 1
         t0 = time.monotonic()
         spent = Unfinished(f"chunk {msg.chunk}'s time budget ({seconds(self.budget_s)}) ran out")
         budget_ran_out = False
+
+        def guided(text: str) -> Guidance | None:
+            """The job's guidance, and for an engine that follows instructions the memory's
+            pairs most similar to ``text`` as examples (below the threshold: a match above it
+            never reaches the engine)."""
+            ref = msg.memory
+            if memory is None or ref is None or not ref.examples or not ref.k:
+                return msg.guidance
+            found = memory.lookup(text, ref.threshold, k=ref.k)
+            if not found.examples:
+                return msg.guidance
+            pairs = tuple((m.source, m.target) for m in found.examples)
+            return (msg.guidance or Guidance()).model_copy(update={"examples": pairs})
 
         def translate(batch: list[str]) -> list[SegmentOutcome]:
             """The batch's outcomes; those the budget left unfinished are ``Unfinished``."""
@@ -390,7 +425,7 @@ class ChunkProcessor:
             if budget_ran_out:  # (a hard check's retry after the budget ran out)
                 return [error_outcome(spent)] * len(batch)
             requests = [
-                TranslationRequest(t, msg.source, msg.target, priority, msg.adapter, msg.guidance)
+                TranslationRequest(t, msg.source, msg.target, priority, msg.adapter, guided(t))
                 for t in batch
             ]
             scheduler = self.scheduler()

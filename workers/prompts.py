@@ -95,6 +95,9 @@ def _guided(text: str, source: str, target: str, style: PromptStyle, guidance: G
     listed = "".join(f"- {r}\n" for r in rules)
     if style == "hunyuan":
         parts = []
+        if guidance.examples:  # the card's terminology template, a line per pair
+            pairs = "".join(f"{s} 翻译成 {t}\n" for s, t in guidance.examples)
+            parts.append(f"参考下面的翻译：\n{pairs}\n")
         if guidance.context:
             parts.append(f"{guidance.context}\n")
         if rules:
@@ -114,6 +117,11 @@ def _guided(text: str, source: str, target: str, style: PromptStyle, guidance: G
         )
     if rules:
         parts.append(f"\nFollow these instructions:\n{listed}")
+    if guidance.examples:
+        shown = "".join(f"{src.english}: {s}\n{tgt.english}: {t}\n" for s, t in guidance.examples)
+        parts.append(
+            f"\nEarlier translations of similar texts (follow their terms and style):\n{shown}"
+        )
     return "".join(parts) + f"\nText to translate:\n{text}"
 
 
@@ -197,6 +205,9 @@ def user_turn(
                 ),
                 "style_instructions": tuple(
                     as_data(i, tokens) for i in guidance.style_instructions
+                ),
+                "examples": tuple(
+                    (as_data(s, tokens), as_data(t, tokens)) for s, t in guidance.examples
                 ),
             }
         )

@@ -17,6 +17,7 @@ from mtfleet.api.deepl import (
     multilingual,
     style_rules,
     translate,
+    translation_memories,
 )
 from mtfleet.api.deepl.errors import SURFACE
 
@@ -28,6 +29,7 @@ for part in (
     glossaries.v2,
     multilingual.router,
     style_rules.router,
+    translation_memories.router,
 ):
     router.include_router(part)
 

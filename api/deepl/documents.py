@@ -30,7 +30,6 @@ from mtfleet.api.deepl.params import (
     guidance,
     one_glossary,
     parse,
-    refuse_unsupported,
 )
 from mtfleet.api.deps import Services, ServicesDep
 from mtfleet.api.routes.jobs import content_disposition
@@ -64,7 +63,6 @@ async def upload(request: Request, services: ServicesDep, caller: DeepLCaller) -
     if not isinstance(file, UploadFile):
         raise InvalidInput("parameter 'file' not specified (a multipart file field)")
     req = parse(DocumentUpload, {k: v for k, v in form.multi_items() if k != "file"})
-    refuse_unsupported(req)
     content = await file.read()
     if not content:
         raise InvalidInput("the file is empty")

@@ -36,6 +36,7 @@ from mtfleet.core.errors import (
     Unavailable,
 )
 from mtfleet.core.glossary import UnknownGlossary
+from mtfleet.core.tm import UnknownTranslationMemory
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,7 @@ STATUS: list[tuple[type[MTError], int]] = [
     (StillTranslating, 429),
     (Unauthorized, 403),
     (UnknownGlossary, 404),
+    (UnknownTranslationMemory, 404),
     (JobNotFound, 404),
     (JobPurged, 404),
     (JobNotFinished, 503),

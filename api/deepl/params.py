@@ -107,7 +107,6 @@ class TranslateIn(BaseModel):
     show_billed_characters: bool = True
     custom_instructions: list[str] | None = None
     style_id: str | None = None
-    # DeepL features this fleet has no counterpart for (refused when given: :func:`refuse`)
     translation_memory_id: str | None = None
     translation_memory_threshold: int | None = None
 
@@ -171,22 +170,11 @@ class DocumentUpload(BaseModel):
         return None if v == "" else v
 
 
-def refuse_unsupported(req: TranslateIn | DocumentUpload) -> None:
-    """DeepL features with no counterpart here are refused (400), never silently dropped:
-    each changes what the translation should be. (``context``, ``custom_instructions`` and
-    ``formality`` go to the engine: :func:`guidance`.)"""
-    for name in (
-        "translation_memory_id",
-        "translation_memory_threshold",
-    ):
-        if getattr(req, name, None) not in (None, "", []):  # a threshold of 0 is one too
-            raise InvalidInput(f"parameter '{name}' is not supported by this server")
-
-
 def guidance(req: TranslateIn | DocumentUpload) -> dict[str, Any]:
-    """The request's ``context``, ``custom_instructions`` and ``formality`` as the job's
-    fields (:class:`mtfleet.core.guidance.Guidance`: an engine that cannot follow
-    instructions refuses the instructions and a ``more``/``less`` formality, 400)."""
+    """The request's ``context``, ``custom_instructions``, ``formality``, ``style_id`` and
+    translation memory as the job's fields (:mod:`mtfleet.core.guidance`: a pool whose engine
+    cannot follow instructions refuses the instructions, a style rule and a ``more``/``less``
+    formality, 400; a memory's matches are served whatever the engine)."""
     out: dict[str, Any] = {}
     if getattr(req, "context", None):
         out["context"] = req.context  # type: ignore[union-attr]
@@ -196,6 +184,10 @@ def guidance(req: TranslateIn | DocumentUpload) -> dict[str, Any]:
         out["formality"] = req.formality
     if req.style_id:
         out["style_id"] = req.style_id
+    if req.translation_memory_id:
+        out["translation_memory_id"] = req.translation_memory_id
+    if req.translation_memory_threshold is not None:
+        out["translation_memory_threshold"] = req.translation_memory_threshold
     return out
 
 

@@ -26,7 +26,6 @@ from mtfleet.api.deepl.params import (
     guidance,
     one_glossary,
     parse,
-    refuse_unsupported,
 )
 from mtfleet.api.deps import ServicesDep
 from mtfleet.core.documents.fragments import Cutting
@@ -40,7 +39,6 @@ async def translate(request: Request, services: ServicesDep, caller: DeepLCaller
     """DeepL's ``/v2/translate`` (JSON or form): see docs/deepl.md for what each parameter
     does here."""
     req = parse(TranslateIn, await fields(request))
-    refuse_unsupported(req)
     target = languages.to_fleet(req.target_lang)
     source = languages.to_fleet(req.source_lang) if req.source_lang else None
     glossary = one_glossary(req.glossary_id, req.glossary_ids)

@@ -82,6 +82,7 @@ async def translate(
         translations=result.translations,
         errors=result.errors,
         warnings=result.warnings,
+        memory=result.memory,
         cached=job.cached,
         detected_source_lang=job.detected_source_lang,
         detected_confidence=job.detected_confidence,

@@ -259,3 +259,126 @@ def test_a_style_rule_reaches_the_prompt_through_the_deepl_client(
         timeout=30,
     )
     assert got.status_code == 422 and "style_id" in got.json()["error"]["message"]
+
+
+# --- translation memories ------------------------------------------------------------------------
+
+MEMORY = [
+    {"source": "Add to cart", "target": "Añadir a la cesta"},
+    {"source": "Free shipping on orders over 50 euros", "target": "Envío gratis desde 50 euros"},
+    {"source": "The sole is made of rubber", "target": "La suela es de caucho"},
+]
+
+
+def make_memory(fleet: LocalFleet, key: str) -> str:
+    got = httpx.post(
+        f"{fleet.api_url}/v1/translation_memories",
+        json={"name": "shop", "source_lang": "en", "target_lang": "es", "entries": MEMORY},
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=30,
+    )
+    assert got.status_code in (200, 201), got.text
+    return str(got.json()["id"])
+
+
+def test_a_memory_match_is_served_and_never_reaches_the_model(
+    fleet: LocalFleet, key: str, server: FakeServer
+) -> None:
+    tm = make_memory(fleet, key)
+    headers = {"Authorization": f"Bearer {key}"}
+    texts = ["Add to cart", "The sole is made of soft rubber", "Socks for running"]
+    got = httpx.post(
+        f"{fleet.api_url}/v1/translate",
+        json={
+            "texts": texts,
+            "source_lang": "en",
+            "target_lang": "es",
+            "translation_memory_id": tm,
+            "translation_memory_threshold": 95,
+        },
+        headers=headers,
+        timeout=60,
+    )
+    assert got.status_code == 200, got.text
+    body = got.json()
+    assert body["translations"][0] == "Añadir a la cesta"  # the stored target, as stored
+    assert body["memory"] == [{"index": 0, "score": 100.0}]
+    assert not prompts_with(server, "Add to cart")  # a match never reaches the model
+    # below the threshold: the most similar pairs are the model's examples
+    (prompt,) = prompts_with(server, "The sole is made of soft rubber")
+    assert (
+        "Earlier translations of similar texts (follow their terms and style):\n"
+        "English: The sole is made of rubber\nSpanish: La suela es de caucho\n"
+    ) in prompt
+    (plain,) = prompts_with(server, "Socks for running")
+    assert "Earlier translations" not in plain  # nothing similar enough: no examples
+    # a correction is seen by the next request
+    fixed = httpx.post(
+        f"{fleet.api_url}/v1/translation_memories/{tm}/entries",
+        json={"entries": [{"source": "Add to cart", "target": "Añadir al carrito"}]},
+        headers=headers,
+        timeout=30,
+    )
+    assert fixed.status_code == 200, fixed.text
+    again = httpx.post(
+        f"{fleet.api_url}/v1/translate",
+        json={
+            "texts": ["Add to cart"],
+            "source_lang": "en",
+            "target_lang": "es",
+            "translation_memory_id": tm,
+        },
+        headers=headers,
+        timeout=60,
+    )
+    assert again.json()["translations"] == ["Añadir al carrito"]
+
+
+def test_a_memory_serves_matches_on_an_apertium_pool_too(fleet: LocalFleet, key: str) -> None:
+    tm = make_memory(fleet, key)
+    got = httpx.post(
+        f"{fleet.api_url}/v1/translate",
+        json={
+            "texts": ["Add to cart", "The red shirt."],
+            "source_lang": "en",
+            "target_lang": "es",
+            "translation_memory_id": tm,
+            "pool": "apertium",
+        },
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=60,
+    )
+    assert got.status_code == 200, got.text
+    assert got.json()["translations"] == ["Añadir a la cesta", "La camisa roja."]
+    other = fleet.create_api_key("not-the-owner")
+    refused = httpx.post(
+        f"{fleet.api_url}/v1/translate",
+        json={
+            "texts": ["Add to cart"],
+            "source_lang": "en",
+            "target_lang": "es",
+            "translation_memory_id": tm,
+        },
+        headers={"Authorization": f"Bearer {other}"},
+        timeout=60,
+    )
+    assert refused.status_code in (404, 422), refused.text
+
+
+def test_the_deepl_client_lists_and_uses_a_memory(
+    fleet: LocalFleet, key: str, server: FakeServer
+) -> None:
+    tm = make_memory(fleet, key)
+    client = deepl.DeepLClient(key, server_url=fleet.api_url)
+    listed = client.list_translation_memories()
+    assert any(m.name == "shop" for m in listed)
+    result = client.translate_text(
+        "Free shipping on orders over 50 euros",
+        source_lang="EN",
+        target_lang="ES",
+        translation_memory=next(m for m in listed if m.name == "shop"),
+        translation_memory_threshold=80,
+    )
+    assert result.text == "Envío gratis desde 50 euros"  # type: ignore[union-attr]
+    assert not prompts_with(server, "Free shipping on orders over 50 euros")
+    assert tm

@@ -117,7 +117,10 @@ def test_operator_makes_lists_revokes_and_deletes_keys_that_clients_use(
     shop2 = rows["shop2"]["id"]
     deleted = mtfleet("keys", "delete", shop2)
     assert deleted.returncode == 0, deleted.stderr
-    assert f"deleted key {shop2} (shop2), 1 glossary(ies) and 0 style rule(s)" in deleted.stdout
+    assert (
+        f"deleted key {shop2} (shop2), 1 glossary(ies), 0 style rule(s) and 0 translation "
+        "memory(ies)" in deleted.stdout
+    )
     names = {row["name"] for row in json.loads(mtfleet("keys", "list", "--json").stdout)}
     assert names == {"shop1"}
     gone = mtfleet("languages", "--url", api_url, "--api-key", other)

@@ -19,7 +19,6 @@ from mtfleet.api.deepl.params import (
     guidance,
     one_glossary,
     parse,
-    refuse_unsupported,
 )
 from mtfleet.api.libretranslate import errors as lt_errors
 from mtfleet.api.libretranslate.routes import lt_code, to_fleet
@@ -125,25 +124,10 @@ def test_translate_parameters_as_the_client_and_form_bodies_send_them() -> None:
         parse(TranslateIn, {"text": ["x"] * 51, "target_lang": "DE"})
 
 
-@pytest.mark.parametrize(
-    ("field", "value"),
-    [
-        ("translation_memory_id", "t"),
-        ("translation_memory_threshold", 0),
-    ],
-)
-def test_what_this_fleet_cannot_do_is_refused(field: str, value: object) -> None:
-    req = parse(TranslateIn, {"text": ["x"], "target_lang": "DE", field: value})
-    with pytest.raises(InvalidInput):
-        refuse_unsupported(req)
-    for formality in ("more", "less", "prefer_more", "prefer_less", "default"):
-        refuse_unsupported(
-            parse(TranslateIn, {"text": ["x"], "target_lang": "DE", "formality": formality})
-        )
-
-
-def test_context_instructions_and_formality_become_the_jobs_fields() -> None:
-    """They reach the engine (core/guidance.py): nothing of them is refused at parsing."""
+def test_every_llm_field_becomes_the_jobs() -> None:
+    """Context, instructions, formality, a style rule and a translation memory reach the job
+    (core/guidance.py): none is refused at parsing (a pool that cannot follow instructions
+    refuses them when the job is made)."""
     req = parse(
         TranslateIn,
         {
@@ -152,13 +136,18 @@ def test_context_instructions_and_formality_become_the_jobs_fields() -> None:
             "context": "A shop.",
             "custom_instructions": ["Be brief", "No dates"],
             "formality": "less",
+            "style_id": "s1",
+            "translation_memory_id": "t1",
+            "translation_memory_threshold": "0",
         },
     )
-    refuse_unsupported(req)
     assert guidance(req) == {
         "context": "A shop.",
         "custom_instructions": ["Be brief", "No dates"],
         "formality": "less",
+        "style_id": "s1",
+        "translation_memory_id": "t1",
+        "translation_memory_threshold": 0,
     }
     assert guidance(parse(TranslateIn, {"text": ["x"], "target_lang": "DE"})) == {}
 

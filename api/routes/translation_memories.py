@@ -1,0 +1,252 @@
+"""/v1/translation_memories: create (pairs, or a TMX/TSV/CSV file), list, read, export as TMX,
+add or correct pairs, delete (:mod:`mtfleet.core.tm`).
+
+Same API keys as jobs: a memory belongs to the key that made it, and another key's memory
+answers exactly as a missing one (404). A request names one with ``translation_memory_id``.
+``POST /v1/translation_memories`` takes a multipart upload (``file``, ``name``,
+``source_lang``, ``target_lang``, optional ``format``) or a JSON body (:class:`TMCreate`:
+``entries``, or the ``file`` as text or base64).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
+from starlette.datastructures import UploadFile
+
+from mtfleet.api.auth import Caller, CallerDep
+from mtfleet.api.deps import Services, ServicesDep
+from mtfleet.api.errors import documented
+from mtfleet.core.apikeys import Storage
+from mtfleet.core.errors import InvalidInput
+from mtfleet.core.tm import TMInfo, TMLimits, TMNotFound, TranslationMemoryStore
+from mtfleet.core.tm.formats import FORMATS
+from mtfleet.core.tm.schemas import TMCreate, TMEntriesAdd, TMFile, TMList, TMPublic
+
+router = APIRouter(prefix="/v1/translation_memories", tags=["translation memories"])
+
+ERRORS = documented(401, 404, 422, 429, 503)
+TMX_MEDIA = "application/x-tmx+xml"
+_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _inline(schema: dict[str, Any]) -> dict[str, Any]:
+    """A pydantic JSON schema with its ``$defs`` put in place (an operation's own schema cannot
+    refer to components FastAPI does not know)."""
+    defs = schema.pop("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return walk(defs[ref.rsplit("/", 1)[1]])
+            return {k: walk(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    out: dict[str, Any] = walk(schema)
+    return out
+
+
+_CREATE_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": _inline(TMCreate.model_json_schema())},
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["file", "name", "source_lang", "target_lang"],
+                    "properties": {
+                        "file": {"type": "string", "format": "binary"},
+                        "name": {"type": "string", "maxLength": 100},
+                        "source_lang": {"type": "string", "minLength": 2, "maxLength": 16},
+                        "target_lang": {"type": "string", "minLength": 2, "maxLength": 16},
+                        "format": {"type": "string", "enum": list(FORMATS)},
+                    },
+                }
+            },
+        },
+    }
+}
+
+
+def store(services: Services) -> TranslationMemoryStore:
+    return TranslationMemoryStore(services.store.r, TMLimits.from_settings(services.settings))
+
+
+def storage(services: Services, caller: Caller) -> Storage | None:
+    """The caller's storage quota (None without auth)."""
+    if caller.key is None:
+        return None
+    return services.apikeys.storage(caller.key, services.settings.key_storage_mb)
+
+
+def _file_bytes(f: TMFile) -> bytes:
+    if f.encoding == "text":
+        return f.content.encode("utf-8", "surrogatepass")
+    try:
+        return base64.b64decode(f.content, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidInput("file.content is not valid base64") from None
+
+
+def create(services: Services, caller: Caller, body: TMCreate) -> TMInfo:
+    """Store the memory a JSON body describes (the one way /v1 and the SDK create one)."""
+    tms = store(services)
+    if body.file is not None:
+        return tms.import_file(
+            caller.owner,
+            body.name,
+            body.source_lang,
+            body.target_lang,
+            _file_bytes(body.file),
+            body.file.filename,
+            fmt=body.file.format,
+            storage=storage(services, caller),
+        )
+    return tms.create(
+        caller.owner,
+        body.name,
+        body.source_lang,
+        body.target_lang,
+        [(e.source, e.target) for e in body.entries or []],
+        storage=storage(services, caller),
+    )
+
+
+def _form_text(form: Any, name: str, *, required: bool = True) -> str | None:
+    value = form.get(name)
+    if value is None:
+        if required:
+            raise InvalidInput(f"the form has no {name!r} field")
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name!r} must be a form field, not a file")
+    return value
+
+
+async def _upload(services: Services, caller: Caller, request: Request) -> TMInfo:
+    async with request.form(max_files=1, max_fields=16) as form:
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile):
+            raise InvalidInput("the form has no 'file' part (the TMX, TSV or CSV file)")
+        name = _form_text(form, "name")
+        source = _form_text(form, "source_lang")
+        target = _form_text(form, "target_lang")
+        fmt = _form_text(form, "format", required=False) or None
+        if fmt is not None and fmt.lower() not in FORMATS:
+            raise InvalidInput(f"format {fmt!r}: use one of {', '.join(FORMATS)}")
+        content = await upload.read()
+        filename = upload.filename
+    assert name is not None and source is not None and target is not None
+    return await run_in_threadpool(
+        store(services).import_file,
+        caller.owner,
+        name,
+        source,
+        target,
+        content,
+        filename,
+        fmt=fmt,
+        storage=storage(services, caller),
+    )
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=TMPublic,
+    responses={**ERRORS, **documented(400, 413, 415)},
+    openapi_extra=_CREATE_BODY,
+)
+async def create_translation_memory(
+    request: Request, services: ServicesDep, caller: CallerDep, response: Response
+) -> TMPublic:
+    """Create a translation memory for one language pair: upload a TMX 1.4, TSV or CSV file
+    (multipart: ``file``, ``name``, ``source_lang``, ``target_lang``), or send JSON with
+    ``entries`` (or the ``file`` as text or base64). A TMX holding several languages gives the
+    pair asked for."""
+    if request.headers.get("content-type", "").lower().startswith("multipart/form-data"):
+        info = await _upload(services, caller, request)
+    else:
+        try:
+            body = TMCreate.model_validate_json(await request.body())
+        except ValidationError as exc:
+            raise RequestValidationError(exc.errors()) from None
+        info = await run_in_threadpool(create, services, caller, body)
+    response.headers["Location"] = f"/v1/translation_memories/{info.id}"
+    return TMPublic.of(info)
+
+
+@router.get("", response_model=TMList, responses=ERRORS)
+def list_translation_memories(services: ServicesDep, caller: CallerDep) -> TMList:
+    """The caller's translation memories, oldest first, without their pairs."""
+    return TMList(
+        translation_memories=[TMPublic.of(i) for i in store(services).list_for(caller.owner)]
+    )
+
+
+@router.get("/{tm_id}", response_model=TMPublic, responses=ERRORS)
+def get_translation_memory(tm_id: str, services: ServicesDep, caller: CallerDep) -> TMPublic:
+    """One translation memory (its pairs: ``/export``)."""
+    return TMPublic.of(store(services).visible(tm_id, caller.owner))
+
+
+@router.get(
+    "/{tm_id}/export",
+    response_class=Response,
+    responses={**ERRORS, 200: {"content": {TMX_MEDIA: {}}, "description": "A TMX 1.4 file."}},
+)
+def export_translation_memory(tm_id: str, services: ServicesDep, caller: CallerDep) -> Response:
+    """The memory's pairs as a TMX 1.4 file (the fleet's inline tags as TMX inline codes)."""
+    tms = store(services)
+    info = tms.visible(tm_id, caller.owner)
+    name = _FILENAME.sub("_", info.name).strip("._") or info.id
+    return Response(
+        tms.export_tmx(info.id),
+        media_type=TMX_MEDIA,
+        headers={"Content-Disposition": f'attachment; filename="{name}.tmx"'},
+    )
+
+
+@router.post("/{tm_id}/entries", response_model=TMPublic, responses=ERRORS)
+def add_translation_memory_entries(
+    tm_id: str, body: TMEntriesAdd, services: ServicesDep, caller: CallerDep
+) -> TMPublic:
+    """Add pairs, or correct the target of the pairs with the same source: the memory gets a
+    new ``version``, and the next request that names it sees the change."""
+    info = store(services).add_entries(
+        tm_id,
+        caller.owner,
+        [(e.source, e.target) for e in body.entries],
+        storage=storage(services, caller),
+    )
+    return TMPublic.of(info)
+
+
+@router.delete("/{tm_id}", status_code=204, responses=ERRORS)
+def delete_translation_memory(tm_id: str, services: ServicesDep, caller: CallerDep) -> Response:
+    """Delete a translation memory: new requests can no longer name it; jobs accepted before
+    still finish with it (its pairs are kept for MT_RESULT_TTL_S, then expire)."""
+    delete(services, caller, tm_id)
+    return Response(status_code=204)
+
+
+def delete(services: Services, caller: Caller, tm_id: str) -> None:
+    """Delete one of the caller's memories (TMNotFound when it has none of that id)."""
+    if not store(services).delete(
+        tm_id,
+        caller.owner,
+        retention_s=services.settings.result_ttl_s,
+        storage=storage(services, caller),
+    ):
+        raise TMNotFound(f"translation memory {tm_id} not found")

@@ -1,0 +1,527 @@
+"""Translation memories on the durable Redis: create, import, read, list, change, delete, export,
+and the index each process builds once per version and keeps up to date.
+
+**Redis** (keys built here, under ``mt:`` as :mod:`mtfleet.core.keys` builds every other):
+
+* ``mt:tm:<id>`` (hash): the metadata (:class:`TMInfo`'s fields), ``gen`` (how many times the
+  base was rewritten), ``log_len``, ``base_bytes``, ``log_bytes``, ``bytes`` (all it takes, as
+  counted against the owner's storage quota) and ``deleted`` once deleted;
+* ``mt:tm:<id>:base`` (string): every pair as of the last rewrite, ``[[source, target], ...]``
+  oldest first, JSON, zlib-compressed, base64 (the store's client decodes responses);
+* ``mt:tm:<id>:log`` (list): each change since, ``{"v": version, "pairs": [[s, t], ...]}``;
+* ``mt:tms:<owner or '-'>`` (sorted set): the owner's live memories, scored by creation time.
+
+A change (:meth:`TranslationMemoryStore.add_entries`) is one script that checks the memory is
+still at the version the change was computed against (another change first: computed again)
+and appends to the log, or rewrites the base when the log has grown past
+:data:`LOG_MAX_RECORDS` records or the base's size (the pairs are then read in one piece again).
+Readers take the hash, base and log in one MULTI, so they never see half a change.
+
+**Indexes** (:meth:`TranslationMemoryStore.index`): a process keeps the indexes it built, at
+most :data:`INDEXES_KEPT` and :data:`PAIRS_KEPT` pairs in all (least recently used go first).
+A version it holds is served as it is; a version it does not hold is loaded from Redis: only
+the log records it has not applied when it holds an older version of the same base, the whole
+memory otherwise (a version that is no longer the memory's newest gives the newest: a job
+accepted before a correction may see it). A request resolves its memory's current version when
+it is accepted (:meth:`TranslationMemoryStore.for_job`), so the request after a correction
+sees it.
+
+Deleting a memory hides it at once; its pairs are kept for ``retention_s`` (the result TTL)
+so that jobs accepted before still finish with it, then expire.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import secrets
+import threading
+import time
+import zlib
+from collections import OrderedDict
+from typing import Any
+
+import redis
+
+from mtfleet.core import keys, scripts
+from mtfleet.core.apikeys import Storage
+from mtfleet.core.errors import InvalidInput, Unavailable
+from mtfleet.core.keys import PREFIX
+from mtfleet.core.tm import formats
+from mtfleet.core.tm.index import TMIndex
+from mtfleet.core.tm.model import TMInfo, TMLimits, TMNotFound, UnknownTranslationMemory
+from mtfleet.core.tm.text import (
+    check_name,
+    check_pair_languages,
+    content_version,
+    dedupe,
+    next_version,
+    unique_pairs,
+)
+
+#: A change is appended to the log until the log holds this many records...
+LOG_MAX_RECORDS = 256
+#: ... or this many bytes (or the base's size, when larger): then the base is rewritten.
+LOG_MIN_BYTES = 1024 * 1024
+#: Indexes one process keeps, and the pairs they may hold in all.
+INDEXES_KEPT = 16
+PAIRS_KEPT = 300_000
+#: How long a deleted memory's pairs stay for the jobs accepted before (the API passes
+#: MT_RESULT_TTL_S).
+DEFAULT_RETENTION_S = 7 * 24 * 3600
+_CHANGE_TRIES = 100
+_INFO_FIELDS = tuple(TMInfo.model_fields)
+
+
+# --- Redis keys -------------------------------------------------------------------------------
+
+
+def tm_key(tm_id: str) -> str:
+    """Hash: one memory's metadata (see the module's docstring)."""
+    return f"{PREFIX}tm:{tm_id}"
+
+
+def tm_base_key(tm_id: str) -> str:
+    """String: the memory's pairs as of its last rewrite (JSON, zlib, base64)."""
+    return f"{PREFIX}tm:{tm_id}:base"
+
+
+def tm_log_key(tm_id: str) -> str:
+    """List: the changes since the last rewrite, oldest first (JSON records)."""
+    return f"{PREFIX}tm:{tm_id}:log"
+
+
+def tms_key(owner: str) -> str:
+    """Sorted set: the live memory ids of an API key ('' : made with MT_AUTH=off), scored by
+    creation time."""
+    return f"{PREFIX}tms:{owner or '-'}"
+
+
+def fleet_id(tm_id: str) -> str:
+    """The fleet's form of an id (32 hex digits) from it or DeepL's (a UUID)."""
+    return tm_id.replace("-", "").lower()
+
+
+def visible(info: TMInfo, owner: str) -> bool:
+    """A memory is usable only by the key that made it ('' owner: the API runs without keys,
+    and every memory is visible)."""
+    return not owner or info.owner == owner
+
+
+def encode_pairs(pairs: list[tuple[str, str]]) -> str:
+    raw = json.dumps(pairs, ensure_ascii=False, separators=(",", ":")).encode()
+    return base64.b64encode(zlib.compress(raw, 6)).decode("ascii")
+
+
+def decode_pairs(blob: str) -> list[tuple[str, str]]:
+    return [(s, t) for s, t in json.loads(zlib.decompress(base64.b64decode(blob)))]
+
+
+def _merged(base: list[tuple[str, str]], records: list[str]) -> list[tuple[str, str]]:
+    out = dict(base)
+    for record in records:
+        for s, t in json.loads(record)["pairs"]:
+            out.pop(s, None)
+            out[s] = t
+    return list(out.items())
+
+
+# --- the process's indexes --------------------------------------------------------------------
+
+_indexes: OrderedDict[tuple[str, str], TMIndex] = OrderedDict()
+_latest: dict[str, TMIndex] = {}
+_lock = threading.Lock()
+_loading = [threading.Lock() for _ in range(64)]  # one memory is loaded by one thread at once
+
+
+def _remember(key: tuple[str, str], found: TMIndex) -> None:
+    """(under _lock)"""
+    _indexes[key] = found
+    _indexes.move_to_end(key)
+    _latest[found.tm_id] = found  # (only indexes just loaded are remembered: the newest)
+    while len(_indexes) > 1:
+        distinct = {id(ix): ix for ix in _indexes.values()}
+        if len(_indexes) <= INDEXES_KEPT and sum(map(len, distinct.values())) <= PAIRS_KEPT:
+            break
+        _, gone = _indexes.popitem(last=False)
+        if _latest.get(gone.tm_id) is gone and all(ix is not gone for ix in _indexes.values()):
+            del _latest[gone.tm_id]
+
+
+def forget_indexes() -> None:
+    """Drop every index this process holds (tests, benchmarks)."""
+    with _lock:
+        _indexes.clear()
+        _latest.clear()
+
+
+class TranslationMemoryStore:
+    """Translation memories on the durable Redis (``MT_REDIS_URL``); ``r`` must decode
+    responses."""
+
+    def __init__(self, r: redis.Redis, limits: TMLimits | None = None) -> None:
+        self.r = r
+        self.limits = limits or TMLimits()
+        self._create = scripts.register(r, "tm_create")
+        self._change = scripts.register(r, "tm_change")
+        self._delete = scripts.register(r, "tm_delete")
+
+    # --- reading --------------------------------------------------------------------------
+
+    @staticmethod
+    def _info(raw: Any) -> TMInfo:
+        return TMInfo.model_validate({k: raw[k] for k in _INFO_FIELDS if k in raw})
+
+    def get(self, tm_id: str) -> TMInfo | None:
+        """A live memory's metadata (None: none, deleted, or not an id at all); the id in the
+        fleet's form or DeepL's."""
+        tm_id = fleet_id(tm_id)
+        raw = self.r.hgetall(tm_key(tm_id)) if keys.is_id(tm_id) else None
+        if not raw or raw.get("deleted") == "1":
+            return None
+        return self._info(raw)
+
+    def visible(self, tm_id: str, owner: str) -> TMInfo:
+        """One of ``owner``'s memories (TMNotFound, a 404, otherwise)."""
+        info = self.get(tm_id)
+        if info is None or not visible(info, owner):
+            raise TMNotFound(f"translation memory {tm_id} not found")
+        return info
+
+    def list_for(self, owner: str) -> list[TMInfo]:
+        """The owner's live memories, oldest first."""
+        ids = [str(i) for i in self.r.zrange(tms_key(owner), 0, -1)]
+        pipe = self.r.pipeline(transaction=False)
+        for tm_id in ids:
+            pipe.hgetall(tm_key(tm_id))
+        return [self._info(raw) for raw in pipe.execute() if raw and raw.get("deleted") != "1"]
+
+    def for_job(self, tm_id: str, *, owner: str, source: str, target: str) -> TMInfo:
+        """The memory a request names, checked: 422 when it is unknown to this key or made
+        for another language pair (``source`` and ``target``: fleet codes)."""
+        info = self.get(tm_id)
+        if info is None or not visible(info, owner):
+            raise UnknownTranslationMemory(f"unknown translation memory {tm_id!r}")
+        if (info.source_lang, info.target_lang) != (source, target):
+            raise InvalidInput(
+                f"translation memory {info.id} is for {info.source_lang}->{info.target_lang}; "
+                f"this request is {source}->{target}"
+            )
+        return info
+
+    def pairs(self, tm_id: str) -> list[tuple[str, str]]:
+        """Every pair of a memory (deleted ones too while their data is kept), oldest first;
+        TMNotFound when it is gone."""
+        tm_id = fleet_id(tm_id)
+        pipe = self.r.pipeline(transaction=True)
+        pipe.exists(tm_key(tm_id))
+        pipe.get(tm_base_key(tm_id))
+        pipe.lrange(tm_log_key(tm_id), 0, -1)
+        exists, blob, records = pipe.execute()
+        if not exists or blob is None:
+            raise TMNotFound(f"translation memory {tm_id} not found")
+        return _merged(decode_pairs(blob), records)
+
+    def export_tmx(self, tm_id: str) -> bytes:
+        """A memory as a TMX 1.4 file (:func:`mtfleet.core.tm.formats.write_tmx`)."""
+        info = self.get(tm_id)
+        if info is None:
+            raise TMNotFound(f"translation memory {tm_id} not found")
+        return formats.write_tmx(self.pairs(info.id), info.source_lang, info.target_lang)
+
+    # --- the index ------------------------------------------------------------------------
+
+    def index(self, tm_id: str, version: str) -> TMIndex:
+        """The memory's index at ``version`` when this process holds it, else the memory as
+        Redis has it now (see the module's docstring); deleted memories too while their data
+        is kept. TMNotFound when it is gone."""
+        tm_id = fleet_id(tm_id)
+        key = (tm_id, version)
+        with _lock:
+            found = _indexes.get(key)
+            if found is not None:
+                _indexes.move_to_end(key)
+                return found
+        with _loading[hash(tm_id) % len(_loading)]:
+            with _lock:
+                found = _indexes.get(key)
+                latest = _latest.get(tm_id)
+            if found is not None:
+                return found
+            built = self._load(tm_id, latest)
+            with _lock:
+                _remember((tm_id, built.version), built)
+                if built.version != version:
+                    _remember(key, built)
+        return built
+
+    def _load(self, tm_id: str, latest: TMIndex | None) -> TMIndex:
+        if latest is not None:
+            pipe = self.r.pipeline(transaction=True)
+            pipe.hmget(tm_key(tm_id), ["version", "gen"])
+            pipe.lrange(tm_log_key(tm_id), latest.log_pos, -1)
+            (version, gen), records = pipe.execute()
+            if version is None:
+                raise TMNotFound(f"translation memory {tm_id} is gone")
+            if int(gen) == latest.gen:
+                if version == latest.version:
+                    return latest
+                changes = [tuple(p) for rec in records for p in json.loads(rec)["pairs"]]
+                return latest.with_changes(version, changes, log_pos=latest.log_pos + len(records))
+        pipe = self.r.pipeline(transaction=True)
+        pipe.hgetall(tm_key(tm_id))
+        pipe.get(tm_base_key(tm_id))
+        pipe.lrange(tm_log_key(tm_id), 0, -1)
+        meta, blob, records = pipe.execute()
+        if not meta or blob is None:
+            raise TMNotFound(
+                f"translation memory {tm_id} is gone; it was deleted longer than "
+                "MT_RESULT_TTL_S ago"
+            )
+        return TMIndex.build(
+            tm_id,
+            meta["version"],
+            _merged(decode_pairs(blob), records),
+            gen=int(meta["gen"]),
+            log_pos=len(records),
+        )
+
+    # --- writing --------------------------------------------------------------------------
+
+    def create(
+        self,
+        owner: str,
+        name: str,
+        source: str,
+        target: str,
+        pairs: list[tuple[str, str]],
+        *,
+        storage: Storage | None = None,
+    ) -> TMInfo:
+        """A new memory of ``pairs`` (source, target) for ``owner`` (none: an empty memory
+        that corrections fill); a later pair replaces an earlier one with the same source."""
+        name = check_name(name)
+        source, target = check_pair_languages(source, target)
+        checked = unique_pairs(pairs, max_bytes=self.limits.max_segment_bytes)
+        return self._store_new(owner, name, source, target, checked, 0, storage)
+
+    def import_file(
+        self,
+        owner: str,
+        name: str,
+        source: str,
+        target: str,
+        content: bytes,
+        filename: str | None = None,
+        *,
+        fmt: str | None = None,
+        storage: Storage | None = None,
+    ) -> TMInfo:
+        """A new memory from a TMX, TSV or CSV file (``fmt``, else told by
+        :func:`mtfleet.core.tm.formats.sniff`), the pairs for ``source`` -> ``target``."""
+        if len(content) > self.limits.max_import_bytes:
+            raise InvalidInput(
+                f"the file has {len(content):,} bytes; an import may have "
+                f"{self.limits.max_import_bytes:,} (MT_TM_MAX_IMPORT_BYTES)"
+            )
+        name = check_name(name)
+        source, target = check_pair_languages(source, target)
+        fmt = (fmt or formats.sniff(content, filename)).lower()
+        parsed = formats.parse(
+            content,
+            fmt,
+            source,
+            target,
+            max_bytes=self.limits.max_segment_bytes,
+            filename=filename or "",
+        )
+        pairs = dedupe(parsed.pairs)
+        if not pairs:
+            raise InvalidInput(f"the file has no {source}->{target} pair")
+        return self._store_new(owner, name, source, target, pairs, parsed.skipped, storage)
+
+    def _check_count(self, count: int) -> None:
+        if count > self.limits.max_pairs:
+            raise InvalidInput(
+                f"{count:,} pairs; a translation memory holds at most "
+                f"{self.limits.max_pairs:,} (MT_TM_MAX_PAIRS)"
+            )
+
+    def _store_new(
+        self,
+        owner: str,
+        name: str,
+        source: str,
+        target: str,
+        pairs: list[tuple[str, str]],
+        skipped: int,
+        storage: Storage | None,
+    ) -> TMInfo:
+        self._check_count(len(pairs))
+        now = time.time()
+        info = TMInfo(
+            id=secrets.token_hex(16),
+            name=name,
+            source_lang=source,
+            target_lang=target,
+            owner=owner,
+            created_at=now,
+            updated_at=now,
+            version=content_version(source, target, pairs),
+            entry_count=len(pairs),
+            skipped=skipped,
+        )
+        blob = encode_pairs(pairs)
+        fields = {
+            **{k: str(v) for k, v in info.model_dump().items()},
+            "gen": "0",
+            "log_len": "0",
+            "base_bytes": str(len(blob)),
+            "log_bytes": "0",
+        }
+        size = len(blob) + sum(len(k) + len(v) for k, v in fields.items()) + 64
+        fields["bytes"] = str(size)
+        ok = self._create(
+            keys=[
+                tm_key(info.id),
+                tm_base_key(info.id),
+                tms_key(owner),
+                *(storage.redis_keys() if storage is not None else ("", "")),
+            ],
+            args=[
+                self.limits.max_per_owner,
+                repr(now),
+                info.id,
+                blob,
+                size,
+                storage.limit if storage is not None else -1,
+                *(x for kv in fields.items() for x in kv),
+            ],
+        )
+        if isinstance(ok, list):
+            assert storage is not None
+            raise storage.exceeded(size, int(ok[1]))
+        if not ok:
+            raise InvalidInput(
+                f"this key has {self.limits.max_per_owner} translation memories, the most it may "
+                "keep (MT_TM_MAX_PER_KEY); delete one first"
+            )
+        return info
+
+    def add_entries(
+        self,
+        tm_id: str,
+        owner: str,
+        pairs: list[tuple[str, str]],
+        *,
+        storage: Storage | None = None,
+    ) -> TMInfo:
+        """Add pairs, or replace the target of a pair with the same (normalized) source, in
+        one of ``owner``'s memories; a new ``version`` when anything changed. The next request
+        that names the memory sees the change."""
+        changes = unique_pairs(pairs, max_bytes=self.limits.max_segment_bytes)
+        for _ in range(_CHANGE_TRIES):
+            raw = self.r.hgetall(tm_key(fleet_id(tm_id))) if keys.is_id(fleet_id(tm_id)) else {}
+            if not raw or raw.get("deleted") == "1" or not visible(self._info(raw), owner):
+                raise TMNotFound(f"translation memory {tm_id} not found")
+            info = self._info(raw)
+            current = self.index(info.id, info.version)
+            if current.version != info.version:
+                continue  # changed between the two reads
+            todo = [(s, t) for s, t in changes if current.target_of(s) != t]
+            if not todo:
+                return info
+            added = sum(1 for s, _ in todo if current.target_of(s) is None)
+            self._check_count(info.entry_count + added)
+            version = next_version(info.version, todo)
+            record = json.dumps({"v": version, "pairs": todo}, ensure_ascii=False)
+            base_bytes, log_bytes = int(raw["base_bytes"]), int(raw["log_bytes"])
+            log_bytes += len(record.encode())
+            now = time.time()
+            compact = int(raw["log_len"]) + 1 > LOG_MAX_RECORDS or log_bytes > max(
+                LOG_MIN_BYTES, base_bytes
+            )
+            if compact:
+                payload = encode_pairs(_merged(current.pairs(), [record]))
+                base_bytes, log_bytes = len(payload), 0
+            else:
+                payload = record
+            new = info.model_copy(
+                update={"version": version, "entry_count": info.entry_count + added,
+                        "updated_at": now}
+            )  # fmt: skip
+            fields = {
+                "entry_count": str(new.entry_count),
+                "updated_at": str(now),
+                "base_bytes": str(base_bytes),
+                "log_bytes": str(log_bytes),
+            }
+            size = base_bytes + log_bytes + sum(len(k) + len(v) for k, v in raw.items()) + 64
+            fields["bytes"] = str(size)
+            done = self._change(
+                keys=[
+                    tm_key(info.id),
+                    tm_base_key(info.id),
+                    tm_log_key(info.id),
+                    *(storage.redis_keys() if storage is not None else ("", "")),
+                ],
+                args=[
+                    info.id,
+                    info.version,
+                    version,
+                    "compact" if compact else "append",
+                    payload,
+                    size,
+                    repr(now),
+                    storage.limit if storage is not None else -1,
+                    *(x for kv in fields.items() for x in kv),
+                ],
+            )
+            if isinstance(done, list):
+                assert storage is not None
+                raise storage.exceeded(size, int(done[1]))
+            if done == 0:
+                raise TMNotFound(f"translation memory {tm_id} not found")
+            if done == 1:
+                return new
+            time.sleep(random.random() * 0.002)  # another change came first: try again
+        raise Unavailable(
+            f"translation memory {tm_id} changed {_CHANGE_TRIES} times while this change was "
+            "being made; retry it"
+        )
+
+    def delete(
+        self,
+        tm_id: str,
+        owner: str,
+        *,
+        retention_s: int = DEFAULT_RETENTION_S,
+        storage: Storage | None = None,
+    ) -> bool:
+        """Hide one of ``owner``'s memories now; its pairs expire after ``retention_s`` (jobs
+        accepted before may still use it) and its bytes go back to ``storage``. False when
+        there was no such live memory of ``owner``'s."""
+        info = self.get(tm_id)
+        if info is None or not visible(info, owner):
+            return False
+        return bool(
+            self._delete(
+                keys=[
+                    tm_key(info.id),
+                    tm_base_key(info.id),
+                    tm_log_key(info.id),
+                    tms_key(info.owner),
+                    *(storage.redis_keys() if storage is not None else ("", "")),
+                ],
+                args=[info.id, retention_s],
+            )
+        )
+
+    def delete_owned(self, owner: str, *, retention_s: int = DEFAULT_RETENTION_S) -> int:
+        """Delete every memory of ``owner`` (an API key being deleted); how many there were."""
+        owned = self.list_for(owner)
+        for info in owned:
+            self.delete(info.id, owner, retention_s=retention_s)
+        self.r.delete(tms_key(owner))
+        return len(owned)

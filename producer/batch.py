@@ -48,6 +48,9 @@ class FileJobs(BaseModel):
     pool: str | None = None
     adapter: str | None = None
     guidance: Guidance | None = None  # context, instructions, formality (an LLM pool)
+    style_id: str | None = None
+    translation_memory_id: str | None = None
+    translation_memory_threshold: int | None = None
     parts: list[int] = Field(description="Segments per job, in order (one entry: one job).")
     jobs: list[str] = Field(default_factory=list, description="The jobs sent so far, in order.")
     dest: str
@@ -67,7 +70,7 @@ class FileJobs(BaseModel):
 
     def same_request(self, other: FileJobs) -> bool:
         fields = ("sha256", "kind", "format", "encoding", "source_lang", "target_lang", "lane")
-        more = ("glossary_id", "pool", "adapter", "guidance")
+        more = ("glossary_id", "pool", "adapter", "guidance", *_REFS)
         return all(getattr(self, f) == getattr(other, f) for f in (*fields, *more))
 
 
@@ -119,6 +122,13 @@ class SubmitOptions:
     pool: str | None = None
     adapter: str | None = None
     guidance: Guidance | None = None
+    style_id: str | None = None
+    translation_memory_id: str | None = None
+    translation_memory_threshold: int | None = None
+
+
+#: What a request names besides its text and guidance (a style rule, a translation memory).
+_REFS = ("style_id", "translation_memory_id", "translation_memory_threshold")
 
 
 def _digest(data: bytes) -> str:
@@ -153,6 +163,7 @@ def plan(path: Path, data: bytes, opts: SubmitOptions, out: Path, limit: int) ->
         "pool": opts.pool,
         "adapter": opts.adapter,
         "guidance": opts.guidance,
+        **{name: getattr(opts, name) for name in _REFS},
         "dest": str(out / f"{path.stem}.{opts.target}{path.suffix}"),
     }
     if as_lines:
@@ -214,6 +225,7 @@ def send(
                 pool=entry.pool,
                 adapter=entry.adapter,
                 guidance=entry.guidance,
+                **{name: getattr(entry, name) for name in _REFS},
                 idempotency_key=entry.idempotency_key(0),
             )
             entry.jobs.append(job.id)
@@ -232,6 +244,7 @@ def send(
             pool=entry.pool,
             adapter=entry.adapter,
             guidance=entry.guidance,
+            **{name: getattr(entry, name) for name in _REFS},
             idempotency_key=entry.idempotency_key(len(entry.jobs)),
         )
         entry.jobs.append(job.id)

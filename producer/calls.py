@@ -209,7 +209,9 @@ def guidance_fields(guidance: Guidance | None) -> dict[str, Any]:
 
 
 def _with(body: dict[str, Any], **optional: Any) -> dict[str, Any]:
-    body.update({k: v for k, v in optional.items() if v})
+    """``body`` with the ``optional`` fields that are given (not None, not empty; a 0 is a
+    value: a translation_memory_threshold of 0)."""
+    body.update({k: v for k, v in optional.items() if v is not None and v not in ("", [])})
     return body
 
 
@@ -244,6 +246,9 @@ def submit(
     pool: str | None = None,
     adapter: str | None = None,
     guidance: Guidance | None = None,
+    style_id: str | None = None,
+    translation_memory_id: str | None = None,
+    translation_memory_threshold: int | None = None,
 ) -> Call[JobPublic]:
     body = {"texts": list(texts), "source_lang": source, "target_lang": target}
     return _new_job(
@@ -255,6 +260,9 @@ def submit(
         pool=pool,
         adapter=adapter,
         **guidance_fields(guidance),
+        style_id=style_id,
+        translation_memory_id=translation_memory_id,
+        translation_memory_threshold=translation_memory_threshold,
     )
 
 
@@ -286,6 +294,9 @@ def submit_document(
     pool: str | None = None,
     adapter: str | None = None,
     guidance: Guidance | None = None,
+    style_id: str | None = None,
+    translation_memory_id: str | None = None,
+    translation_memory_threshold: int | None = None,
 ) -> Call[JobPublic]:
     body = {
         "document": document_body(content, fmt, filename),
@@ -301,6 +312,9 @@ def submit_document(
         pool=pool,
         adapter=adapter,
         **guidance_fields(guidance),
+        style_id=style_id,
+        translation_memory_id=translation_memory_id,
+        translation_memory_threshold=translation_memory_threshold,
     )
 
 
@@ -375,6 +389,9 @@ def translate(
     pool: str | None = None,
     adapter: str | None = None,
     guidance: Guidance | None = None,
+    style_id: str | None = None,
+    translation_memory_id: str | None = None,
+    translation_memory_threshold: int | None = None,
 ) -> Flow[TranslatePublic]:
     """/v1/translate; past the server's wait, the job is long-polled up to ``timeout`` in all
     (JobTimeout when it is not done by then) and its result read."""
@@ -392,6 +409,9 @@ def translate(
             pool=pool,
             adapter=adapter,
             **guidance_fields(guidance),
+            style_id=style_id,
+            translation_memory_id=translation_memory_id,
+            translation_memory_threshold=translation_memory_threshold,
         ),
         timeout=server_wait + 10,
     )

@@ -131,6 +131,26 @@ InstructionOpt = Annotated[
         "to 10, 300 characters each).",
     ),
 ]
+StyleOpt = Annotated[
+    str | None,
+    typer.Option("--style", help="A style rule (DeepL's /v3/style_rules) for an LLM engine."),
+]
+MemoryOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--memory",
+        help="A translation memory (mtfleet tm import): its matches are the translations.",
+    ),
+]
+MemoryThresholdOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--memory-threshold",
+        min=0,
+        max=100,
+        help="The score (0-100) at which a memory's pair is the translation [default: 75].",
+    ),
+]
 FormalityOpt = Annotated[
     str,
     typer.Option(
@@ -388,6 +408,9 @@ def translate(
     context: ContextOpt = None,
     instruction: InstructionOpt = None,
     formality: FormalityOpt = "default",
+    style: StyleOpt = None,
+    memory: MemoryOpt = None,
+    memory_threshold: MemoryThresholdOpt = None,
 ) -> None:
     """Translate text now (interactive lane); one translation per line.
 
@@ -421,6 +444,9 @@ def translate(
                 pool=pool,
                 adapter=adapter,
                 guidance=guidance,
+                style_id=style,
+                translation_memory_id=memory,
+                translation_memory_threshold=memory_threshold,
             )
         out = answer.translations
         if answer.detected_source_lang is not None:
@@ -490,6 +516,9 @@ def submit(
     context: ContextOpt = None,
     instruction: InstructionOpt = None,
     formality: FormalityOpt = "default",
+    style: StyleOpt = None,
+    memory: MemoryOpt = None,
+    memory_threshold: MemoryThresholdOpt = None,
 ) -> None:
     """Submit files and write the translated files to --out.
 
@@ -513,6 +542,9 @@ def submit(
         pool=pool,
         adapter=adapter,
         guidance=_guidance(context, instruction, formality),
+        style_id=style,
+        translation_memory_id=memory,
+        translation_memory_threshold=memory_threshold,
     )
     manifest = _manifest(out)
     entries: list[batch.FileJobs] = []

@@ -16,7 +16,6 @@ from rich.console import Console
 
 from mtfleet.producer.calls import MTClientError, RetryPolicy
 from mtfleet.producer.client import MTClient
-from mtfleet.producer.tm_client import TranslationMemoryMixin
 
 tm_app = typer.Typer(
     no_args_is_help=True,
@@ -39,15 +38,8 @@ IdArg = Annotated[str, typer.Argument(help="The translation memory's id.")]
 CLI_RETRY = RetryPolicy(budget_s=60.0)
 
 
-class _Client(MTClient, TranslationMemoryMixin):
-    """The SDK with its translation-memory methods (whether or not MTClient has them)."""
-
-    def __enter__(self) -> _Client:
-        return self
-
-
-def _client(url: str | None, api_key: str | None) -> _Client:
-    return _Client(url, api_key=api_key, retry=CLI_RETRY)
+def _client(url: str | None, api_key: str | None) -> MTClient:
+    return MTClient(url, api_key=api_key, retry=CLI_RETRY)
 
 
 @tm_app.command("import")

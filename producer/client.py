@@ -151,6 +151,9 @@ class MTClient(TranslationMemoryMixin):
         pool: str | None = None,
         adapter: str | None = None,
         guidance: Guidance | None = None,
+        style_id: str | None = None,
+        translation_memory_id: str | None = None,
+        translation_memory_threshold: int | None = None,
     ) -> Job:
         """Queue a job. ``pool``: the pool to translate with (default: the fleet's route for
         the pair); ``adapter``: a LoRA adapter that pool serves; ``callback_url`` gets a signed
@@ -167,6 +170,9 @@ class MTClient(TranslationMemoryMixin):
                 pool=pool,
                 adapter=adapter,
                 guidance=guidance,
+                style_id=style_id,
+                translation_memory_id=translation_memory_id,
+                translation_memory_threshold=translation_memory_threshold,
             )
         )
 
@@ -185,6 +191,9 @@ class MTClient(TranslationMemoryMixin):
         pool: str | None = None,
         adapter: str | None = None,
         guidance: Guidance | None = None,
+        style_id: str | None = None,
+        translation_memory_id: str | None = None,
+        translation_memory_threshold: int | None = None,
     ) -> Job:
         """Submit a file (any format of docs/documents.md: HTML, PO, XLSX...); fetch the translated
         file with :meth:`document` once the job is final."""
@@ -202,6 +211,9 @@ class MTClient(TranslationMemoryMixin):
                 pool=pool,
                 adapter=adapter,
                 guidance=guidance,
+                style_id=style_id,
+                translation_memory_id=translation_memory_id,
+                translation_memory_threshold=translation_memory_threshold,
             )
         )
 
@@ -297,6 +309,9 @@ class MTClient(TranslationMemoryMixin):
         pool: str | None = None,
         adapter: str | None = None,
         guidance: Guidance | None = None,
+        style_id: str | None = None,
+        translation_memory_id: str | None = None,
+        translation_memory_threshold: int | None = None,
     ) -> list[str | None]:
         """Translations aligned with ``texts``; None where a segment failed.
 
@@ -312,6 +327,9 @@ class MTClient(TranslationMemoryMixin):
             pool=pool,
             adapter=adapter,
             guidance=guidance,
+            style_id=style_id,
+            translation_memory_id=translation_memory_id,
+            translation_memory_threshold=translation_memory_threshold,
         ).translations
 
     def translation(
@@ -325,6 +343,9 @@ class MTClient(TranslationMemoryMixin):
         pool: str | None = None,
         adapter: str | None = None,
         guidance: Guidance | None = None,
+        style_id: str | None = None,
+        translation_memory_id: str | None = None,
+        translation_memory_threshold: int | None = None,
     ) -> Translation:
         """:meth:`translate` with everything the answer says: ``translations``, ``errors`` and
         ``warnings`` per segment, ``cached`` (how many the phrase cache answered) and the job's
@@ -340,6 +361,9 @@ class MTClient(TranslationMemoryMixin):
                 pool=pool,
                 adapter=adapter,
                 guidance=guidance,
+                style_id=style_id,
+                translation_memory_id=translation_memory_id,
+                translation_memory_threshold=translation_memory_threshold,
             )
         )
 
@@ -437,6 +461,9 @@ class AsyncMTClient(AsyncTranslationMemoryMixin):
         pool: str | None = None,
         adapter: str | None = None,
         guidance: Guidance | None = None,
+        style_id: str | None = None,
+        translation_memory_id: str | None = None,
+        translation_memory_threshold: int | None = None,
     ) -> Job:
         return await self._send(
             calls.submit(
@@ -450,6 +477,9 @@ class AsyncMTClient(AsyncTranslationMemoryMixin):
                 pool=pool,
                 adapter=adapter,
                 guidance=guidance,
+                style_id=style_id,
+                translation_memory_id=translation_memory_id,
+                translation_memory_threshold=translation_memory_threshold,
             )
         )
 
@@ -468,6 +498,9 @@ class AsyncMTClient(AsyncTranslationMemoryMixin):
         pool: str | None = None,
         adapter: str | None = None,
         guidance: Guidance | None = None,
+        style_id: str | None = None,
+        translation_memory_id: str | None = None,
+        translation_memory_threshold: int | None = None,
     ) -> Job:
         return await self._send(
             calls.submit_document(
@@ -483,6 +516,9 @@ class AsyncMTClient(AsyncTranslationMemoryMixin):
                 pool=pool,
                 adapter=adapter,
                 guidance=guidance,
+                style_id=style_id,
+                translation_memory_id=translation_memory_id,
+                translation_memory_threshold=translation_memory_threshold,
             )
         )
 
@@ -572,6 +608,9 @@ class AsyncMTClient(AsyncTranslationMemoryMixin):
         pool: str | None = None,
         adapter: str | None = None,
         guidance: Guidance | None = None,
+        style_id: str | None = None,
+        translation_memory_id: str | None = None,
+        translation_memory_threshold: int | None = None,
     ) -> list[str | None]:
         answer = await self.translation(
             texts,
@@ -582,6 +621,9 @@ class AsyncMTClient(AsyncTranslationMemoryMixin):
             pool=pool,
             adapter=adapter,
             guidance=guidance,
+            style_id=style_id,
+            translation_memory_id=translation_memory_id,
+            translation_memory_threshold=translation_memory_threshold,
         )
         return answer.translations
 
@@ -596,6 +638,9 @@ class AsyncMTClient(AsyncTranslationMemoryMixin):
         pool: str | None = None,
         adapter: str | None = None,
         guidance: Guidance | None = None,
+        style_id: str | None = None,
+        translation_memory_id: str | None = None,
+        translation_memory_threshold: int | None = None,
     ) -> Translation:
         return await self._run(
             calls.translate(
@@ -607,6 +652,9 @@ class AsyncMTClient(AsyncTranslationMemoryMixin):
                 pool=pool,
                 adapter=adapter,
                 guidance=guidance,
+                style_id=style_id,
+                translation_memory_id=translation_memory_id,
+                translation_memory_threshold=translation_memory_threshold,
             )
         )
 

@@ -382,3 +382,29 @@ def test_the_deepl_client_lists_and_uses_a_memory(
     assert result.text == "Envío gratis desde 50 euros"  # type: ignore[union-attr]
     assert not prompts_with(server, "Free shipping on orders over 50 euros")
     assert tm
+
+
+def test_the_sdk_and_the_cli_name_a_memory_and_a_style_rule(
+    fleet: LocalFleet, key: str, server: FakeServer
+) -> None:
+    tm = make_memory(fleet, key)
+    with MTClient(fleet.api_url, api_key=key) as mt:
+        answer = mt.translation(["Add to cart"], source="en", target="es", translation_memory_id=tm)
+        assert answer.translations == ["Añadir a la cesta"]
+        assert [m.index for m in answer.memory] == [0]
+    proc = cli(
+        fleet, "translate", "--from", "en", "--to", "es", "--memory", tm,
+        "--memory-threshold", "100", "Add to cart", MT_API_KEY=key,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip() == "Añadir a la cesta"
+    rule = deepl.DeepLClient(key, server_url=fleet.api_url).create_style_rule(
+        "Plain", "es", custom_instructions=[{"label": "Tone", "prompt": "Avoid exclamation marks"}]
+    )
+    proc = cli(
+        fleet, "translate", "--from", "en", "--to", "es", "--style", rule.style_id,
+        "Great news today", MT_API_KEY=key,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (prompt,) = prompts_with(server, "Great news today")
+    assert "- Avoid exclamation marks\n" in prompt

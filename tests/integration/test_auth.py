@@ -3,6 +3,7 @@ idempotency, the daily quota and the rate (429 + Retry-After), and the purge rou
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -64,6 +65,16 @@ V1_CALLS = [
     ("GET", "/v1/glossaries", None),
     ("GET", "/v1/glossaries/abc", None),
     ("DELETE", "/v1/glossaries/abc", None),
+    (
+        "POST",
+        "/v1/translation_memories",
+        {"name": "m", "source_lang": "en", "target_lang": "es", "entries": []},
+    ),
+    ("GET", "/v1/translation_memories", None),
+    ("GET", "/v1/translation_memories/abc", None),
+    ("GET", "/v1/translation_memories/abc/export", None),
+    ("POST", "/v1/translation_memories/abc/entries", {"entries": [{"source": "a", "target": "b"}]}),
+    ("DELETE", "/v1/translation_memories/abc", None),
     ("GET", "/v1/jobs", None),
     ("GET", "/v1/ops", None),  # an operator key's (a user key's is 403: tests/integration/test_ops)
 ]
@@ -71,7 +82,7 @@ V1_CALLS = [
 
 def test_every_v1_route_is_in_the_list_below(api: TestClient) -> None:
     routes = {
-        (method, route.path.replace("{job_id}", "abc").replace("{glossary_id}", "abc"))
+        (method, re.sub(r"\{(job|glossary|tm)_id\}", "abc", route.path))
         for route in api.app.routes  # type: ignore[attr-defined]
         if isinstance(route, APIRoute) and route.path.startswith("/v1")
         for method in route.methods

@@ -30,7 +30,8 @@ from mtfleet.core.apikeys import KeyStore, Storage
 from mtfleet.core.settings import Settings
 from mtfleet.core.tm import TMLimits, forget_indexes
 from mtfleet.producer.calls import MTClientError
-from mtfleet.producer.cli_tm import _Client, tm_app
+from mtfleet.producer.cli_tm import tm_app
+from mtfleet.producer.client import MTClient
 from mtfleet.producer.localfleet import free_port
 from tests.conftest import ROOT
 from tests.support import in_process
@@ -407,7 +408,7 @@ def test_mtfleet_tm_commands_and_the_sdk(served: str, r: redis.Redis, tmp_path: 
     csv_id = run("import", str(ui), "--from", "en", "--to", "es", "--name", "ui").stdout.strip()
 
     # the SDK, the same memories
-    with _Client(served, api_key=key) as sdk:
+    with MTClient(served, api_key=key) as sdk:
         assert [t.id for t in sdk.translation_memories()] == [tm_id, csv_id]
         made_sdk = sdk.create_translation_memory(
             "sdk", source="en", target="fr", entries={"Hi": "Salut"}

@@ -145,7 +145,10 @@ async def _translations(
     joined) for them."""
     jobs = services.jobs
     found = None
-    if not detection.is_auto(req.source_lang):
+    # a resend (a client retrying after a 429) joins its job, charged once, even once the
+    # phrase cache holds the translation its job made
+    resent = await run_in_threadpool(jobs.resent, key, caller.owner)
+    if not detection.is_auto(req.source_lang) and not resent:
         found = await jobs.answer_from_cache(req, owner=caller.owner, key=caller.key)
         if found.translations is not None:
             return list(found.translations), None

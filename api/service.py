@@ -610,6 +610,11 @@ class JobService:
         scoped = f"{owner}\n{idempotency_key}" if owner else idempotency_key
         return keys.idempotency(hashlib.sha256(scoped.encode()).hexdigest())
 
+    def resent(self, idempotency_key: str, owner: str) -> bool:
+        """Whether ``idempotency_key`` names a job already: the request is a resend, which
+        joins that job (and is charged nothing) rather than being answered anew."""
+        return self._exists(self.idempotency_redis_key(idempotency_key, owner))
+
     def _exists(self, key: str) -> bool:
         try:
             return bool(self.store.r.exists(key))

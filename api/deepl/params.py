@@ -198,3 +198,26 @@ def one_glossary(glossary_id: str | None, glossary_ids: list[str] | None) -> str
     if len(ids) > 1:
         raise InvalidInput("one glossary per request here: give glossary_id, or one glossary_ids")
     return ids[0] if ids else None
+
+
+def int_param(value: str | None, name: str, default: int, low: int, high: int | None) -> int:
+    """A query or form parameter read as an integer within ``low``..``high`` (400 otherwise)."""
+    if value is None or value == "":
+        return default
+    try:
+        n = int(value)
+    except ValueError:
+        raise InvalidInput(f"parameter '{name}' must be an integer") from None
+    if n < low or (high is not None and n > high):
+        bound = f"{low}-{high}" if high is not None else f"{low} or more"
+        raise InvalidInput(f"parameter '{name}' must be {bound}")
+    return n
+
+
+def bool_param(value: str | None, name: str) -> bool:
+    """A query or form parameter read as DeepL's booleans (true/false, 1/0; absent: false)."""
+    if value is None or value.lower() in ("", "false", "0"):
+        return False
+    if value.lower() in ("true", "1"):
+        return True
+    raise InvalidInput(f"parameter '{name}' must be true or false")

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict
 from mtfleet.api.deepl.auth import DeepLCaller
 from mtfleet.api.deepl.errors import Route
 from mtfleet.api.deepl.glossaries import timestamp
-from mtfleet.api.deepl.params import fields, parse
+from mtfleet.api.deepl.params import bool_param, fields, int_param, parse
 from mtfleet.api.deps import Services, ServicesDep
 from mtfleet.core.errors import InvalidInput
 from mtfleet.core.style_rules import (
@@ -84,27 +84,6 @@ def info(rule: StyleRule, *, detailed: bool = True) -> dict[str, Any]:
     return out
 
 
-def _int(value: str | None, name: str, default: int, low: int, high: int | None) -> int:
-    if value is None or value == "":
-        return default
-    try:
-        n = int(value)
-    except ValueError:
-        raise InvalidInput(f"parameter '{name}' must be an integer") from None
-    if n < low or (high is not None and n > high):
-        bound = f"{low}-{high}" if high is not None else f"{low} or more"
-        raise InvalidInput(f"parameter '{name}' must be {bound}")
-    return n
-
-
-def _bool(value: str | None, name: str) -> bool:
-    if value is None or value.lower() in ("", "false", "0"):
-        return False
-    if value.lower() in ("true", "1"):
-        return True
-    raise InvalidInput(f"parameter '{name}' must be true or false")
-
-
 async def _json_object(request: Request) -> dict[str, Any]:
     """The body as a JSON object (what ``update_style_rule_configured_rules`` sends)."""
     raw = await request.body()
@@ -120,9 +99,9 @@ async def _json_object(request: Request) -> dict[str, Any]:
 @router.get("")
 def list_style_rules(request: Request, services: ServicesDep, caller: DeepLCaller) -> JSONResponse:
     q = request.query_params
-    page = _int(q.get("page"), "page", 0, 0, None)
-    size = _int(q.get("page_size"), "page_size", DEFAULT_PAGE_SIZE, 1, MAX_PAGE_SIZE)
-    detailed = _bool(q.get("detailed"), "detailed")
+    page = int_param(q.get("page"), "page", 0, 0, None)
+    size = int_param(q.get("page_size"), "page_size", DEFAULT_PAGE_SIZE, 1, MAX_PAGE_SIZE)
+    detailed = bool_param(q.get("detailed"), "detailed")
     found = _store(services).list_for(caller.owner, page, size)
     return JSONResponse({"style_rules": [info(rule, detailed=detailed) for rule in found]})
 

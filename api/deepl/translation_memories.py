@@ -33,6 +33,7 @@ from mtfleet.api.deepl.auth import DeepLCaller
 from mtfleet.api.deepl.errors import Route
 from mtfleet.api.deepl.glossaries import timestamp
 from mtfleet.api.deepl.glossary_ids import to_deepl
+from mtfleet.api.deepl.params import bool_param, int_param
 from mtfleet.api.deps import ServicesDep
 from mtfleet.api.routes import translation_memories as fleet
 from mtfleet.core.errors import InvalidInput
@@ -57,27 +58,6 @@ def info(tm: TMInfo) -> dict[str, Any]:
         "creation_time": timestamp(tm.created_at),
         "updated_time": timestamp(tm.updated_at),
     }
-
-
-def _int(value: str | None, name: str, default: int, low: int, high: int | None) -> int:
-    if value is None or value == "":
-        return default
-    try:
-        n = int(value)
-    except ValueError:
-        raise InvalidInput(f"parameter '{name}' must be an integer") from None
-    if n < low or (high is not None and n > high):
-        bound = f"{low}-{high}" if high is not None else f"{low} or more"
-        raise InvalidInput(f"parameter '{name}' must be {bound}")
-    return n
-
-
-def _bool(value: str | None, name: str) -> bool:
-    if value is None or value.lower() in ("", "false", "0"):
-        return False
-    if value.lower() in ("true", "1"):
-        return True
-    raise InvalidInput(f"parameter '{name}' must be true or false")
 
 
 def _segment_id(*parts: str) -> str:
@@ -107,8 +87,8 @@ def list_translation_memories(
     request: Request, services: ServicesDep, caller: DeepLCaller
 ) -> JSONResponse:
     q = request.query_params
-    page = _int(q.get("page"), "page", 0, 0, None)
-    size = _int(q.get("page_size"), "page_size", DEFAULT_PAGE_SIZE, 1, MAX_PAGE_SIZE)
+    page = int_param(q.get("page"), "page", 0, 0, None)
+    size = int_param(q.get("page_size"), "page_size", DEFAULT_PAGE_SIZE, 1, MAX_PAGE_SIZE)
     found = fleet.store(services).list_for(caller.owner)[page * size : (page + 1) * size]
     return JSONResponse({"translation_memories": [info(tm) for tm in found]})
 
@@ -123,10 +103,10 @@ def list_translation_memory_segments(
     tm_id: str, request: Request, services: ServicesDep, caller: DeepLCaller
 ) -> JSONResponse:
     q = request.query_params
-    size = _int(q.get("page_size"), "page_size", DEFAULT_SEGMENTS_PAGE, 1, MAX_SEGMENTS_PAGE)
+    size = int_param(q.get("page_size"), "page_size", DEFAULT_SEGMENTS_PAGE, 1, MAX_SEGMENTS_PAGE)
     offset = _offset(q.get("page_cursor"))
     needle = q.get("filter_text")
-    case_sensitive = _bool(q.get("filter_case_sensitive"), "filter_case_sensitive")
+    case_sensitive = bool_param(q.get("filter_case_sensitive"), "filter_case_sensitive")
     if needle is not None and len(needle) < 2:
         raise InvalidInput("parameter 'filter_text' must have at least 2 characters")
     tms = fleet.store(services)

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from mtfleet.core.cache import keyed
 from mtfleet.core.models import ChunkSegment
 
 
@@ -23,18 +24,27 @@ _SEGMENTS = TypeAdapter(list[ChunkSegment])
 
 
 def plan_chunks(
-    texts: list[str], norms: list[str], skip: set[int], chunk_size: int
+    texts: list[str],
+    norms: list[str],
+    skip: set[int],
+    chunk_size: int,
+    contexts: list[str | None] | None = None,
 ) -> list[list[ChunkSegment]]:
-    """The texts not in ``skip``, grouped by normalised text (each translated once, with the
-    outer whitespace of every text kept to put back), cut into chunks of ``chunk_size``
-    distinct texts."""
+    """The texts not in ``skip``, grouped by normalised text and context (each translated
+    once, with the outer whitespace of every text kept to put back), cut into chunks of
+    ``chunk_size`` distinct texts. ``contexts``: each text's neighbouring sentences (a
+    document's, for an LLM), or None."""
     groups: dict[str, dict[str, Any]] = {}
     for i, norm in enumerate(norms):
         if skip and i in skip:
             continue
-        seg = groups.get(norm)
+        context = contexts[i] if contexts is not None else None
+        key = keyed(norm, context)
+        seg = groups.get(key)
         if seg is None:
-            seg = groups[norm] = {"indices": [i], "text": norm}
+            seg = groups[key] = {"indices": [i], "text": norm}
+            if context is not None:
+                seg["context"] = context
         else:
             seg["indices"].append(i)
         text = texts[i]

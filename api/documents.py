@@ -37,6 +37,7 @@ class PreparedDocument:
     content: bytes
     filename: str | None
     texts: list[str]
+    unit_of: list[int]  # the unit each text comes from (its neighbours: the LLM's context)
     source: str  # the language its sentences were cut for (detected for "auto")
     detected: str | None = None  # set when source_lang was "auto"
     segment_langs: list[str | None] | None = None  # per text, where it differs (auto)
@@ -76,23 +77,24 @@ def prepare(
     confidence: float | None = None
     if detection.is_auto(source_lang):
         units, english = pool.cut_keeping_units(fmt.name, content, "en", owner)
-        found = detection.detect_each(english, served, target)
+        found = detection.detect_each(english.segments, served, target)
         detected, clear, confidence = found.source, found.segment_langs, found.confidence
-        segments = pool.replan(units, detected, owner) if detected != "en" else english
-        if segments != english:
-            clear = detection.detect_each(segments, served, target).segment_langs
+        cut = pool.replan(units, detected, owner) if detected != "en" else english
+        if cut.segments != english.segments:
+            clear = detection.detect_each(cut.segments, served, target).segment_langs
         langs = [lang if lang != detected else None for lang in clear]
         source = detected
     else:
-        segments = pool.cut(fmt.name, content, source_lang, owner)
+        cut = pool.cut(fmt.name, content, source_lang, owner)
         source = source_lang
+    segments = cut.segments
     for i, text in enumerate(segments):
         try:
             check_text(text, i)
         except ValueError as exc:
             raise InvalidInput(f"document segment refused: {exc}") from exc
     return PreparedDocument(
-        fmt, content, doc.filename, segments, source, detected, langs, confidence
+        fmt, content, doc.filename, segments, cut.unit_of, source, detected, langs, confidence
     )
 
 

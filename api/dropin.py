@@ -44,7 +44,7 @@ from mtfleet.core.errors import (
     StillTranslating,
     Unavailable,
 )
-from mtfleet.core.models import JobStatus, Lane
+from mtfleet.core.models import JobStatus, Lane, ModelType, PoolModelType
 from mtfleet.core.schemas import DocumentIn, JobCreate, JobResultPublic
 from mtfleet.core.store import JobRecord
 
@@ -60,6 +60,7 @@ class TextsRequest:
     glossary_id: str | None = None
     # context, custom instructions, formality, as the surface names them (JobCreate's fields)
     guidance: Mapping[str, Any] | None = None
+    model_type: ModelType | None = None  # the pool marking asked for (api/routing.py)
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,8 @@ class Translated:
     text: str
     source: str | None  # the language it was translated from (None: nothing to translate)
     chars: int  # the characters it was billed (its segments')
+    # what translated it, when the request gave a model_type (None: nothing was translated)
+    model_type_used: PoolModelType | None = None
 
 
 def retry_key(surface: str, request: Mapping[str, Any], job: JobCreate) -> str:
@@ -114,10 +117,11 @@ async def translate(
         target_lang=req.target,
         lane=Lane.interactive,
         glossary_id=req.glossary_id,
+        model_type=req.model_type,
         **(req.guidance or {}),
     )
     key = retry_key(surface, request, job_req)
-    done, job = await _translations(services, caller, job_req, key, wait_s)
+    done, job, used = await _translations(services, caller, job_req, key, wait_s)
     per_text: list[list[str | None]] = []
     k = 0
     for segs in segments:
@@ -133,16 +137,16 @@ async def translate(
         if job is not None and segs:
             langs = job.segment_langs
             source = (langs[k] if langs else None) or job.detected_source_lang or job.source_lang
-        out.append(Translated(text, source, sum(map(len, segs))))
+        out.append(Translated(text, source, sum(map(len, segs)), used))
         k += len(segs)
     return out
 
 
 async def _translations(
     services: Services, caller: Caller, req: JobCreate, key: str, wait_s: float
-) -> tuple[list[str | None], JobRecord | None]:
+) -> tuple[list[str | None], JobRecord | None, PoolModelType | None]:
     """The segments' translations: from the phrase cache (no job), or from the job made (or
-    joined) for them."""
+    joined) for them; and the route's ``model_type_used``."""
     jobs = services.jobs
     found = None
     # a resend (a client retrying after a 429) joins its job, charged once, even once the
@@ -151,7 +155,7 @@ async def _translations(
     if not detection.is_auto(req.source_lang) and not resent:
         found = await jobs.answer_from_cache(req, owner=caller.owner, key=caller.key)
         if found.translations is not None:
-            return list(found.translations), None
+            return list(found.translations), None, found.model_type_used
     submitted = await run_in_threadpool(
         lambda: jobs.submit(
             req,
@@ -175,7 +179,7 @@ async def _translations(
     if job.status is not JobStatus.succeeded or result.errors:
         await run_in_threadpool(_release, services, caller, key, job.id)
         raise _failure(job, result)
-    return result.translations, job
+    return result.translations, job, job.model_type_used
 
 
 def _release(services: Services, caller: Caller, key: str, job_id: str) -> None:
@@ -220,6 +224,7 @@ async def submit_document(
     request: Mapping[str, Any],
     callback_url: str | None = None,
     guidance: Mapping[str, Any] | None = None,
+    model_type: ModelType | None = None,
 ) -> tuple[JobRecord, str]:
     """A document job for an uploaded file of format ``fmt`` (what
     :func:`mtfleet.core.documents.for_upload` says it is), and the secret that reads it.
@@ -236,6 +241,7 @@ async def submit_document(
         target_lang=target,
         glossary_id=glossary_id,
         callback_url=callback_url,
+        model_type=model_type,
         **(guidance or {}),
     )
     key = retry_key(surface, request, req)

@@ -38,7 +38,7 @@ from mtfleet.api.shares import KeyShares
 from mtfleet.core import documents
 from mtfleet.core.documents import fragments
 from mtfleet.core.documents.base import DocumentError, Unit, unit_budget
-from mtfleet.core.documents.pipeline import assemble, plan
+from mtfleet.core.documents.pipeline import Cut, assemble, plan
 from mtfleet.core.errors import RateLimited, Unavailable
 from mtfleet.core.settings import Settings
 
@@ -81,13 +81,14 @@ def _extract(fmt_name: str, content: bytes, max_segments: int | None = None) -> 
 
 def _cut(
     fmt_name: str, content: bytes, lang: str, keep_units: bool, max_segments: int
-) -> tuple[list[Unit] | None, list[str]]:
+) -> tuple[list[Unit] | None, Cut]:
     units = _extract(fmt_name, content, max_segments)
-    return (units if keep_units else None), plan(units, lang, limit=max_segments).segments
+    return (units if keep_units else None), _replan(units, lang, max_segments)
 
 
-def _replan(units: list[Unit], lang: str, max_segments: int) -> list[str]:
-    return plan(units, lang, limit=max_segments).segments
+def _replan(units: list[Unit], lang: str, max_segments: int) -> Cut:
+    p = plan(units, lang, limit=max_segments)
+    return Cut(p.segments, p.unit_of)
 
 
 def _render(
@@ -221,21 +222,21 @@ class DocumentPool:
     # Every call names the API key it is made for (``owner``: its share of the processes).
     # A document is read with a budget: past what one job may carry, the reading stops.
 
-    def cut(self, fmt_name: str, content: bytes, lang: str, owner: str = "") -> list[str]:
-        """The segments the document cuts into for ``lang``."""
+    def cut(self, fmt_name: str, content: bytes, lang: str, owner: str = "") -> Cut:
+        """The segments the document cuts into for ``lang`` (and the unit of each)."""
         what = f"reading this {fmt_name} document"
         args = (fmt_name, content, lang, False, self.max_segments)
         return self._run("read", what, owner, _cut, *args)[1]
 
     def cut_keeping_units(
         self, fmt_name: str, content: bytes, lang: str, owner: str = ""
-    ) -> tuple[list[Unit], list[str]]:
+    ) -> tuple[list[Unit], Cut]:
         """The document's units too (sent back only when they are cut again: ``replan``)."""
         what = f"reading this {fmt_name} document"
         args = (fmt_name, content, lang, True, self.max_segments)
         return self._run("read", what, owner, _cut, *args)
 
-    def replan(self, units: list[Unit], lang: str, owner: str = "") -> list[str]:
+    def replan(self, units: list[Unit], lang: str, owner: str = "") -> Cut:
         """The segments of ``units`` cut for another language."""
         what = "cutting this document into sentences"
         return self._run("read", what, owner, _replan, units, lang, self.max_segments)

@@ -2,10 +2,11 @@
 
 * :meth:`Routing.route`: the pool for a pair: the one the job names (422 ``unknown_pool`` when
   the fleet has no such pool, or it does not serve the pair or the adapter), else the route
-  :func:`choose_pool` picks among the pools that serve the pair (``MT_ROUTES``), else 422
-  ``unsupported_language`` listing the pairs the fleet serves. What the registry says is
-  remembered for a second when a pool serves the pair; a pair nobody serves is asked again each
-  time, so a worker that just registered is seen at once.
+  :func:`choose_pool` picks among the pools that serve the pair (those marked for the job's
+  ``model_type`` first, then ``MT_ROUTES``), else 422 ``unsupported_language`` listing the pairs
+  the fleet serves. What the registry says is remembered for a second when a pool serves the
+  pair; a pair nobody serves is asked again each time, so a worker that just registered is seen
+  at once.
 * :meth:`Routing.admit`: backpressure: 429 with ``Retry-After`` for a pool's lane whose queue
   is past its limit.
 """
@@ -20,7 +21,7 @@ import redis
 from mtfleet.api import metrics
 from mtfleet.core.backlog import Backlog
 from mtfleet.core.errors import Overloaded, Unavailable, UnknownPool, UnsupportedLanguage
-from mtfleet.core.models import Lane
+from mtfleet.core.models import Lane, ModelType, PoolModelType
 from mtfleet.core.registry import PoolInfo, Registry
 from mtfleet.core.settings import Settings
 
@@ -33,15 +34,31 @@ LISTED = 60
 @dataclass(frozen=True)
 class Route:
     """Where a job goes: its pool, and the phrase-cache fingerprint of the model (or LoRA
-    adapter) that translates it there."""
+    adapter) that translates it there; ``model_type``: what the job asked for."""
 
     pool: PoolInfo
     fingerprint: str
     adapter: str | None = None
+    model_type: ModelType | None = None
 
     @property
     def name(self) -> str:
         return self.pool.name
+
+    @property
+    def model_type_used(self) -> PoolModelType | None:
+        """What the answer says translated the job (None: the job asked nothing): the pool's
+        marking, else what was asked for, as DeepL answers on a pair with one model
+        (``latency_optimized`` when that was asked, ``quality_optimized`` otherwise)."""
+        if self.model_type is None:
+            return None
+        return self.pool.model_type or marking(self.model_type)
+
+
+def marking(model_type: ModelType) -> PoolModelType:
+    """The pool marking a requested ``model_type`` goes to (``prefer_quality_optimized``:
+    ``quality_optimized``; neither is refused where no pool has it)."""
+    return "latency_optimized" if model_type == "latency_optimized" else "quality_optimized"
 
 
 def patterns(source: str, target: str) -> tuple[str, ...]:
@@ -56,10 +73,16 @@ def choose_pool(
     serving: list[str],
     pools: dict[str, PoolInfo],
     now: float | None = None,
+    model_type: ModelType | None = None,
 ) -> str:
-    """The pool a pair goes to among those that serve it (``serving``, not empty): the most
-    specific route whose pool serves the pair, else a pool with a live worker, else the first
-    by name."""
+    """The pool a pair goes to among those that serve it (``serving``, not empty): with a
+    ``model_type``, among those marked for it where there are some (else among all: the usual
+    pool); then the most specific route whose pool serves the pair, else a pool with a live
+    worker, else the first by name."""
+    if model_type is not None:
+        wanted = marking(model_type)
+        marked = [p for p in serving if p in pools and pools[p].model_type == wanted]
+        serving = marked or serving
     for pattern in patterns(source, target):
         pool = routes.get(pattern)
         if pool in serving:
@@ -88,20 +111,28 @@ class Routing:
 
     # -- routing -----------------------------------------------------------------------------
     def route(
-        self, source: str, target: str, pool: str | None = None, adapter: str | None = None
+        self,
+        source: str,
+        target: str,
+        pool: str | None = None,
+        adapter: str | None = None,
+        model_type: ModelType | None = None,
     ) -> Route:
-        """The pool a job of this pair goes to (see the module docs); 422 when there is none."""
+        """The pool a job of this pair goes to (see the module docs); 422 when there is none.
+        A job that names its ``pool`` goes there, whatever its ``model_type``."""
         try:
             if pool is not None:
-                return self._named(pool, source, target, adapter)
+                return self._named(pool, source, target, adapter, model_type)
             serving = self.serving(source, target)  # may refresh the pools: read them after
             pools = self.pools()
             serving = [p for p in serving if p in pools]
             if serving:
                 if adapter is not None:
                     serving = self._with_adapter_named(pools, serving, adapter, source, target)
-                name = choose_pool(self.settings.routes, source, target, serving, pools)
-                return self._with_adapter(pools[name], adapter)
+                name = choose_pool(
+                    self.settings.routes, source, target, serving, pools, model_type=model_type
+                )
+                return self._with_adapter(pools[name], adapter, model_type)
             served = self._served_pairs()
         except redis.RedisError as exc:
             raise Unavailable.because("the job store", exc) from exc
@@ -112,7 +143,12 @@ class Routing:
         )
 
     async def aroute(
-        self, source: str, target: str, pool: str | None = None, adapter: str | None = None
+        self,
+        source: str,
+        target: str,
+        pool: str | None = None,
+        adapter: str | None = None,
+        model_type: ModelType | None = None,
     ) -> Route | None:
         """:meth:`route` on the event loop, for the cache-only hot path: None where
         :meth:`route` would refuse (that path then goes the whole way and says why)."""
@@ -134,11 +170,15 @@ class Routing:
                 serving = [p for p in serving if p in pools and adapter in pools[p].adapters]
                 if not serving:
                     return None
-            pool = choose_pool(self.settings.routes, source, target, serving, pools)
+            pool = choose_pool(
+                self.settings.routes, source, target, serving, pools, model_type=model_type
+            )
         if pool not in serving or pool not in pools:
             return None
         fingerprint = pools[pool].fingerprint_for(adapter)
-        return Route(pools[pool], fingerprint, adapter) if fingerprint is not None else None
+        if fingerprint is None:
+            return None
+        return Route(pools[pool], fingerprint, adapter, model_type)
 
     def pools(self, *, fresh: bool = False) -> dict[str, PoolInfo]:
         """Every pool the registry knows (remembered for a second unless ``fresh``)."""
@@ -175,7 +215,14 @@ class Routing:
             self._pairs = (now + REMEMBER_S, pairs)
         return frozenset(source for source, into in pairs if into == target)
 
-    def _named(self, pool: str, source: str, target: str, adapter: str | None) -> Route:
+    def _named(
+        self,
+        pool: str,
+        source: str,
+        target: str,
+        adapter: str | None,
+        model_type: ModelType | None,
+    ) -> Route:
         pools = self.pools()
         if pool not in pools:
             pools = self.pools(fresh=True)
@@ -192,7 +239,7 @@ class Routing:
                 + (_listed(served) or "no pair"),
                 served=served[:LISTED],
             )
-        return self._with_adapter(pools[pool], adapter)
+        return self._with_adapter(pools[pool], adapter, model_type)
 
     @staticmethod
     def _with_adapter_named(
@@ -210,7 +257,7 @@ class Routing:
         )
 
     @staticmethod
-    def _with_adapter(pool: PoolInfo, adapter: str | None) -> Route:
+    def _with_adapter(pool: PoolInfo, adapter: str | None, model_type: ModelType | None) -> Route:
         fingerprint = pool.fingerprint_for(adapter)
         if fingerprint is None:
             raise UnknownPool(
@@ -218,7 +265,7 @@ class Routing:
                 + (", ".join(sorted(pool.adapters)) or "none (MT_LORA_ADAPTERS on its workers)"),
                 adapters=sorted(pool.adapters),
             )
-        return Route(pool, fingerprint, adapter)
+        return Route(pool, fingerprint, adapter, model_type)
 
     def _served_pairs(self) -> list[str]:
         return sorted(f"{a}->{b}" for a, b in self.registry.served_pairs())

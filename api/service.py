@@ -35,7 +35,8 @@ from mtfleet.core import keys, languages
 from mtfleet.core.apikeys import ApiKey, Charge, KeyStore, Storage
 from mtfleet.core.backlog import Backlog
 from mtfleet.core.broker import release
-from mtfleet.core.cache import PhraseCache, normalize, rewrap
+from mtfleet.core.cache import PhraseCache, keyed, normalize, rewrap
+from mtfleet.core.documents.pipeline import surrounding
 from mtfleet.core.errors import (
     IdempotencyConflict,
     InteractiveShareExceeded,
@@ -55,6 +56,7 @@ from mtfleet.core.models import (
     Finding,
     JobStatus,
     Lane,
+    PoolModelType,
     Progress,
     SegmentOutcome,
 )
@@ -86,6 +88,7 @@ class FromCache:
 
     translations: list[str] | None
     hits: dict[str, str] | None
+    model_type_used: PoolModelType | None = None  # the route's (the answer's), when it answers
 
 
 @dataclass
@@ -189,7 +192,7 @@ class JobService:
         if source == target or self.cache.ar is None:
             return none
         try:
-            route = await self.routing.aroute(source, target, req.pool, req.adapter)
+            route = await self.routing.aroute(source, target, req.pool, req.adapter, req.model_type)
         except redis.RedisError:
             return none  # submit() answers 503
         if route is None:
@@ -207,7 +210,11 @@ class JobService:
                 raise Unavailable.because("the job store", exc) from exc
         metrics.SEGMENTS.labels(route.name, Lane.interactive.value).inc(len(texts))
         metrics.CACHE_LOOKUPS.labels("hit").inc(len(texts))
-        return FromCache([rewrap(t, hits[n]) for t, n in zip(texts, norms, strict=True)], hits)
+        return FromCache(
+            [rewrap(t, hits[n]) for t, n in zip(texts, norms, strict=True)],
+            hits,
+            route.model_type_used,
+        )
 
     def texts_of(self, req: JobCreate, owner: str = "") -> Texts:
         """The request as texts: a document cut into sentences, ``auto`` detected among the
@@ -298,14 +305,25 @@ class JobService:
             raise InvalidInput(f"source_lang and target_lang are both {source!r}")
         self._check_limits(texts, document=req.document is not None)
         lane = self.lane_for(req, len(texts))
-        route = self.routing.route(source, target, req.pool, req.adapter)
+        route = self.routing.route(source, target, req.pool, req.adapter, req.model_type)
         guidance = self._guidance(req, route, owner, source, target)
         memory = self._memory(req, route, owner, source, target)
         glossary = self._glossary(req.glossary_id, owner, source, target) if texts else None
         norms = [normalize(t) for t in texts]
         scope = self.cache_scope(owner)
         cached, plan = self._plan(
-            texts, norms, source, target, route, glossary, inputs, scope, guidance, memory, hits
+            texts,
+            norms,
+            source,
+            target,
+            route,
+            glossary,
+            inputs,
+            scope,
+            guidance,
+            memory,
+            hits,
+            self._neighbours(inputs, route),
         )
         if plan:
             self.routing.admit(route.name, lane)
@@ -353,6 +371,7 @@ class JobService:
             detected_source_lang=inputs.detected,
             detected_confidence=inputs.confidence,
             segment_langs=inputs.segment_langs,
+            model_type_used=route.model_type_used,
             callback_url=req.callback_url,
         )
         ledger = {m.chunk: m.model_dump_json() for m in messages}  # also what is sent
@@ -496,6 +515,17 @@ class JobService:
             )
         return wanted.for_engine(route.pool.instructions)
 
+    def _neighbours(self, inputs: Texts, route: Route) -> list[str | None] | None:
+        """Each sentence's neighbours in its unit, as context for the prompt of a document job
+        on a pool whose engine reads one (an LLM), up to ``MT_DOCUMENT_CONTEXT_TOKENS``; None
+        otherwise (then sentences share the cache entries of the same text anywhere)."""
+        doc = inputs.document
+        tokens = self.settings.document_context_tokens
+        if doc is None or not tokens or not route.pool.instructions:
+            return None
+        found = surrounding(doc.texts, doc.unit_of, tokens)
+        return found if any(c is not None for c in found) else None
+
     def _memory(
         self, req: JobCreate, route: Route, owner: str, source: str, target: str
     ) -> MemoryRef | None:
@@ -527,10 +557,14 @@ class JobService:
         guidance: Guidance | None = None,
         memory: MemoryRef | None = None,
         known: dict[str, str] | None = None,
+        contexts: list[str | None] | None = None,
     ) -> tuple[dict[int, SegmentOutcome], list[tuple[str, list[ChunkSegment]]]]:
         """The outcomes known now (phrase-cache hits; texts detected as already in the target
         language, kept as they are) and the chunks to send, per source language. ``known``:
-        the phrase-cache hits of the job's own source language, looked up already."""
+        the phrase-cache hits of the job's own source language, looked up already;
+        ``contexts``: each text's neighbouring sentences (:meth:`_neighbours`), part of its
+        cache key and its chunk segment."""
+        cache_keys = norms if contexts is None else list(map(keyed, norms, contexts))
         cached: dict[int, SegmentOutcome] = {}
         plan: list[tuple[str, list[ChunkSegment]]] = []
         groups = self._source_groups(len(texts), source, target, route.name, inputs)
@@ -549,24 +583,25 @@ class JobService:
                 continue
             gv = glossary.version if glossary and src == source else None
             variant = cache_variant(gv, guidance, memory if src == source else None)
-            if known is not None and src == source and variant is None:
+            if known is not None and src == source and variant is None and contexts is None:
                 hits = known
             else:
                 hits = self.cache.get_many(
                     route.fingerprint,
                     src,
                     target,
-                    (norms[i] for i in indices),
+                    (cache_keys[i] for i in indices),
                     glossary=variant,
                     scope=scope,
                 )
             for i in indices:
-                hit = hits.get(norms[i])
+                hit = hits.get(cache_keys[i])
                 if hit is not None:
                     cached[i] = SegmentOutcome(translation=rewrap(texts[i], hit), cached=True)
             members = set(indices)
             skip = {i for i in range(len(texts)) if i not in members} | set(cached)
-            plan += [(src, c) for c in plan_chunks(texts, norms, skip, self.settings.chunk_size)]
+            chunks = plan_chunks(texts, norms, skip, self.settings.chunk_size, contexts)
+            plan += [(src, c) for c in chunks]
         return cached, plan
 
     def _source_groups(

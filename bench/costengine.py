@@ -56,6 +56,9 @@ a streaming engine; ``batch``: a batch engine whose calls run one at a time on t
 Fault injection (fault tests): ``MTBENCH_CRASH_ON`` / ``MTBENCH_FAIL_ON`` /
 ``MTBENCH_SLOW_ON`` / ``MTBENCH_HANG_ON`` / ``MTBENCH_STALL_ON``, ``MTBENCH_LOAD_S`` (time to
 load) and ``MTBENCH_DOWN_FILE`` (an outage while that file exists), see the engine.
+``MTBENCH_PROMPTED=1``: the engine follows instructions as an LLM engine does (a request's
+context, instructions, a memory's examples reach it) and builds each request's prompt with
+:mod:`mtfleet.workers.prompts`, costing its tokens: the fleet's CPU for guidance, measured.
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ from mtfleet.core.errors import EngineError, EngineUnavailable
 from mtfleet.core.gpucost import PRESETS, CostParams, EngineSequence, Step, StepBatch
 from mtfleet.core.languages import LANGUAGES
 from mtfleet.core.settings import Settings
+from mtfleet.workers import prompts
 from mtfleet.workers.engines.base import (
     Done,
     Engine,
@@ -301,6 +305,12 @@ class CostModelEngine(Engine):
         # MTBENCH_DOWN_FILE: while this file exists the engine cannot serve (an outage: a
         # server that is away, a device that is lost), then it serves again.
         self.down_file = os.environ.get("MTBENCH_DOWN_FILE") or None
+        # MTBENCH_PROMPTED: prompted like an LLM (see the module doc)
+        self.prompted = os.environ.get("MTBENCH_PROMPTED", "") not in ("", "0")
+
+    @property
+    def follows_instructions(self) -> bool:
+        return self.prompted
 
     def load(self) -> None:
         if self._gpu is None:
@@ -324,7 +334,18 @@ class CostModelEngine(Engine):
         return [(s, t) for s in LANGUAGES for t in LANGUAGES if s != t]
 
     def count_tokens(self, request: TranslationRequest) -> int:
-        return estimate_tokens(request.text)
+        if not self.prompted:
+            return estimate_tokens(request.text)
+        # what the openai engine sends without a tokenizer (the same builder, the same steps)
+        turn = prompts.user_turn(
+            request.text,
+            request.source,
+            request.target,
+            "chat",
+            prompts.COMMON_CONTROL_TOKENS,
+            request.guidance,
+        )
+        return estimate_tokens(turn)
 
     def check(self, request: TranslationRequest) -> str | None:
         tokens, limit = self.count_tokens(request), self.limits.max_input_tokens

@@ -197,8 +197,11 @@ def split(texts: list[str], size: int) -> list[list[str]]:
     return [texts[i : i + size] for i in range(0, len(texts), size)]
 
 
-async def submit_job(http: httpx.AsyncClient, texts: list[str], lane: str) -> str:
+async def submit_job(
+    http: httpx.AsyncClient, texts: list[str], lane: str, extra: dict[str, Any] | None = None
+) -> str:
     body = {"texts": texts, "source_lang": SOURCE, "target_lang": TARGET, "lane": lane}
+    body.update(extra or {})
     resp = await http.post("/v1/jobs", json=body)
     if resp.status_code not in (200, 202):
         raise RuntimeError(f"POST /v1/jobs: {resp.status_code} {resp.text[:300]}")
@@ -227,14 +230,19 @@ def warm_up(api_url: str, n: int = 8, timeout: float = 60) -> None:
 
 
 async def _bulk(
-    api_url: str, texts: list[str], job_size: int, lane: str, timeout: float
+    api_url: str,
+    texts: list[str],
+    job_size: int,
+    lane: str,
+    timeout: float,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     jobs = split(texts, job_size)
     limits = httpx.Limits(max_connections=len(jobs) + 4)
     async with httpx.AsyncClient(base_url=api_url, timeout=60, limits=limits) as http:
 
         async def one(part: list[str]) -> tuple[list[str | None], float]:
-            job_id = await submit_job(http, part, lane)
+            job_id = await submit_job(http, part, lane, extra)
             await wait_job(http, job_id, timeout)
             resp = await http.get(f"/v1/jobs/{job_id}/result")
             out: list[str | None] = resp.raise_for_status().json()["translations"]
@@ -261,9 +269,11 @@ def run_bulk(
     job_size: int = 1000,
     lane: str = "bulk",
     timeout: float = 180,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Submit ``texts`` as jobs of ``job_size`` segments, all at once, and read every result.
+    """Submit ``texts`` as jobs of ``job_size`` segments, all at once, and read every result;
+    ``extra``: more fields of each job's body (a context, a translation memory).
 
     ``wall_s`` runs from the first submit to the last result read; ``translations`` is aligned
     with ``texts`` (None where a segment failed)."""
-    return asyncio.run(_bulk(api_url, texts, job_size, lane, timeout))
+    return asyncio.run(_bulk(api_url, texts, job_size, lane, timeout, extra))

@@ -25,6 +25,7 @@ from bench.cache_hits import cache
 from bench.documents import documents_scenario
 from bench.efficiency import fleet_efficiency, naive_baseline
 from bench.fleet import ROOT
+from bench.guidance import guidance_cpu
 from bench.interactive import interactive_under_load
 from bench.openai_engine import openai_engine
 from bench.overhead import overhead
@@ -46,6 +47,7 @@ SCENARIOS: dict[str, Callable[[Context], Outcome]] = {
     "plan_check": plan_check,
     "documents": documents_scenario,
     "tm": tm_scenario,
+    "guidance_cpu": guidance_cpu,
 }
 DEFAULT_OUT = ROOT / "bench" / "results" / "latest.json"
 

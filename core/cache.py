@@ -37,6 +37,14 @@ def normalize(text: str) -> str:
     return unicodedata.normalize("NFC", text).strip()
 
 
+def keyed(text: str, context: str | None) -> str:
+    """What the cache keys a segment by: its normalised text, and the neighbouring sentences an
+    LLM read with it (a document segment's, :class:`~mtfleet.core.models.ChunkSegment`), after a
+    NUL, which no text holds (:mod:`mtfleet.core.schemas` refuses control characters): no text
+    alone names an entry made with a context, nor one context another's."""
+    return text if context is None else f"{text}\x00{context}"
+
+
 def text_digest(text: str) -> str:
     """The digest a phrase is kept under; ``text`` is normalised already (the API normalises
     every text once, and chunks carry the normalised form)."""

@@ -66,6 +66,13 @@ class Guidance(BaseModel):
     #: Pairs of a translation memory similar to the segment (source, target), best first:
     #: examples for the model (one segment's; the worker adds them, :class:`MemoryRef`).
     examples: tuple[tuple[str, str], ...] = ()
+    #: The other sentences of the segment's unit near it (a document segment's; the API
+    #: chooses them, :func:`mtfleet.core.documents.pipeline.surrounding`, each chunk segment
+    #: carries its own and the worker adds it): context the model reads, not translates.
+    neighbours: str | None = None
+    #: The glossary's terms found in the segment (source, target), for a model that takes
+    #: terminology in its prompt (``MT_GLOSSARY_IN_PROMPT``; the worker adds them).
+    terms: tuple[tuple[str, str], ...] = ()
 
     @field_validator("custom_instructions")
     @classmethod
@@ -95,6 +102,8 @@ class Guidance(BaseModel):
             and not self.custom_instructions
             and not self.style_instructions
             and not self.examples
+            and self.neighbours is None
+            and not self.terms
             and self.formality == "default"
         )
 

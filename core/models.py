@@ -7,11 +7,18 @@ The chunk message is the only contract between the API and the workers (JSON on 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from mtfleet.core.guidance import Guidance, MemoryRef
+
+#: What a pool is marked for (its workers' ``MT_MODEL_TYPE``): a request's ``model_type`` goes
+#: to a pool marked for it where one serves the pair (:func:`mtfleet.api.routing.choose_pool`).
+PoolModelType = Literal["latency_optimized", "quality_optimized"]
+#: What a request may ask for (DeepL's ``model_type``): ``prefer_quality_optimized`` is
+#: ``quality_optimized`` here, since neither is ever refused.
+ModelType = Literal["latency_optimized", "quality_optimized", "prefer_quality_optimized"]
 
 
 class Lane(StrEnum):
@@ -47,11 +54,14 @@ class ChunkSegment(BaseModel):
     ``text`` is normalised (:func:`mtfleet.core.cache.normalize`: NFC, no outer whitespace), as
     the engine gets it and the phrase cache keys it; ``wraps`` holds, for the indices whose
     submitted text had outer whitespace, that whitespace (leading, trailing), which goes back
-    around the translation."""
+    around the translation. Texts with different ``context`` are distinct segments."""
 
     indices: list[int]
     text: str
     wraps: dict[int, tuple[str, str]] | None = None
+    # the neighbouring sentences of a document segment, for an LLM's prompt (the API's
+    # MT_DOCUMENT_CONTEXT_TOKENS); part of its phrase-cache key (core.cache.keyed)
+    context: str | None = None
 
 
 class ChunkMessage(BaseModel):

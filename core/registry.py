@@ -26,6 +26,7 @@ import redis.asyncio
 from pydantic import BaseModel, Field
 
 from mtfleet.core import keys
+from mtfleet.core.models import PoolModelType
 
 
 class GpuReading(BaseModel):
@@ -68,6 +69,7 @@ class WorkerInfo(BaseModel):
     # its engine follows instructions (an LLM): requests with custom_instructions, a style
     # rule or a formality may go to its pool (core/guidance.py)
     instructions: bool = False
+    model_type: PoolModelType | None = None  # what its pool is marked for (MT_MODEL_TYPE)
     pairs: list[tuple[str, str]]
     lanes: list[str]
     gpus: list[int] = Field(default_factory=list)
@@ -95,6 +97,8 @@ class PoolInfo(BaseModel):
     model: str
     fingerprint: str  # the phrase cache's model component for the pool's base model
     instructions: bool = False  # its engine follows instructions (an LLM)
+    # what it is marked for (MT_MODEL_TYPE): a request's model_type goes to it (api/routing.py)
+    model_type: PoolModelType | None = None
     adapters: dict[str, str] = Field(default_factory=dict)  # LoRA adapter -> its fingerprint
     lanes: list[str] = Field(default_factory=list)
     updated: float = 0.0  # the last heartbeat of one of its workers
@@ -137,6 +141,7 @@ class Registry:
             model=info.model,
             fingerprint=info.fingerprint,
             instructions=info.instructions,
+            model_type=info.model_type,
             adapters=info.adapters,
             lanes=info.lanes,
             updated=info.beat_at,

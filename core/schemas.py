@@ -22,7 +22,7 @@ from pydantic import (
 )
 
 from mtfleet.core.guidance import MAX_CONTEXT_CHARS, MAX_INSTRUCTIONS, Formality, Guidance
-from mtfleet.core.models import JobStatus, Lane, Progress
+from mtfleet.core.models import JobStatus, Lane, ModelType, PoolModelType, Progress
 
 LangCode = Annotated[str, StringConstraints(min_length=2, max_length=16)]
 PoolName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$")]
@@ -170,6 +170,14 @@ class TextsIn(BaseModel):
         description="A style rule of this API key (DeepL's /v3/style_rules) for the target "
         "language: its rules and custom instructions go to an LLM engine as instructions "
         "(another engine refuses it, 400).",
+    )
+    model_type: ModelType | None = Field(
+        None,
+        description="latency_optimized, quality_optimized or prefer_quality_optimized "
+        "(DeepL's): the job goes to a pool marked for it (the workers' MT_MODEL_TYPE; "
+        "prefer_quality_optimized: quality_optimized) among those serving the pair, else to "
+        "the usual pool: never refused. model_type_used says which. A job that names its "
+        "pool goes there.",
     )
 
     @field_validator("texts")
@@ -353,6 +361,12 @@ class JobPublic(BaseModel):
         description="The detector's confidence in detected_source_lang (0-1, among every "
         "language it knows; a few words score low).",
     )
+    model_type_used: PoolModelType | None = Field(
+        None,
+        description="When the request gave model_type: the marking of the pool that "
+        "translates it, else latency_optimized when that was asked and quality_optimized "
+        "otherwise (the pair's one model; docs/llm.md).",
+    )
     work: ChunksPublic | None = Field(
         None, description="Unfinished jobs (GET /v1/jobs/{id}): where their chunks are."
     )
@@ -480,6 +494,9 @@ class TranslatePublic(BaseModel):
     detected_confidence: float | None = Field(
         None, description="As a job's: the detector's confidence in it (0-1)."
     )
+    model_type_used: PoolModelType | None = Field(
+        None, description="As a job's: what translated it, when the request gave model_type."
+    )
 
 
 class PairPublic(BaseModel):
@@ -502,6 +519,9 @@ class PoolPublic(BaseModel):
     live_workers: int = Field(description="Workers of the pool with a fresh heartbeat.")
     lanes: list[str] = Field(description="Lanes its live workers consume.")
     adapters: list[str] = Field(default_factory=list, description="LoRA adapters it serves.")
+    model_type: PoolModelType | None = Field(
+        None, description="What its workers mark it for (MT_MODEL_TYPE; null: unmarked)."
+    )
 
 
 class LanguagePublic(BaseModel):

@@ -17,6 +17,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from mtfleet.core.models import PoolModelType
+
 _PLUGIN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 #: Share of MT_VISIBILITY_TIMEOUT_S a chunk may hold its broker lease (its time budget,
 #: workers/chunk.py), and share one engine call may take (the deadlines' ceiling: half the
@@ -181,6 +183,13 @@ class Settings(BaseSettings):
         "letters, digits, - and _. Default: the engine's name (vllm, apertium; a plugin's class "
         "name, lowercased).",
     )
+    model_type: PoolModelType | None = Field(
+        None,
+        description="What a worker's pool is marked for (mtfleet worker --model-type): "
+        "latency_optimized or quality_optimized. A request's model_type goes to a pool marked "
+        "for it among those serving its pair, and to the usual pool (MT_ROUTES) where none is. "
+        "Default: unmarked.",
+    )
     pairs: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Language pairs a worker offers, comma-separated (en-es,es-en); a pair its "
@@ -191,6 +200,22 @@ class Settings(BaseSettings):
         "auto",
         description="auto: Hunyuan-MT templates when the model name says hunyuan-mt, else the "
         "model's chat template.",
+    )
+    glossary_in_prompt: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="Where an LLM engine gets a glossary's terms: auto, in the prompt for a model "
+        "with a terminology template (Hunyuan-MT), as inline tags the worker replaces for every "
+        "other; on, in the prompt for every LLM; off, inline tags everywhere. Either way the "
+        "output is checked for the target terms.",
+    )
+    document_context_tokens: int = Field(
+        256,
+        ge=0,
+        le=4096,
+        description="About how many tokens of the neighbouring sentences of the same unit (a "
+        "paragraph, a cell) go into an LLM's prompt with each sentence of a document, as "
+        "context it does not translate, so pronouns and terms follow their neighbours; 0 "
+        "turns it off. Estimated at 4 UTF-8 bytes a token (the API has no tokenizer).",
     )
     tensor_parallel_size: int = Field(
         1, ge=1, le=64, description="GPUs per pipeline stage of an engine (vllm; --tp)."

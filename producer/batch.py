@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 from mtfleet.core import documents
 from mtfleet.core.documents import sniffing
 from mtfleet.core.guidance import Guidance
+from mtfleet.core.models import ModelType
 from mtfleet.core.schemas import JobResultPublic
 from mtfleet.producer.client import Job, MTClient
 from mtfleet.producer.lines import LineDocument, parse_lines
@@ -51,6 +52,7 @@ class FileJobs(BaseModel):
     style_id: str | None = None
     translation_memory_id: str | None = None
     translation_memory_threshold: int | None = None
+    model_type: ModelType | None = None
     parts: list[int] = Field(description="Segments per job, in order (one entry: one job).")
     jobs: list[str] = Field(default_factory=list, description="The jobs sent so far, in order.")
     dest: str
@@ -125,10 +127,12 @@ class SubmitOptions:
     style_id: str | None = None
     translation_memory_id: str | None = None
     translation_memory_threshold: int | None = None
+    model_type: ModelType | None = None
 
 
-#: What a request names besides its text and guidance (a style rule, a translation memory).
-_REFS = ("style_id", "translation_memory_id", "translation_memory_threshold")
+#: What a request names besides its text and guidance (a style rule, a translation memory, the
+#: pool marking it asks for).
+_REFS = ("style_id", "translation_memory_id", "translation_memory_threshold", "model_type")
 
 
 def _digest(data: bytes) -> str:

@@ -21,6 +21,7 @@ from typing import Any, Generic, TypeVar
 import httpx
 
 from mtfleet.core.guidance import Guidance
+from mtfleet.core.models import ModelType
 from mtfleet.core.schemas import (
     GlossaryDetail,
     GlossaryPublic,
@@ -249,6 +250,7 @@ def submit(
     style_id: str | None = None,
     translation_memory_id: str | None = None,
     translation_memory_threshold: int | None = None,
+    model_type: ModelType | None = None,
 ) -> Call[JobPublic]:
     body = {"texts": list(texts), "source_lang": source, "target_lang": target}
     return _new_job(
@@ -263,6 +265,7 @@ def submit(
         style_id=style_id,
         translation_memory_id=translation_memory_id,
         translation_memory_threshold=translation_memory_threshold,
+        model_type=model_type,
     )
 
 
@@ -297,6 +300,7 @@ def submit_document(
     style_id: str | None = None,
     translation_memory_id: str | None = None,
     translation_memory_threshold: int | None = None,
+    model_type: ModelType | None = None,
 ) -> Call[JobPublic]:
     body = {
         "document": document_body(content, fmt, filename),
@@ -315,6 +319,7 @@ def submit_document(
         style_id=style_id,
         translation_memory_id=translation_memory_id,
         translation_memory_threshold=translation_memory_threshold,
+        model_type=model_type,
     )
 
 
@@ -392,6 +397,7 @@ def translate(
     style_id: str | None = None,
     translation_memory_id: str | None = None,
     translation_memory_threshold: int | None = None,
+    model_type: ModelType | None = None,
 ) -> Flow[TranslatePublic]:
     """/v1/translate; past the server's wait, the job is long-polled up to ``timeout`` in all
     (JobTimeout when it is not done by then) and its result read."""
@@ -412,6 +418,7 @@ def translate(
             style_id=style_id,
             translation_memory_id=translation_memory_id,
             translation_memory_threshold=translation_memory_threshold,
+            model_type=model_type,
         ),
         timeout=server_wait + 10,
     )
@@ -431,6 +438,7 @@ def translate(
         cached=job.cached,
         detected_source_lang=job.detected_source_lang,
         detected_confidence=job.detected_confidence,
+        model_type_used=job.model_type_used,
     )
 
 

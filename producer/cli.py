@@ -41,6 +41,7 @@ from typer.core import TyperGroup
 from mtfleet.core.apikeys import KeyStore, is_key_id
 from mtfleet.core.errors import InvalidInput
 from mtfleet.core.guidance import Guidance
+from mtfleet.core.models import ModelType, PoolModelType
 from mtfleet.producer import batch
 from mtfleet.producer.cli_tm import tm_app
 from mtfleet.producer.client import (
@@ -149,6 +150,14 @@ MemoryThresholdOpt = Annotated[
         min=0,
         max=100,
         help="The score (0-100) at which a memory's pair is the translation [default: 75].",
+    ),
+]
+ModelTypeOpt = Annotated[
+    ModelType | None,
+    typer.Option(
+        "--model-type",
+        help="Translate on a pool marked for it where one serves the pair (mtfleet worker "
+        "--model-type), else on the usual one.",
     ),
 ]
 FormalityOpt = Annotated[
@@ -261,6 +270,13 @@ def worker(
         str | None,
         typer.Option(help="Pairs to offer, e.g. en-es,es-en (MT_PAIRS; default: all)."),
     ] = None,
+    model_type: Annotated[
+        PoolModelType | None,
+        typer.Option(
+            "--model-type",
+            help="What the pool is marked for (MT_MODEL_TYPE): requests asking for it go to it.",
+        ),
+    ] = None,
     gpus: Annotated[str | None, typer.Option(help="GPU ids, e.g. 0,1,2,3 or 0-7.")] = None,
     tp: Annotated[int, typer.Option("--tp", help="GPUs per engine (tensor parallel).")] = 1,
     pp: Annotated[
@@ -287,6 +303,7 @@ def worker(
             "MT_MODEL": model,
             "MT_POOL": pool,
             "MT_PAIRS": pairs,
+            "MT_MODEL_TYPE": model_type,
             "MT_PIPELINE_PARALLEL_SIZE": str(pp) if pp else None,
             "MT_LANES": lanes,
             "MT_WORKER_CONCURRENCY": str(concurrency) if concurrency else None,
@@ -411,6 +428,7 @@ def translate(
     style: StyleOpt = None,
     memory: MemoryOpt = None,
     memory_threshold: MemoryThresholdOpt = None,
+    model_type: ModelTypeOpt = None,
 ) -> None:
     """Translate text now (interactive lane); one translation per line.
 
@@ -447,6 +465,7 @@ def translate(
                 style_id=style,
                 translation_memory_id=memory,
                 translation_memory_threshold=memory_threshold,
+                model_type=model_type,
             )
         out = answer.translations
         if answer.detected_source_lang is not None:
@@ -519,6 +538,7 @@ def submit(
     style: StyleOpt = None,
     memory: MemoryOpt = None,
     memory_threshold: MemoryThresholdOpt = None,
+    model_type: ModelTypeOpt = None,
 ) -> None:
     """Submit files and write the translated files to --out.
 
@@ -545,6 +565,7 @@ def submit(
         style_id=style,
         translation_memory_id=memory,
         translation_memory_threshold=memory_threshold,
+        model_type=model_type,
     )
     manifest = _manifest(out)
     entries: list[batch.FileJobs] = []
@@ -921,18 +942,20 @@ def pools_list(
     url: UrlOpt = None,
     api_key: KeyOpt = None,
 ) -> None:
-    """The fleet's pools: engine, model, pairs, live workers and their lanes, adapters."""
+    """The fleet's pools: engine, model, pairs, live workers and their lanes, adapters, what
+    the pool is marked for (mtfleet worker --model-type)."""
     with _client(url, api_key) as mt:
         data = mt.languages()
     pools = data.get("pools", [])
     if as_json:
         print(json.dumps(pools))
         return
-    print("pool\tengine\tmodel\tpairs\tlive workers\tlanes\tadapters")
+    print("pool\tengine\tmodel\tpairs\tlive workers\tlanes\tadapters\tmodel type")
     for p in pools:
         print(
             f"{p['name']}\t{p['engine']}\t{p['model']}\t{p['pairs']}\t{p['live_workers']}\t"
-            f"{','.join(p['lanes']) or '-'}\t{','.join(p['adapters']) or '-'}"
+            f"{','.join(p['lanes']) or '-'}\t{','.join(p['adapters']) or '-'}\t"
+            f"{p.get('model_type') or '-'}"
         )
 
 

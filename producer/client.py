@@ -27,6 +27,7 @@ import httpx
 from httpx_sse import SSEError, aconnect_sse, connect_sse
 
 from mtfleet.core.guidance import Guidance
+from mtfleet.core.models import ModelType
 from mtfleet.core.schemas import (
     DocumentOut,
     GlossaryDetail,
@@ -154,10 +155,12 @@ class MTClient(TranslationMemoryMixin):
         style_id: str | None = None,
         translation_memory_id: str | None = None,
         translation_memory_threshold: int | None = None,
+        model_type: ModelType | None = None,
     ) -> Job:
         """Queue a job. ``pool``: the pool to translate with (default: the fleet's route for
-        the pair); ``adapter``: a LoRA adapter that pool serves; ``callback_url`` gets a signed
-        POST when it is final (docs/webhooks.md)."""
+        the pair); ``adapter``: a LoRA adapter that pool serves; ``model_type``: a pool marked
+        for it where one serves the pair (the job's ``model_type_used`` says which);
+        ``callback_url`` gets a signed POST when it is final (docs/webhooks.md)."""
         return self._send(
             calls.submit(
                 texts,
@@ -173,6 +176,7 @@ class MTClient(TranslationMemoryMixin):
                 style_id=style_id,
                 translation_memory_id=translation_memory_id,
                 translation_memory_threshold=translation_memory_threshold,
+                model_type=model_type,
             )
         )
 
@@ -194,6 +198,7 @@ class MTClient(TranslationMemoryMixin):
         style_id: str | None = None,
         translation_memory_id: str | None = None,
         translation_memory_threshold: int | None = None,
+        model_type: ModelType | None = None,
     ) -> Job:
         """Submit a file (any format of docs/documents.md: HTML, PO, XLSX...); fetch the translated
         file with :meth:`document` once the job is final."""
@@ -214,6 +219,7 @@ class MTClient(TranslationMemoryMixin):
                 style_id=style_id,
                 translation_memory_id=translation_memory_id,
                 translation_memory_threshold=translation_memory_threshold,
+                model_type=model_type,
             )
         )
 
@@ -312,6 +318,7 @@ class MTClient(TranslationMemoryMixin):
         style_id: str | None = None,
         translation_memory_id: str | None = None,
         translation_memory_threshold: int | None = None,
+        model_type: ModelType | None = None,
     ) -> list[str | None]:
         """Translations aligned with ``texts``; None where a segment failed.
 
@@ -330,6 +337,7 @@ class MTClient(TranslationMemoryMixin):
             style_id=style_id,
             translation_memory_id=translation_memory_id,
             translation_memory_threshold=translation_memory_threshold,
+            model_type=model_type,
         ).translations
 
     def translation(
@@ -346,6 +354,7 @@ class MTClient(TranslationMemoryMixin):
         style_id: str | None = None,
         translation_memory_id: str | None = None,
         translation_memory_threshold: int | None = None,
+        model_type: ModelType | None = None,
     ) -> Translation:
         """:meth:`translate` with everything the answer says: ``translations``, ``errors`` and
         ``warnings`` per segment, ``cached`` (how many the phrase cache answered) and the job's
@@ -364,6 +373,7 @@ class MTClient(TranslationMemoryMixin):
                 style_id=style_id,
                 translation_memory_id=translation_memory_id,
                 translation_memory_threshold=translation_memory_threshold,
+                model_type=model_type,
             )
         )
 
@@ -464,6 +474,7 @@ class AsyncMTClient(AsyncTranslationMemoryMixin):
         style_id: str | None = None,
         translation_memory_id: str | None = None,
         translation_memory_threshold: int | None = None,
+        model_type: ModelType | None = None,
     ) -> Job:
         return await self._send(
             calls.submit(
@@ -480,6 +491,7 @@ class AsyncMTClient(AsyncTranslationMemoryMixin):
                 style_id=style_id,
                 translation_memory_id=translation_memory_id,
                 translation_memory_threshold=translation_memory_threshold,
+                model_type=model_type,
             )
         )
 
@@ -501,6 +513,7 @@ class AsyncMTClient(AsyncTranslationMemoryMixin):
         style_id: str | None = None,
         translation_memory_id: str | None = None,
         translation_memory_threshold: int | None = None,
+        model_type: ModelType | None = None,
     ) -> Job:
         return await self._send(
             calls.submit_document(
@@ -519,6 +532,7 @@ class AsyncMTClient(AsyncTranslationMemoryMixin):
                 style_id=style_id,
                 translation_memory_id=translation_memory_id,
                 translation_memory_threshold=translation_memory_threshold,
+                model_type=model_type,
             )
         )
 
@@ -611,6 +625,7 @@ class AsyncMTClient(AsyncTranslationMemoryMixin):
         style_id: str | None = None,
         translation_memory_id: str | None = None,
         translation_memory_threshold: int | None = None,
+        model_type: ModelType | None = None,
     ) -> list[str | None]:
         answer = await self.translation(
             texts,
@@ -624,6 +639,7 @@ class AsyncMTClient(AsyncTranslationMemoryMixin):
             style_id=style_id,
             translation_memory_id=translation_memory_id,
             translation_memory_threshold=translation_memory_threshold,
+            model_type=model_type,
         )
         return answer.translations
 
@@ -641,6 +657,7 @@ class AsyncMTClient(AsyncTranslationMemoryMixin):
         style_id: str | None = None,
         translation_memory_id: str | None = None,
         translation_memory_threshold: int | None = None,
+        model_type: ModelType | None = None,
     ) -> Translation:
         return await self._run(
             calls.translate(
@@ -655,6 +672,7 @@ class AsyncMTClient(AsyncTranslationMemoryMixin):
                 style_id=style_id,
                 translation_memory_id=translation_memory_id,
                 translation_memory_threshold=translation_memory_threshold,
+                model_type=model_type,
             )
         )
 

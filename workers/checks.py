@@ -339,13 +339,14 @@ def _refused(outcome: SegmentOutcome) -> SegmentOutcome:
     )
 
 
-def prepare(text: str, matcher: Matcher | None) -> Protected:
+def prepare(text: str, matcher: Matcher | None, *, tags: bool = True) -> Protected:
     """What the engine gets for ``text``: URLs, e-mail addresses, placeholders (``{name}``,
     ``%s``...), numbers with units and SKU codes as standalone tags (the same protection
     document segments get in the API, :func:`core.documents.pipeline.protect`), then the
-    glossary's terms; ``restore`` puts all of them back."""
+    glossary's terms (tags, or with ``tags=False`` only listed, for the prompt); ``restore``
+    puts all of them back."""
     spanned, span_codes = protect_spans(text, next_code(text) if "<" in text else 1)
-    prep = matcher.protect(spanned) if matcher else Protected(spanned)
+    prep = matcher.protect(spanned, tags=tags) if matcher else Protected(spanned)
     if span_codes:
         prep.codes = {**span_codes, **prep.codes}
     return prep
@@ -359,27 +360,34 @@ LANGUAGE_CHARS = 160
 LANGUAGE_SLICE = 16
 
 
+#: What ``translate_checked`` submits: each segment's position in its ``texts`` and what the
+#: engine gets for it (:func:`prepare`: its text, and the glossary's terms it holds).
+Submitted = list[tuple[int, Protected]]
+
+
 def translate_checked(
-    submit: Callable[[list[str]], list[SegmentOutcome]],
+    submit: Callable[[Submitted], list[SegmentOutcome]],
     texts: Sequence[str],
     cfg: CheckConfig,
     matcher: Matcher | None = None,
     pause: Callable[[], None] | None = None,
+    *,
+    terms_in_prompt: bool = False,
 ) -> tuple[list[SegmentOutcome], int]:
     """Translate ``texts`` (normalized segments) through ``submit`` (the scheduler), applying the
-    glossary and every check; a segment failing a hard check is submitted once more. Returns
-    the outcomes, in order, and how many segments were retried. ``pause`` is called between
-    slices of the language check, the costliest step (a bulk chunk's: it gives way to
-    interactive work there)."""
-    preps = [prepare(t, matcher) for t in texts]
+    glossary (as tags, or listed for the prompt with ``terms_in_prompt``) and every check; a
+    segment failing a hard check is submitted once more. Returns the outcomes, in order, and
+    how many segments were retried. ``pause`` is called between slices of the language check,
+    the costliest step (a bulk chunk's: it gives way to interactive work there)."""
+    preps = [prepare(t, matcher, tags=not terms_in_prompt) for t in texts]
     outs = [
         finish(t, p, o, cfg)
-        for t, p, o in zip(texts, preps, submit([p.text for p in preps]), strict=True)
+        for t, p, o in zip(texts, preps, submit(list(enumerate(preps))), strict=True)
     ]
     retry = [i for i, o in enumerate(outs) if needs_retry(o)]
     if retry:
         RETRIES.inc(len(retry))
-        again = submit([preps[i].text for i in retry])
+        again = submit([(i, preps[i]) for i in retry])
         for i, o in zip(retry, again, strict=True):
             outs[i] = _better(outs[i], finish(texts[i], preps[i], o, cfg))
     outs = [_refused(o) for o in outs]

@@ -26,9 +26,10 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from mtfleet.core.cache import PhraseCache
+from mtfleet.core.cache import PhraseCache, keyed
 from mtfleet.core.errors import Cancelled, DeadLettered, EngineUnavailable, Unfinished
 from mtfleet.core.glossary import GlossaryNotFound, GlossaryStore
+from mtfleet.core.glossary.matching import Matcher, Protected
 from mtfleet.core.guidance import Guidance, cache_variant
 from mtfleet.core.models import ChunkMessage, Lane, SegmentOutcome
 from mtfleet.core.settings import CHUNK_BUDGET_SHARE, ENGINE_DEADLINE_SHARE, Settings
@@ -231,12 +232,15 @@ class ChunkProcessor:
         scheduler: Callable[[], Scheduler],
         fingerprint: Callable[[str | None], str | None],
         down: Callable[[], str | None] = lambda: None,
+        terms_in_prompt: Callable[[], bool] = lambda: False,
     ) -> None:
         """``scheduler`` and ``fingerprint`` (of the base model or a LoRA adapter; None: no such
         adapter): the current engine's (it may be restarted);
-        ``down``: why the engine is down, None while it serves."""
+        ``down``: why the engine is down, None while it serves; ``terms_in_prompt``: whether
+        the engine takes a glossary's terms in its prompt (:attr:`Engine.terms_in_prompt`)."""
         self.settings = settings
         self.down = down
+        self.terms_in_prompt = terms_in_prompt
         self.store = store
         self.cache = cache
         self.scheduler = scheduler
@@ -368,7 +372,7 @@ class ChunkProcessor:
                 fp,
                 msg.source,
                 msg.target,
-                (s.text for s in segments),
+                (keyed(s.text, s.context) for s in segments),
                 glossary=variant,
                 scope=msg.cache_scope,
             )
@@ -376,7 +380,7 @@ class ChunkProcessor:
             if hits:
                 todo = []
                 for n, seg in enumerate(segments):
-                    hit = hits.get(seg.text)
+                    hit = hits.get(keyed(seg.text, seg.context))
                     if hit is None:
                         todo.append(n)
                     else:
@@ -401,32 +405,43 @@ class ChunkProcessor:
                     )
             todo = rest
         texts = [segments[n].text for n in todo]
+        terms_in_prompt = matcher is not None and self.terms_in_prompt()
         priority = 0 if msg.lane is Lane.interactive else 1
         t0 = time.monotonic()
         spent = Unfinished(f"chunk {msg.chunk}'s time budget ({seconds(self.budget_s)}) ran out")
         budget_ran_out = False
 
-        def guided(text: str) -> Guidance | None:
-            """The job's guidance, and for an engine that follows instructions the memory's
-            pairs most similar to ``text`` as examples (below the threshold: a match above it
-            never reaches the engine)."""
+        def guided(n: int, prep: Protected) -> Guidance | None:
+            """The job's guidance for the ``n``-th segment left to translate, with what is the
+            segment's own: its neighbouring sentences (a document's), the glossary's terms it
+            holds (an engine given them in its prompt) and, for an engine that follows
+            instructions, the memory's pairs most similar to it as examples (below the
+            threshold: a match above it never reaches the engine)."""
+            update: dict[str, Any] = {}
+            context = segments[todo[n]].context
+            if context is not None:
+                update["neighbours"] = context
+            if prep.placed and terms_in_prompt:
+                update["terms"] = Matcher.listed(prep.placed)
             ref = msg.memory
-            if memory is None or ref is None or not ref.examples or not ref.k:
+            if memory is not None and ref is not None and ref.examples and ref.k:
+                found = memory.lookup(prep.text, ref.threshold, k=ref.k)
+                if found.examples:
+                    update["examples"] = tuple((m.source, m.target) for m in found.examples)
+            if not update:
                 return msg.guidance
-            found = memory.lookup(text, ref.threshold, k=ref.k)
-            if not found.examples:
-                return msg.guidance
-            pairs = tuple((m.source, m.target) for m in found.examples)
-            return (msg.guidance or Guidance()).model_copy(update={"examples": pairs})
+            return (msg.guidance or Guidance()).model_copy(update=update)
 
-        def translate(batch: list[str]) -> list[SegmentOutcome]:
+        def translate(batch: checks.Submitted) -> list[SegmentOutcome]:
             """The batch's outcomes; those the budget left unfinished are ``Unfinished``."""
             nonlocal budget_ran_out
             if budget_ran_out:  # (a hard check's retry after the budget ran out)
                 return [error_outcome(spent)] * len(batch)
             requests = [
-                TranslationRequest(t, msg.source, msg.target, priority, msg.adapter, guided(t))
-                for t in batch
+                TranslationRequest(
+                    prep.text, msg.source, msg.target, priority, msg.adapter, guided(n, prep)
+                )
+                for n, prep in batch
             ]
             scheduler = self.scheduler()
             ticket = scheduler.submit(requests, job_id=msg.job_id)  # EngineUnavailable: requeued
@@ -444,6 +459,7 @@ class ChunkProcessor:
             check,
             matcher,
             pause=self.lanes.bulk_turn if msg.lane is Lane.bulk else None,
+            terms_in_prompt=terms_in_prompt,
         )
         elapsed = time.monotonic() - t0
         to_cache = {}
@@ -451,7 +467,7 @@ class ChunkProcessor:
             if outcome.error is not None and outcome.error.get("type") == Unfinished.code:
                 continue  # no result: its next delivery translates it
             if outcome.ok and outcome.translation is not None and not outcome.warnings:
-                to_cache[segments[n].text] = outcome.translation
+                to_cache[keyed(segments[n].text, segments[n].context)] = outcome.translation
             deliver(n, outcome)
         self.cache.put_many(
             fp,

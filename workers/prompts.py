@@ -84,26 +84,47 @@ def _instructions(target: str, guidance: Guidance) -> list[str]:
     return out + ([formal] if formal else [])
 
 
+def terms_in_prompt(setting: str, style: PromptStyle) -> bool:
+    """Whether an LLM engine prompted in ``style`` takes a glossary's terms in its prompt
+    (``MT_GLOSSARY_IN_PROMPT``): ``auto``, where the model has a terminology template (the
+    Hunyuan-MT card's "参考下面的翻译：<term> 翻译成 <term>"); ``on``, every LLM (the generic
+    prompt lists them); ``off``, none. Elsewhere each term is an inline tag the engine keeps and
+    the worker replaces (:mod:`mtfleet.core.glossary.matching`); either way the output is
+    checked for the target terms (:func:`mtfleet.workers.checks.term_warnings`)."""
+    return setting == "on" or (setting == "auto" and style == "hunyuan")
+
+
+def version(terms: bool) -> str:
+    """The prompt's part of a model fingerprint: :data:`PROMPT_VERSION`, marked where a
+    glossary's terms go in the prompt (:func:`terms_in_prompt`): a glossary job's prompts then
+    differ, and a pool switched between the two methods serves neither's cache entries for
+    the other (plain prompts, unmarked, keep their entries)."""
+    return f"{PROMPT_VERSION}+terms" if terms else PROMPT_VERSION
+
+
 def _guided(text: str, source: str, target: str, style: PromptStyle, guidance: Guidance) -> str:
-    """A prompt with context and instructions. Hunyuan-MT gets its model card's context
-    template (the context, then "参考上面的信息，把下面的文本翻译成<target>，注意不需要翻译上文，
-    也不要额外解释：" and the text), with any instructions as a list before that line; any other
-    model gets the generic instruction with a part for each piece it has. Each piece is
-    optional; the text always comes last."""
+    """A prompt with context and instructions. Hunyuan-MT gets its model card's templates: the
+    terminology one (a glossary's terms, then a memory's examples, a line "<source> 翻译成
+    <target>" each) and the context one (the request's context and the segment's neighbouring
+    sentences, then "参考上面的信息，把下面的文本翻译成<target>，注意不需要翻译上文，也不要额外
+    解释：" and the text), with any instructions as a list before that line; any other model gets
+    the generic instruction with a part for each piece it has. Each piece is optional; the
+    text always comes last."""
     tgt = languages.get(target)
     rules = _instructions(target, guidance)
     listed = "".join(f"- {r}\n" for r in rules)
+    context = "\n".join(c for c in (guidance.context, guidance.neighbours) if c)
     if style == "hunyuan":
         parts = []
-        if guidance.examples:  # the card's terminology template, a line per pair
-            pairs = "".join(f"{s} 翻译成 {t}\n" for s, t in guidance.examples)
+        if guidance.terms or guidance.examples:  # the card's terminology template
+            pairs = "".join(f"{s} 翻译成 {t}\n" for s, t in (*guidance.terms, *guidance.examples))
             parts.append(f"参考下面的翻译：\n{pairs}\n")
-        if guidance.context:
-            parts.append(f"{guidance.context}\n")
+        if context:
+            parts.append(f"{context}\n")
         if rules:
             parts.append(f"翻译要求（Requirements）：\n{listed}")
-        lead = "参考上面的信息，" if guidance.context else ""
-        note = "注意不需要翻译上文，也不要额外解释：" if guidance.context else "不要额外解释。"
+        lead = "参考上面的信息，" if context else ""
+        note = "注意不需要翻译上文，也不要额外解释：" if context else "不要额外解释。"
         return "".join(parts) + f"{lead}把下面的文本翻译成{tgt.chinese}，{note}\n\n{text}"
     src = languages.get(source)
     parts = [
@@ -115,8 +136,16 @@ def _guided(text: str, source: str, target: str, style: PromptStyle, guidance: G
             "\nContext (to understand the text; do not translate it):\n"
             f"<context>\n{guidance.context}\n</context>\n"
         )
+    if guidance.neighbours:
+        parts.append(
+            "\nThe sentences around the text in its document (do not translate them):\n"
+            f"<surrounding>\n{guidance.neighbours}\n</surrounding>\n"
+        )
     if rules:
         parts.append(f"\nFollow these instructions:\n{listed}")
+    if guidance.terms:
+        shown = "".join(f"- {s} → {t}\n" for s, t in guidance.terms)
+        parts.append(f"\nTranslate these terms as given:\n{shown}")
     if guidance.examples:
         shown = "".join(f"{src.english}: {s}\n{tgt.english}: {t}\n" for s, t in guidance.examples)
         parts.append(
@@ -200,6 +229,7 @@ def user_turn(
         guidance = guidance.model_copy(
             update={
                 "context": as_data(guidance.context, tokens) if guidance.context else None,
+                "neighbours": as_data(guidance.neighbours, tokens) if guidance.neighbours else None,
                 "custom_instructions": tuple(
                     as_data(i, tokens) for i in guidance.custom_instructions
                 ),
@@ -209,6 +239,7 @@ def user_turn(
                 "examples": tuple(
                     (as_data(s, tokens), as_data(t, tokens)) for s, t in guidance.examples
                 ),
+                "terms": tuple((as_data(s, tokens), as_data(t, tokens)) for s, t in guidance.terms),
             }
         )
     return instruction(as_data(text, tokens), source, target, style, guidance)

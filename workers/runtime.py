@@ -121,6 +121,7 @@ class WorkerRuntime:
             lambda: self.scheduler,
             lambda adapter: self.engine.fingerprint_for(adapter),
             lambda: self.health.reason,
+            lambda: self.engine.terms_in_prompt,
         )
         self.backlog = Backlog(self.redis, ttl_s=settings.result_ttl_s)
         self.releaser = Releaser(settings, self.backlog)
@@ -242,6 +243,7 @@ class WorkerRuntime:
             model=e.model,
             fingerprint=e.fingerprint,
             instructions=e.follows_instructions,
+            model_type=self.settings.model_type,
             pairs=self._pairs(e),
             lanes=list(self.settings.lanes),
             gpus=self.gpus,

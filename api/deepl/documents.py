@@ -94,6 +94,7 @@ async def upload(request: Request, services: ServicesDep, caller: DeepLCaller) -
         glossary_id=glossary,
         callback_url=req.callback_url,
         guidance=guidance(req),
+        model_type=req.model_type,
         surface="deepl",
         request={**req.model_dump(mode="json"), "filename": file.filename},
     )

@@ -16,6 +16,7 @@ from fastapi import Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from mtfleet.core.errors import InvalidInput, TooLarge
+from mtfleet.core.models import ModelType
 
 #: Parameters that may repeat (form) or be arrays (JSON).
 LISTS = frozenset(
@@ -101,9 +102,7 @@ class TranslateIn(BaseModel):
     glossary_id: str | None = Field(None, max_length=64)
     glossary_ids: list[str] | None = None
     context: str | None = None
-    model_type: (
-        Literal["quality_optimized", "latency_optimized", "prefer_quality_optimized"] | None
-    ) = None
+    model_type: ModelType | None = None
     show_billed_characters: bool = True
     custom_instructions: list[str] | None = None
     style_id: str | None = None
@@ -147,6 +146,8 @@ class DocumentUpload(BaseModel):
     target_lang: str = Field(min_length=2, max_length=16)
     source_lang: str | None = Field(None, max_length=16)
     formality: Literal["default", "more", "less", "prefer_more", "prefer_less"] | None = None
+    # mtfleet's (DeepL's document API has none): routed as /v2/translate's is
+    model_type: ModelType | None = None
     glossary_id: str | None = Field(None, max_length=64)
     glossary_ids: list[str] | None = None
     output_format: str | None = Field(None, max_length=16)

@@ -59,7 +59,9 @@ async def translate(request: Request, services: ServicesDep, caller: DeepLCaller
     done = await dropin.translate(
         services,
         caller,
-        dropin.TextsRequest(req.text, source, target, cutting, glossary, guidance(req)),
+        dropin.TextsRequest(
+            req.text, source, target, cutting, glossary, guidance(req), req.model_type
+        ),
         surface="deepl",
         request=req.model_dump(mode="json"),
         wait_s=services.settings.deepl_wait_s,
@@ -73,11 +75,7 @@ async def translate(request: Request, services: ServicesDep, caller: DeepLCaller
             "text": t.text,
             "billed_characters": t.chars,
         }
-        if req.model_type is not None:
-            item["model_type_used"] = (
-                "latency_optimized"
-                if req.model_type == "latency_optimized"
-                else "quality_optimized"
-            )
+        if t.model_type_used is not None:  # the request gave model_type (api/routing.py)
+            item["model_type_used"] = t.model_type_used
         out.append(item)
     return JSONResponse({"translations": out})

@@ -280,6 +280,10 @@ def upload_document(
         list[str] | None, Form(description="Repeat the field for each instruction.")
     ] = None,
     formality: Annotated[str, Form()] = "default",
+    model_type: Annotated[
+        str | None,
+        Form(description="latency_optimized, quality_optimized or prefer_quality_optimized."),
+    ] = None,
     idempotency_key: Annotated[str | None, Header(max_length=256)] = None,
 ) -> JobPublic:
     """Submit a document as a multipart upload (``file`` plus form fields); the same job as
@@ -305,6 +309,7 @@ def upload_document(
             context=context,
             custom_instructions=custom_instructions or [],
             formality=formality,
+            model_type=model_type,
         )
     except ValidationError as exc:
         msg = "; ".join(str(e.get("msg", "")).removeprefix("Value error, ") for e in exc.errors())

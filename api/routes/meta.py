@@ -72,6 +72,7 @@ def list_languages(services: ServicesDep) -> LanguagesPublic:
             live_workers=sum(1 for w in live if w.pool_name == name),
             lanes=sorted({lane for w in live if w.pool_name == name for lane in w.lanes}),
             adapters=sorted(p.adapters),
+            model_type=p.model_type,
         )
         for name, p in sorted(pools.items())
     ]

@@ -56,6 +56,7 @@ async def translate(
                 status=JobStatus.succeeded,
                 translations=list(found.translations),
                 cached=len(found.translations),
+                model_type_used=found.model_type_used,
             )
             return Response(answer.model_dump_json(), media_type="application/json")  # type: ignore[return-value]
     submitted = await run_in_threadpool(
@@ -86,4 +87,5 @@ async def translate(
         cached=job.cached,
         detected_source_lang=job.detected_source_lang,
         detected_confidence=job.detected_confidence,
+        model_type_used=job.model_type_used,
     )

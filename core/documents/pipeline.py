@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from sentencex import segment as sentencex_segment
 
@@ -72,6 +73,25 @@ class UnitPlan:
 class Plan:
     units: list[UnitPlan]
     segments: list[str]
+
+    @property
+    def unit_of(self) -> list[int]:
+        """The unit each segment comes from (segments of a unit are consecutive): what
+        :func:`surrounding` reads."""
+        out = [0] * len(self.segments)
+        for n, up in enumerate(self.units):
+            for part in up.layout:
+                if isinstance(part, int):
+                    out[part] = n
+        return out
+
+
+class Cut(NamedTuple):
+    """A document's segments and the unit each comes from (:attr:`Plan.unit_of`): what the
+    API gets back from a document process."""
+
+    segments: list[str]
+    unit_of: list[int]
 
 
 # Every protected span holds a digit or one of the "wide" triggers. Spans that only digits
@@ -234,6 +254,54 @@ def plan(units: Sequence[Unit], lang: str, *, split: bool = True, limit: int | N
     if limit is not None and len(segments) > limit:
         raise too_large(limit, len(segments))
     return Plan(plans, segments)
+
+
+#: UTF-8 bytes per token, to bound a context in tokens without the model's tokenizer (the API
+#: has none): the BPE tokenizers of translation LLMs average 3.5-4.5 bytes a token on English
+#: and close to 4 on other Latin-script text; a CJK character (3 bytes) is 0.7-1 token.
+BYTES_PER_TOKEN = 4
+
+
+def surrounding(segments: Sequence[str], unit_of: Sequence[int], tokens: int) -> list[str | None]:
+    """For each segment, the other sentences of its unit nearest to it, in document order, up
+    to about ``tokens`` tokens (:data:`BYTES_PER_TOKEN`): what an LLM gets as the segment's
+    context, so a pronoun or a term is translated as its neighbours say. The sentence before
+    is taken first, then the one after, alternating outwards (the one before matters more:
+    what a pronoun refers to is mostly said earlier); a sentence that does not fit in what is
+    left ends that side. None for a segment alone in its unit, and for all of them when
+    ``tokens`` is 0."""
+    out: list[str | None] = [None] * len(segments)
+    if tokens <= 0:
+        return out
+    budget = tokens * BYTES_PER_TOKEN
+    size = [len(s.encode("utf-8")) + 1 for s in segments]
+    first = 0
+    while first < len(segments):
+        end = first
+        while end < len(segments) and unit_of[end] == unit_of[first]:
+            end += 1
+        for i in range(first, end) if end - first > 1 else ():
+            before, after, left = i - 1, i + 1, budget
+            open_before, open_after = before >= first, after < end
+            while open_before or open_after:
+                if open_before:
+                    if size[before] <= left:
+                        left -= size[before]
+                        before -= 1
+                        open_before = before >= first
+                    else:
+                        open_before = False
+                if open_after:
+                    if size[after] <= left:
+                        left -= size[after]
+                        after += 1
+                        open_after = after < end
+                    else:
+                        open_after = False
+            kept = [*segments[before + 1 : i], *segments[i + 1 : after]]
+            out[i] = " ".join(kept) if kept else None
+        first = end
+    return out
 
 
 def assemble(p: Plan, translations: Sequence[str | None]) -> list[str]:

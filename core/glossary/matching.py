@@ -132,8 +132,11 @@ class Matcher:
                     found.append((m.start(), m.end(), term))
         return found
 
-    def protect(self, text: str) -> Protected:
-        """``text`` with every match replaced by ``<xN/>``, N above the segment's own tags."""
+    def protect(self, text: str, *, tags: bool = True) -> Protected:
+        """``text`` with every match replaced by ``<xN/>``, N above the segment's own tags;
+        with ``tags=False``, ``text`` as it is with its matches listed (``placed``, numbered
+        0: no tag), for a model given the terms in its prompt
+        (:func:`mtfleet.workers.prompts.terms_in_prompt`)."""
         matches = self.find(text)
         if not matches:
             return Protected(text)
@@ -143,14 +146,24 @@ class Matcher:
         placed: list[Placed] = []
         pos = 0
         for start, end, term in matches:
-            n += 1
             replacement = term.target
             matched = text[start:end]
             if not term.protected and matched[:1].isupper() and not term.source[:1].isupper():
                 replacement = replacement[:1].upper() + replacement[1:]
+            if not tags:
+                placed.append(Placed(0, term, replacement))
+                continue
+            n += 1
             out += [text[pos:start], x(n)]
             codes[n] = Code(replacement)
             placed.append(Placed(n, term, replacement))
             pos = end
+        if not tags:
+            return Protected(text, placed=placed)
         out.append(text[pos:])
         return Protected("".join(out), codes, placed)
+
+    @staticmethod
+    def listed(placed: Iterable[Placed]) -> tuple[tuple[str, str], ...]:
+        """The terms ``placed`` names, once each, as (source, target) pairs for a prompt."""
+        return tuple(dict.fromkeys((p.term.source, p.replacement) for p in placed))

@@ -51,8 +51,21 @@ def vllm_env(tp: int) -> dict[str, str]:
     return env
 
 
-def probe(tp: int, texts: list[str], cancel: int = 0, vanish: bool = False) -> dict:  # type: ignore[type-arg]
-    job = {"texts": texts, "source": "en", "target": "es", "cancel": cancel, "vanish": vanish}
+def probe(
+    tp: int,
+    texts: list[str],
+    cancel: int = 0,
+    vanish: bool = False,
+    guidance: dict | None = None,  # type: ignore[type-arg]
+) -> dict:  # type: ignore[type-arg]
+    job = {
+        "texts": texts,
+        "source": "en",
+        "target": "es",
+        "cancel": cancel,
+        "vanish": vanish,
+        "guidance": guidance,
+    }
     proc = subprocess.run(
         [sys.executable, "-m", "tests.integration.vllm_probe"],
         input=json.dumps(job),
@@ -69,7 +82,19 @@ def probe(tp: int, texts: list[str], cancel: int = 0, vanish: bool = False) -> d
 
 @pytest.fixture(scope="module")
 def tp1() -> dict:  # type: ignore[type-arg]
-    return probe(1, [*TEXTS, LONG], cancel=300, vanish=True)
+    return probe(1, [*TEXTS, LONG], cancel=300, vanish=True, guidance=GUIDANCE)
+
+
+#: Every piece a prompt may carry (core/guidance.py).
+GUIDANCE = {
+    "context": "A shoe shop.",
+    "custom_instructions": ["Keep RunFast in English"],
+    "formality": "more",
+    "style_instructions": ["Use short sentences."],
+    "examples": [["The shoe is red.", "Der Schuh ist rot."]],
+    "neighbours": "Anna bought shoes.",
+    "terms": [["shoe", "Schuh"]],
+}
 
 
 def test_engine_translates_a_batch_in_order(tp1: dict) -> None:  # type: ignore[type-arg]
@@ -125,3 +150,27 @@ def test_a_request_that_ends_without_output_fails_alone(tp1: dict) -> None:  # t
     assert "without output" in empty["error"]["message"]
     assert v["engine_down"] == []
     assert v["same_engine"] and v["next_ok"]
+
+
+def test_the_prompt_carries_the_guidance(tp1: dict) -> None:  # type: ignore[type-arg]
+    """What vLLM was given for a request with every piece of guidance: the generic prompt's
+    parts in the tiny model's chat template, as its own tokenizer decodes them."""
+    from mtfleet.core.guidance import Guidance
+    from mtfleet.workers import prompts
+
+    g = tp1["guided"]
+    assert g["outcome"].get("translation"), g["outcome"]
+    (sent,) = g["prompts"]
+    want = prompts.instruction(
+        "She wore them.", "en", "de", "chat", Guidance.model_validate(GUIDANCE)
+    )
+    assert want in sent  # inside the chat template's user turn
+    for piece in (
+        "<context>\nA shoe shop.\n</context>",
+        "<surrounding>\nAnna bought shoes.\n</surrounding>",
+        "- Keep RunFast in English\n- Use short sentences.\n"
+        "- Use the formal address (Sie) throughout the German text.\n",
+        "- shoe → Schuh\n",
+        "English: The shoe is red.\nGerman: Der Schuh ist rot.\n",
+    ):
+        assert piece in sent

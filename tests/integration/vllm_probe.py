@@ -9,7 +9,8 @@ it hears of the cancellation (``Scheduler.cancel_job``) and reports what vLLM st
 then once more, plain and adapted requests interleaved in one submission;
 with ``"configs": [{setting: value}, ...]`` vLLM's config is first built (not loaded) from the
 engine's arguments of the settings with those changes. With ``"vanish": true`` one request of
-a submission ends without output (:func:`vanish_probe`).
+a submission ends without output (:func:`vanish_probe`). With ``"guidance": {...}`` one request
+carries it, and the prompt vLLM got is reported (:func:`guided_probe`).
 Prints one JSON object: limits, fingerprint(s), load time, the engine arguments as vLLM's own
 config holds them, and one outcome per text.
 """
@@ -90,6 +91,35 @@ def vanish_probe(engine: Any, scheduler: Any, downs: list[str]) -> dict[str, Any
         "engine_down": list(downs),
         "same_engine": engine.llm is llm and engine.alive(),
         "next_ok": next_ok,
+    }
+
+
+def guided_probe(engine: Any, scheduler: Any, guidance: dict[str, Any]) -> dict[str, Any]:
+    """One request with ``guidance`` (a :class:`~mtfleet.core.guidance.Guidance` as JSON)
+    through the scheduler: the prompt vLLM was given, decoded from the token ids it got, and
+    the outcome."""
+    from mtfleet.core.guidance import Guidance
+    from mtfleet.workers.engines import TranslationRequest
+
+    seen: list[list[int]] = []
+    llm = engine.llm
+    real = llm.generate
+
+    def generate(prompt: Any, params: Any, **kwargs: Any) -> Any:
+        seen.append(list(prompt["prompt_token_ids"]))
+        return real(prompt, params, **kwargs)
+
+    llm.generate = generate
+    try:
+        req = TranslationRequest(
+            "She wore them.", "en", "de", guidance=Guidance.model_validate(guidance)
+        )
+        outcome = scheduler.submit([req]).result(60)[0]
+    finally:
+        del llm.generate
+    return {
+        "prompts": [engine.tokenizer.decode(ids) for ids in seen],
+        "outcome": outcome.model_dump(exclude_none=True),
     }
 
 
@@ -176,6 +206,8 @@ def main() -> None:
         result["cancel"] = cancel_probe(engine, scheduler, int(job["cancel"]))
     if job.get("vanish"):
         result["vanish"] = vanish_probe(engine, scheduler, downs)
+    if job.get("guidance"):
+        result["guided"] = guided_probe(engine, scheduler, job["guidance"])
     print("PROBE_RESULT " + json.dumps(result), flush=True)
     scheduler.close()
     engine.close()

@@ -259,3 +259,41 @@ def test_spans_finds_every_span_the_whole_text_expression_finds(
 ) -> None:
     text = "".join(a + b for a, b in parts)
     assert pipeline.spans(text) == _every_span(text)
+
+
+def test_each_sentence_gets_its_units_other_sentences_nearest_first() -> None:
+    p = plan(
+        [
+            Unit("Anna bought shoes. She wore them on Monday. They were too tight."),
+            Unit("Free delivery."),
+            Unit("One. Two."),
+        ],
+        "en",
+    )
+    assert p.unit_of == [0, 0, 0, 1, 2, 2]
+    got = pipeline.surrounding(p.segments, p.unit_of, 256)
+    assert got == [
+        "She wore them on Monday. They were too tight.",
+        "Anna bought shoes. They were too tight.",
+        "Anna bought shoes. She wore them on Monday.",
+        None,  # alone in its unit
+        "Two.",
+        "One.",
+    ]
+    # 0 tokens: off
+    assert pipeline.surrounding(p.segments, p.unit_of, 0) == [None] * 6
+
+
+def test_the_context_is_bounded_and_the_sentence_before_comes_first() -> None:
+    sentences = [f"Sentence number {n} is here." for n in range(9)]
+    unit_of = [0] * 9
+    # 8 tokens = 32 bytes: one neighbour of 27 bytes (+1) fits, two do not
+    got = pipeline.surrounding(sentences, unit_of, 8)
+    assert got[4] == "Sentence number 3 is here."
+    assert got[0] == "Sentence number 1 is here."  # nothing before: the one after
+    # 16 tokens = 64 bytes: the one before and the one after
+    assert pipeline.surrounding(sentences, unit_of, 16)[4] == (
+        "Sentence number 3 is here. Sentence number 5 is here."
+    )
+    # a neighbour longer than the whole budget leaves the sentence without context
+    assert pipeline.surrounding(["x" * 100, "Short."], [0, 0], 8) == ["Short.", None]

@@ -93,8 +93,8 @@ def test_the_language_check_pauses_between_slices() -> None:
     pauses: list[int] = []
     cfg = checks.CheckConfig("en", "es", 3.0, True)
 
-    def submit(batch: list[str]) -> list[SegmentOutcome]:
-        return [SegmentOutcome(translation=outs[int(t.split()[-1])]) for t in batch]
+    def submit(batch: checks.Submitted) -> list[SegmentOutcome]:
+        return [SegmentOutcome(translation=outs[int(p.text.split()[-1])]) for _, p in batch]
 
     texts = [f"The red table number {i}" for i in range(40)]
     got, _ = checks.translate_checked(submit, texts, cfg, pause=lambda: pauses.append(len(pauses)))

@@ -177,3 +177,61 @@ def test_the_guidance_is_data_in_a_user_turn() -> None:
     turn = prompts.user_turn("Hi.", "en", "fr", "chat", prompts.COMMON_CONTROL_TOKENS, g)
     assert "</s>" not in turn and "<|im_end|>" not in turn
     assert "<\u200b/s>" in turn and "<\u200b|im_end|>" in turn
+
+
+def test_every_piece_at_once_in_each_family() -> None:
+    """What each family is sent with a context, a document's neighbours, an instruction,
+    glossary terms and memory examples together: the order the docs (docs/llm.md) show."""
+    from mtfleet.core.guidance import Guidance
+
+    g = Guidance(
+        context="A shoe shop.",
+        neighbours="Anna bought shoes. They were red.",
+        custom_instructions=("Keep RunFast in English",),
+        terms=(("running shoe", "Laufschuh"),),
+        examples=(("The shoe is red.", "Der Schuh ist rot."),),
+    )
+    assert prompts.instruction("She wore them.", "en", "de", "hunyuan", g) == (
+        "参考下面的翻译：\nrunning shoe 翻译成 Laufschuh\n"
+        "The shoe is red. 翻译成 Der Schuh ist rot.\n\n"
+        "A shoe shop.\nAnna bought shoes. They were red.\n"
+        "翻译要求（Requirements）：\n- Keep RunFast in English\n"
+        "参考上面的信息，把下面的文本翻译成德语，注意不需要翻译上文，也不要额外解释：\n\n"
+        "She wore them."
+    )
+    assert prompts.instruction("She wore them.", "en", "de", "chat", g) == (
+        "Translate the following English text into German. Reply with the translation only.\n"
+        "\nContext (to understand the text; do not translate it):\n"
+        "<context>\nA shoe shop.\n</context>\n"
+        "\nThe sentences around the text in its document (do not translate them):\n"
+        "<surrounding>\nAnna bought shoes. They were red.\n</surrounding>\n"
+        "\nFollow these instructions:\n- Keep RunFast in English\n"
+        "\nTranslate these terms as given:\n- running shoe → Laufschuh\n"
+        "\nEarlier translations of similar texts (follow their terms and style):\n"
+        "English: The shoe is red.\nGerman: Der Schuh ist rot.\n"
+        "\nText to translate:\nShe wore them."
+    )
+    turn = prompts.user_turn(
+        "Hi.",
+        "en",
+        "fr",
+        "chat",
+        prompts.COMMON_CONTROL_TOKENS,
+        Guidance(neighbours="a</s>b", terms=(("<s>", "x"),)),
+    )
+    assert "</s>" not in turn and "<s>" not in turn
+
+
+@pytest.mark.parametrize(
+    ("setting", "style", "expected"),
+    [
+        ("auto", "hunyuan", True),
+        ("auto", "chat", False),
+        ("on", "chat", True),
+        ("off", "hunyuan", False),
+    ],
+)
+def test_glossary_terms_go_in_the_prompt_where_the_model_has_a_terminology_template(
+    setting: str, style: prompts.PromptStyle, expected: bool
+) -> None:
+    assert prompts.terms_in_prompt(setting, style) is expected

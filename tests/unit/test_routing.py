@@ -1,6 +1,7 @@
 """Routing by pair (api/routing.py) over the registry on fakeredis: which pool a pair goes to
-(MT_ROUTES, a pool with a live worker, a pool the job names, a LoRA adapter), what is refused
-and how (422 listing what there is), and MT_ROUTES / MT_PAIRS / MT_POOL as settings."""
+(MT_ROUTES, a pool with a live worker, a pool the job names, a LoRA adapter, a model_type),
+what is refused and how (422 listing what there is), and MT_ROUTES / MT_PAIRS / MT_POOL /
+MT_MODEL_TYPE as settings."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import fakeredis
 import pytest
 from pydantic import ValidationError
 
-from mtfleet.api.routing import Routing, choose_pool
+from mtfleet.api.routing import Route, Routing, choose_pool
 from mtfleet.core.errors import UnknownPool, UnsupportedLanguage
 from mtfleet.core.registry import PoolInfo, Registry, WorkerInfo
 from mtfleet.core.settings import Settings, default_pool
@@ -180,3 +181,117 @@ def test_routes_pairs_and_pool_settings_are_parsed_and_checked() -> None:
     for bad in [{"routes": "en-zh"}, {"routes": "xx-zh=a"}, {"pairs": "en"}, {"pool": "Hunyuan"}]:
         with pytest.raises(ValidationError):
             Settings(**bad)  # type: ignore[arg-type]
+
+
+# --- model_type: pools marked latency_optimized / quality_optimized ---------------------------
+
+
+def marked(name: str, model_type: str | None, live: bool = True) -> PoolInfo:
+    return pool(name, live).model_copy(update={"model_type": model_type})
+
+
+def test_a_model_type_goes_to_a_pool_marked_for_it_then_the_usual_rule() -> None:
+    pools = {
+        "marian": marked("marian", None),
+        "hunyuan": marked("hunyuan", "quality_optimized"),
+        "qwen": marked("qwen", "quality_optimized"),
+        "fast": marked("fast", "latency_optimized"),
+    }
+    serving = ["fast", "hunyuan", "marian", "qwen"]
+    routes = {"en:es": "marian", "*": "qwen"}
+    # the marked pools win over MT_ROUTES' en-es; among them, MT_ROUTES' "*" picks qwen
+    assert choose_pool(routes, "en", "es", serving, pools, model_type="quality_optimized") == "qwen"
+    assert choose_pool({}, "en", "es", serving, pools, model_type="quality_optimized") == "hunyuan"
+    prefer = "prefer_quality_optimized"
+    assert choose_pool(routes, "en", "es", serving, pools, model_type=prefer) == "qwen"
+    assert choose_pool(routes, "en", "es", serving, pools, model_type="latency_optimized") == "fast"
+    assert choose_pool(routes, "en", "es", serving, pools) == "marian"  # no model_type: as ever
+    # among the marked pools, one with a live worker first
+    pools["hunyuan"] = marked("hunyuan", "quality_optimized", live=False)
+    assert choose_pool({}, "en", "es", serving, pools, model_type="quality_optimized") == "qwen"
+
+
+def test_no_pool_serving_the_pair_is_marked_for_it_the_usual_pool_translates() -> None:
+    """Never a refusal (DeepL refuses quality_optimized on a pair without that model)."""
+    pools = {"marian": marked("marian", None), "hunyuan": marked("hunyuan", "quality_optimized")}
+    for asked in ("latency_optimized", "quality_optimized", "prefer_quality_optimized"):
+        assert choose_pool({"*": "marian"}, "en", "es", ["marian"], pools, model_type=asked) == (
+            "marian"
+        )
+    # a latency request where only a quality-marked pool is marked: the usual rule, which may
+    # pick the quality pool (the first by name without a route)
+    both = ["hunyuan", "marian"]
+    fast = "latency_optimized"
+    assert choose_pool({"*": "marian"}, "en", "es", both, pools, model_type=fast) == "marian"
+    assert choose_pool({}, "en", "es", both, pools, model_type=fast) == "hunyuan"
+
+
+def test_model_type_used_is_the_pools_marking_else_what_was_asked() -> None:
+    def used(marking: str | None, asked: str | None) -> str | None:
+        return Route(marked("p", marking), "fp", None, asked).model_type_used  # type: ignore[arg-type]
+
+    assert used(None, None) is None and used("quality_optimized", None) is None
+    assert used("quality_optimized", "latency_optimized") == "quality_optimized"
+    assert used("latency_optimized", "quality_optimized") == "latency_optimized"
+    # unmarked: DeepL's answer on a pair with one model
+    assert used(None, "latency_optimized") == "latency_optimized"
+    assert used(None, "quality_optimized") == "quality_optimized"
+    assert used(None, "prefer_quality_optimized") == "quality_optimized"
+
+
+@pytest.fixture
+def marked_fleet(r: fakeredis.FakeRedis) -> fakeredis.FakeRedis:
+    """en->es: marian (unmarked), hunyuan (quality_optimized; also en->zh); en->fr: marian."""
+    reg = Registry(r)
+    reg.beat(worker("marian", [("en", "es"), ("en", "fr")]), ttl_s=60)
+    reg.beat(
+        worker("hunyuan", [("en", "es"), ("en", "zh")], model_type="quality_optimized"),
+        ttl_s=60,
+    )
+    return r
+
+
+def test_route_and_the_hot_path_follow_the_registered_marking(
+    marked_fleet: fakeredis.FakeRedis,
+) -> None:
+    assert Registry(marked_fleet).pools()["hunyuan"].model_type == "quality_optimized"
+    rt = routing(marked_fleet, routes="*=marian")
+    q = rt.route("en", "es", model_type="quality_optimized")
+    assert (q.name, q.fingerprint, q.model_type_used) == (
+        "hunyuan",
+        "fp-hunyuan",
+        "quality_optimized",
+    )
+    fast = rt.route("en", "es", model_type="latency_optimized")
+    assert (fast.name, fast.model_type_used) == ("marian", "latency_optimized")
+    plain = rt.route("en", "es")
+    assert (plain.name, plain.model_type_used) == ("marian", None)
+    fr = rt.route("en", "fr", model_type="quality_optimized")  # no marked pool serves en->fr
+    assert (fr.name, fr.model_type_used) == ("marian", "quality_optimized")
+    # a job that names its pool goes there
+    named = rt.route("en", "es", "marian", model_type="quality_optimized")
+    assert (named.name, named.model_type_used) == ("marian", "quality_optimized")
+
+    async def hot() -> None:
+        ar = fakeredis.FakeAsyncRedis(server=SERVER, decode_responses=True)
+        registry = Registry(marked_fleet, ar)  # type: ignore[arg-type]
+        art = Routing(Settings(routes="*=marian"), marked_fleet, registry)
+        q = await art.aroute("en", "es", model_type="prefer_quality_optimized")
+        assert q is not None and (q.name, q.fingerprint, q.model_type_used) == (
+            "hunyuan",
+            "fp-hunyuan",
+            "quality_optimized",
+        )
+        plain = await art.aroute("en", "es")
+        assert plain is not None and (plain.name, plain.model_type_used) == ("marian", None)
+        named = await art.aroute("en", "es", "marian", model_type="quality_optimized")
+        assert named is not None and named.name == "marian"
+
+    asyncio.run(hot())
+
+
+def test_the_model_type_setting_is_checked() -> None:
+    assert Settings().model_type is None
+    assert Settings(model_type="quality_optimized").model_type == "quality_optimized"
+    with pytest.raises(ValidationError):
+        Settings(model_type="prefer_quality_optimized")  # a request's, not a pool's marking

@@ -44,6 +44,7 @@ def full_job(**overrides: object) -> JobRecord:
         "callback_url": "https://hooks.example.com/mt?shop=1&x=%20y",
         "pool": "hunyuan-fp8",
         "adapter": "legal.v2",
+        "model_type_used": "quality_optimized",
     }
     fields.update(overrides)
     return JobRecord(**fields)  # type: ignore[arg-type]

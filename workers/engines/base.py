@@ -128,6 +128,12 @@ class Engine(ABC):
         context, custom instructions, style rule and formality (:mod:`mtfleet.core.guidance`)."""
         return False
 
+    @property
+    def terms_in_prompt(self) -> bool:
+        """A glossary's terms go into the engine's prompt rather than into the text as inline
+        tags (:func:`mtfleet.workers.prompts.terms_in_prompt`)."""
+        return False
+
     def preflight(self) -> list[str]:
         """What would make every :meth:`load` fail, found without loading (missing packages,
         programs, model files): one line each saying what to install or fix. ``mtfleet

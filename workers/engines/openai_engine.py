@@ -63,6 +63,10 @@ class OpenAIEngine(Engine):
     def follows_instructions(self) -> bool:
         return True
 
+    @property
+    def terms_in_prompt(self) -> bool:
+        return prompts.terms_in_prompt(self.settings.glossary_in_prompt, self.style)
+
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
@@ -166,7 +170,7 @@ class OpenAIEngine(Engine):
                 "model": s.model,
                 "root": entry.get("root"),
                 "context": self._context,
-                "prompt": prompts.PROMPT_VERSION,
+                "prompt": prompts.version(self.terms_in_prompt),
                 "style": self.style,
                 "sampling": sampling,
             },

@@ -91,6 +91,12 @@ class TransformersEngine(Engine):
         """A decoder-only model is prompted (and follows instructions); a seq2seq one is not."""
         return self.family.name == "causal"
 
+    @property
+    def terms_in_prompt(self) -> bool:
+        return self.follows_instructions and prompts.terms_in_prompt(
+            self.settings.glossary_in_prompt, self.style
+        )
+
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.style = prompts.resolve_style(settings.prompt_style, settings.model)
@@ -208,7 +214,7 @@ class TransformersEngine(Engine):
             "max_tokens": [s.max_tokens_ratio, s.max_tokens_slack],
         }
         if self.family.name == "causal":
-            ident["prompt"] = [prompts.PROMPT_VERSION, self.style]
+            ident["prompt"] = [prompts.version(self.terms_in_prompt), self.style]
             ident["sampling"] = [s.temperature, s.top_p, s.top_k, s.repetition_penalty, s.seed]
         blob = json.dumps(ident, sort_keys=True)
         return "transformers-" + hashlib.sha256(blob.encode()).hexdigest()[:16]

@@ -231,6 +231,10 @@ class VllmEngine(Engine):
     def follows_instructions(self) -> bool:
         return True
 
+    @property
+    def terms_in_prompt(self) -> bool:
+        return prompts.terms_in_prompt(self.settings.glossary_in_prompt, self.style)
+
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.style = prompts.resolve_style(settings.prompt_style, settings.model)
@@ -262,7 +266,7 @@ class VllmEngine(Engine):
         ident = json.dumps(
             {
                 "model": model_revision(settings.model),
-                "prompt": prompts.PROMPT_VERSION,
+                "prompt": prompts.version(self.terms_in_prompt),
                 "style": self.style,
                 "sampling": sampling,
                 "quantization": settings.quantization,

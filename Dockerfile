@@ -23,7 +23,8 @@ COPY core ./core
 COPY api ./api
 COPY workers ./workers
 COPY producer ./producer
-# mtfleet/ links the folders above: the wheel installs them as mtfleet.core, mtfleet.api...
+# mtfleet/ holds the package's __init__.py; pyproject.toml maps the folders above to
+# mtfleet.core, mtfleet.api... in the wheel
 COPY mtfleet ./mtfleet
 RUN pip wheel --no-deps --wheel-dir /wheels .
 

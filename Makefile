@@ -90,7 +90,7 @@ soak: test-deps
 lint: $(VENV)/.test.stamp
 	$(VENV)/bin/ruff check core api workers producer tests bench scripts
 	$(VENV)/bin/ruff format --check core api workers producer tests bench scripts
-	$(VENV)/bin/mypy
+	$(PY) scripts/typecheck.py
 
 unit: test-deps
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)

@@ -3,7 +3,9 @@
 Installed, everything lives under this one package: ``mtfleet.core`` (settings, models, the job
 store), ``mtfleet.api`` (the HTTP API), ``mtfleet.workers`` (Celery workers and engines) and
 ``mtfleet.producer`` (the SDK and the ``mtfleet`` CLI). In the source tree those are the
-top-level folders ``core/``, ``api/``, ``workers/`` and ``producer/``; this folder links them.
+top-level folders ``core/``, ``api/``, ``workers/`` and ``producer/``, mapped to these names by
+pyproject.toml's ``[tool.setuptools.package-dir]`` (for the editable install, the wheel and
+scripts/typecheck.py alike); this folder holds only this file.
 
 The SDK is importable from the top::
 

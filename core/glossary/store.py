@@ -11,11 +11,12 @@ from collections import OrderedDict
 
 import redis
 
-from mtfleet.core import keys, scripts
+from mtfleet.core import keys
 from mtfleet.core.apikeys import Storage
 from mtfleet.core.errors import InvalidInput
 from mtfleet.core.glossary.matching import Matcher
 from mtfleet.core.glossary.terms import Glossary, GlossaryInfo, GlossaryNotFound, UnknownGlossary
+from mtfleet.core.owned import Kind, OwnedRecords
 
 _MATCHERS_KEPT = 32
 
@@ -24,6 +25,7 @@ _matchers_lock = threading.Lock()
 
 
 _INFO_FIELDS = tuple(GlossaryInfo.model_fields)
+GLOSSARIES = Kind("g", "glossaries", "MT_GLOSSARY_MAX_PER_KEY")
 
 
 def visible(info: GlossaryInfo, owner: str) -> bool:
@@ -37,8 +39,7 @@ class GlossaryStore:
 
     def __init__(self, r: redis.Redis) -> None:
         self.r = r
-        self._create = scripts.register(r, "glossary_create")
-        self._delete = scripts.register(r, "glossary_delete")
+        self._records = OwnedRecords(r, GLOSSARIES)
 
     def create(
         self,
@@ -53,36 +54,21 @@ class GlossaryStore:
         g = draft.model_copy(
             update={"id": secrets.token_hex(16), "owner": owner, "created_at": time.time()}
         )
-        fields: list[str] = []
-        for name in _INFO_FIELDS:
-            fields += [name, str(getattr(g, name))]
+        fields = {name: str(getattr(g, name)) for name in _INFO_FIELDS}
         terms = json.dumps({"entries": g.entries, "protected": g.protected}, ensure_ascii=False)
-        size = len(terms.encode()) + sum(map(len, fields))
-        ok = self._create(
-            keys=[
-                keys.glossary(g.id),
-                keys.glossary_terms(g.id),
-                keys.glossaries(owner),
-                *(storage.redis_keys() if storage is not None else ("", "")),
-            ],
-            args=[
-                max_per_owner,
-                repr(g.created_at),
-                g.id,
-                terms,
-                size,
-                storage.limit if storage is not None else -1,
-                *fields,
-            ],
+        size = len(terms.encode()) + sum(len(k) + len(v) for k, v in fields.items())
+        self._records.create(
+            record=keys.glossary(g.id),
+            body_key=keys.glossary_terms(g.id),
+            index=keys.glossaries(owner),
+            record_id=g.id,
+            body=terms,
+            fields=fields,
+            size=size,
+            created_at=g.created_at,
+            max_per_owner=max_per_owner,
+            storage=storage,
         )
-        if isinstance(ok, list):
-            assert storage is not None
-            raise storage.exceeded(size, int(ok[1]))
-        if not ok:
-            raise InvalidInput(
-                f"this key has {max_per_owner} glossaries, the most it may keep "
-                "(MT_GLOSSARY_MAX_PER_KEY); delete one first"
-            )
         return g
 
     def get(self, glossary_id: str) -> GlossaryInfo | None:
@@ -124,16 +110,13 @@ class GlossaryStore:
         """Hide a glossary now; its data expires after ``retention_s`` (jobs accepted before
         may still use it) and its bytes go back to ``storage``. False when there was no such
         live glossary."""
-        return bool(
-            self._delete(
-                keys=[
-                    keys.glossary(glossary_id),
-                    keys.glossary_terms(glossary_id),
-                    keys.glossaries(owner),
-                    *(storage.redis_keys() if storage is not None else ("", "")),
-                ],
-                args=[glossary_id, retention_s],
-            )
+        return self._records.delete(
+            record=keys.glossary(glossary_id),
+            index=keys.glossaries(owner),
+            data=[keys.glossary_terms(glossary_id)],
+            record_id=glossary_id,
+            retention_s=retention_s,
+            storage=storage,
         )
 
     def delete_owned(self, owner: str, *, retention_s: int) -> int:

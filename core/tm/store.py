@@ -48,6 +48,7 @@ from mtfleet.core import keys, scripts
 from mtfleet.core.apikeys import Storage
 from mtfleet.core.errors import InvalidInput, Unavailable
 from mtfleet.core.keys import PREFIX
+from mtfleet.core.owned import Kind, OwnedRecords
 from mtfleet.core.tm import formats
 from mtfleet.core.tm.index import TMIndex
 from mtfleet.core.tm.model import TMInfo, TMLimits, TMNotFound, UnknownTranslationMemory
@@ -70,6 +71,7 @@ PAIRS_KEPT = 300_000
 #: How long a deleted memory's pairs stay for the jobs accepted before (the API passes
 #: MT_RESULT_TTL_S).
 DEFAULT_RETENTION_S = 7 * 24 * 3600
+MEMORIES = Kind("tm", "translation memories", "MT_TM_MAX_PER_KEY")
 _CHANGE_TRIES = 100
 _INFO_FIELDS = tuple(TMInfo.model_fields)
 
@@ -163,9 +165,8 @@ class TranslationMemoryStore:
     def __init__(self, r: redis.Redis, limits: TMLimits | None = None) -> None:
         self.r = r
         self.limits = limits or TMLimits()
-        self._create = scripts.register(r, "tm_create")
+        self._records = OwnedRecords(r, MEMORIES)
         self._change = scripts.register(r, "tm_change")
-        self._delete = scripts.register(r, "tm_delete")
 
     # --- reading --------------------------------------------------------------------------
 
@@ -382,31 +383,18 @@ class TranslationMemoryStore:
         }
         size = len(blob) + sum(len(k) + len(v) for k, v in fields.items()) + 64
         fields["bytes"] = str(size)
-        ok = self._create(
-            keys=[
-                tm_key(info.id),
-                tm_base_key(info.id),
-                tms_key(owner),
-                *(storage.redis_keys() if storage is not None else ("", "")),
-            ],
-            args=[
-                self.limits.max_per_owner,
-                repr(now),
-                info.id,
-                blob,
-                size,
-                storage.limit if storage is not None else -1,
-                *(x for kv in fields.items() for x in kv),
-            ],
+        self._records.create(
+            record=tm_key(info.id),
+            body_key=tm_base_key(info.id),
+            index=tms_key(owner),
+            record_id=info.id,
+            body=blob,
+            fields=fields,
+            size=size,
+            created_at=now,
+            max_per_owner=self.limits.max_per_owner,
+            storage=storage,
         )
-        if isinstance(ok, list):
-            assert storage is not None
-            raise storage.exceeded(size, int(ok[1]))
-        if not ok:
-            raise InvalidInput(
-                f"this key has {self.limits.max_per_owner} translation memories, the most it may "
-                "keep (MT_TM_MAX_PER_KEY); delete one first"
-            )
         return info
 
     def add_entries(
@@ -505,17 +493,13 @@ class TranslationMemoryStore:
         info = self.get(tm_id)
         if info is None or not visible(info, owner):
             return False
-        return bool(
-            self._delete(
-                keys=[
-                    tm_key(info.id),
-                    tm_base_key(info.id),
-                    tm_log_key(info.id),
-                    tms_key(info.owner),
-                    *(storage.redis_keys() if storage is not None else ("", "")),
-                ],
-                args=[info.id, retention_s],
-            )
+        return self._records.delete(
+            record=tm_key(info.id),
+            index=tms_key(info.owner),
+            data=[tm_base_key(info.id), tm_log_key(info.id)],
+            record_id=info.id,
+            retention_s=retention_s,
+            storage=storage,
         )
 
     def delete_owned(self, owner: str, *, retention_s: int = DEFAULT_RETENTION_S) -> int:

@@ -23,6 +23,7 @@ COPY core ./core
 COPY api ./api
 COPY workers ./workers
 COPY producer ./producer
+COPY fleet ./fleet
 # mtfleet/ holds the package's __init__.py; pyproject.toml maps the folders above to
 # mtfleet.core, mtfleet.api... in the wheel
 COPY mtfleet ./mtfleet
@@ -30,7 +31,7 @@ RUN pip wheel --no-deps --wheel-dir /wheels .
 
 # ---------------------------------------------------------------------------------------------
 # api: FastAPI service (also runs `mtfleet flower`). Enqueues by task name, so it never needs
-# torch or vLLM.
+# torch or vLLM: the wheel with the extras it runs, [server] (the API) and [flower].
 # ---------------------------------------------------------------------------------------------
 FROM ${PYTHON_IMAGE} AS api
 ENV PYTHONUNBUFFERED=1 \
@@ -40,7 +41,7 @@ ENV PYTHONUNBUFFERED=1 \
 RUN groupadd --system --gid 10001 mtfleet \
  && useradd --system --uid 10001 --gid mtfleet --create-home --home-dir /home/mtfleet mtfleet
 COPY --from=build /wheels /wheels
-RUN pip install /wheels/mtfleet-*.whl && rm -rf /wheels
+RUN set -- /wheels/mtfleet-*.whl && pip install "$1[server,flower]" && rm -rf /wheels
 USER 10001:10001
 WORKDIR /home/mtfleet
 EXPOSE 8000
@@ -51,8 +52,8 @@ CMD ["mtfleet", "api", "--host", "0.0.0.0", "--port", "8000"]
 
 # ---------------------------------------------------------------------------------------------
 # worker: one Celery worker per GPU group running vLLM. The base image already carries a CUDA
-# build of torch and vLLM; they are pinned as constraints so installing mtfleet[gpu] can never
-# replace them with other builds.
+# build of torch and vLLM; they are pinned as constraints so installing mtfleet[server,gpu] (the
+# worker and its engine) can never replace them with other builds.
 # ---------------------------------------------------------------------------------------------
 FROM ${VLLM_IMAGE} AS worker
 ENV PYTHONUNBUFFERED=1 \
@@ -69,7 +70,7 @@ RUN groupadd --system --gid 10001 mtfleet \
 COPY --from=build /wheels /wheels
 RUN python3 -m pip freeze | { grep -iE '^(torch|vllm)==' || true; } > /tmp/keep.txt \
  && set -- /wheels/mtfleet-*.whl \
- && python3 -m pip install --constraint /tmp/keep.txt "$1[gpu]" \
+ && python3 -m pip install --constraint /tmp/keep.txt "$1[server,gpu]" \
  && rm -rf /wheels /tmp/keep.txt
 USER 10001:10001
 WORKDIR /home/mtfleet

@@ -34,10 +34,12 @@ system-deps: .cache/system-deps.stamp
 # finder, so from a folder holding a folder named mtfleet (the clone's parent) `import mtfleet`
 # found that folder as an empty namespace package (pypa/setuptools#3557, "a limitation of the
 # editable mode"): the second .pth puts the finder first, and the warning it printed is then moot.
+# The extras are what `make demo` runs (pip install mtfleet alone is the SDK and client CLI):
+# [server] for the API and the worker, [flower] for Flower.
 $(VENV)/.base.stamp: pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	PYTHONWARNINGS="ignore:Editable installation" $(PIP) install -q -e .
+	PYTHONWARNINGS="ignore:Editable installation" $(PIP) install -q -e '.[server,flower]'
 	@echo 'import sys; sys.meta_path.sort(key=lambda f: not getattr(f, "__module__", "").startswith("__editable___mtfleet_"))' \
 	  > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/mtfleet-checkout-first.pth"
 	@touch $@
@@ -47,7 +49,7 @@ $(VENV)/.base.stamp: pyproject.toml
 # torch and vLLM does not need them).
 $(VENV)/.test.stamp: $(VENV)/.base.stamp pyproject.toml
 	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e '.[dev,cpu,transformers]'
+	$(PIP) install -q -e '.[server,flower,eval,dev,cpu,transformers]'
 	-$(PIP) uninstall -q -y torchvision torchaudio torchcodec
 	@touch $@
 
@@ -88,8 +90,8 @@ soak: test-deps
 	MT_TINY_MODEL=$(abspath $(TINY_MODEL)) $(PY) -m pytest tests -m soak $(PYTEST_ARGS)
 
 lint: $(VENV)/.test.stamp
-	$(VENV)/bin/ruff check core api workers producer tests bench scripts
-	$(VENV)/bin/ruff format --check core api workers producer tests bench scripts
+	$(VENV)/bin/ruff check core api workers producer fleet tests bench scripts
+	$(VENV)/bin/ruff format --check core api workers producer fleet tests bench scripts
 	$(PY) scripts/typecheck.py
 
 unit: test-deps

@@ -13,7 +13,7 @@ from fastapi import Depends, FastAPI, Request
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mtfleet.api import deepl, errors, libretranslate, metrics
+from mtfleet.api import deepl, libretranslate, metrics
 from mtfleet.api.deps import Services
 from mtfleet.api.guard import AuthFailures, RequestGuard
 from mtfleet.api.parsing import DocumentPool
@@ -31,7 +31,7 @@ from mtfleet.api.routes import (
 )
 from mtfleet.api.service import JobService
 from mtfleet.api.shares import KeyShares
-from mtfleet.api.surfaces import V1
+from mtfleet.api.surfaces import V1, install
 from mtfleet.api.webhooks.deliverer import WebhookDeliverer
 from mtfleet.core import langdetect
 from mtfleet.core.apikeys import KeyStore
@@ -150,7 +150,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Settings]]:
         # Sync routes run in a thread pool; /v1/translate waits in it, so give it room.
         anyio.to_thread.current_default_thread_limiter().total_tokens = 256
         # first: a metrics port this process cannot have stops it before anything loads
@@ -169,7 +169,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.services = services
         metrics.FLEET.r = services.store.r
         freeze_startup_heap()
-        yield
+        # the lifespan state, which uvicorn hands each connection: the header deadline's
+        # settings (api/guard.py:HeaderTimeoutProtocol)
+        yield {"settings": settings}
         await deliverer.stop()
         services.waiter.stop()
         services.jobs.documents.close()
@@ -185,7 +187,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url=None,  # served from the package: api/routes/docs.py
         redoc_url=None,
     )
-    errors.install(app)
+    install(app, V1)
     docs.install(app)
     pages.install(app, settings)
     app.include_router(jobs.router)

@@ -111,9 +111,6 @@ async def operator(caller: CallerDep) -> Caller:
     return caller
 
 
-OperatorDep = Annotated[Caller, Depends(operator)]
-
-
 async def sees_internals(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],

@@ -162,7 +162,7 @@ async def _translations(
             owner=caller.owner,
             key=caller.key,
             idempotency_key=key,
-            hits=found.hits if found is not None else None,
+            found=found,
             idempotency_ttl_s=services.settings.dropin_retry_window_s,
         )
     )

@@ -1,13 +1,14 @@
-"""Map the error tree to HTTP answers, in one place. Every error body is
-``{"error": {"type", "message", ...}}``; nothing a client sends can produce a 5xx."""
+"""The error tree as HTTP statuses, for every surface, in one place: :data:`STATUS` gives each
+error class its status on each surface (``/v1``, DeepL, LibreTranslate);
+:func:`mtfleet.api.surfaces.answer` turns whatever a route raises into that status, worded by
+the surface's renderer (``/v1``'s :func:`error_response` here: ``{"error": {"type",
+"message", ...}}``; DeepL's and LibreTranslate's beside their routes). Nothing a client sends
+can produce a 5xx."""
 
 from __future__ import annotations
 
-import logging
-from typing import Any
+from typing import Any, NamedTuple
 
-import redis
-from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -21,40 +22,56 @@ from mtfleet.core.errors import (
     JobNotFound,
     JobPurged,
     MTError,
+    QuotaExceeded,
     RateLimited,
+    StillTranslating,
+    StorageQuotaExceeded,
+    TooLarge,
     Unauthorized,
     Unavailable,
 )
+from mtfleet.core.glossary import UnknownGlossary
 from mtfleet.core.schemas import ErrorPublic
+from mtfleet.core.tm import UnknownTranslationMemory
 
-log = logging.getLogger(__name__)
+#: DeepL's status for "the quota of this billing period is spent" (its clients do not retry it).
+QUOTA_EXCEEDED = 456
 
-STATUS: list[tuple[type[MTError], int]] = [
-    (UnsupportedFormat, 415),
-    (InvalidInput, 422),
-    (IdempotencyConflict, 409),
-    (JobNotFound, 404),
-    (JobPurged, 410),
-    (JobNotFinished, 409),
-    (Unavailable, 503),
-    (Unauthorized, 401),
-    (Forbidden, 403),
-    (RateLimited, 429),
+
+class Status(NamedTuple):
+    """An error class's status on each surface (the fields are the surfaces' names)."""
+
+    v1: int
+    #: DeepL's clients: 403 for a key (never 401: the official client reads it as unexpected),
+    #: 429 is retried (a still-running translation too: the resend joins its job), 503 is
+    #: retried by the document download, 456 is not
+    deepl: int
+    #: LibreTranslate's: 400 for any bad request, 403 for a key, 503 while still translating
+    libretranslate: int
+
+
+#: The first class an error is an instance of gives its status (subclasses first); an error
+#: of none of them is the server's (500).
+STATUS: list[tuple[type[MTError], Status]] = [
+    (UnsupportedFormat, Status(415, 400, 400)),
+    (UnknownGlossary, Status(422, 404, 400)),
+    (UnknownTranslationMemory, Status(422, 404, 400)),
+    (TooLarge, Status(422, 413, 400)),
+    (InvalidInput, Status(422, 400, 400)),
+    (IdempotencyConflict, Status(409, 400, 400)),
+    (JobNotFound, Status(404, 404, 404)),
+    (JobPurged, Status(410, 404, 404)),
+    (StillTranslating, Status(409, 429, 503)),
+    (JobNotFinished, Status(409, 503, 503)),
+    (Unavailable, Status(503, 503, 503)),
+    (Unauthorized, Status(401, 403, 403)),
+    (Forbidden, Status(403, 403, 403)),
+    (QuotaExceeded, Status(429, QUOTA_EXCEEDED, 429)),
+    (StorageQuotaExceeded, Status(429, QUOTA_EXCEEDED, 429)),
+    (RateLimited, Status(429, 429, 429)),
 ]
 
-
-def documented(*codes: int) -> dict[int | str, dict[str, Any]]:
-    """The ``responses`` of a route's OpenAPI entry: these error statuses, each the error body."""
-    return {code: {"model": ErrorPublic} for code in codes}
-
-
-def status_for(exc: MTError) -> int:
-    for cls, code in STATUS:
-        if isinstance(exc, cls):
-            return code
-    return 500
-
-
+#: The error type of an HTTP status FastAPI or Starlette raises (unknown path, bad body...).
 HTTP_TYPES = {
     400: "invalid_input",
     404: "not_found",
@@ -64,11 +81,20 @@ HTTP_TYPES = {
 }
 
 
+def documented(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """The ``responses`` of a route's OpenAPI entry: these error statuses, each the error body."""
+    return {code: {"model": ErrorPublic} for code in codes}
+
+
+def status_for(exc: MTError, surface: str) -> int:
+    """``exc``'s status on the surface named ``surface`` (a :class:`Status` field)."""
+    return next((getattr(s, surface) for cls, s in STATUS if isinstance(exc, cls)), 500)
+
+
 def error_response(code: int, type_: str, message: str, **extra: object) -> JSONResponse:
+    """An error as ``/v1`` words it."""
     headers: dict[str, str] | None = None
-    if code == 503:
-        headers = {"Retry-After": "1"}
-    elif code == 429:
+    if code in (429, 503):
         headers = {"Retry-After": str(extra.get("retry_after", 1))}
     elif code == 401:
         headers = {"WWW-Authenticate": 'Bearer realm="mtfleet"'}
@@ -79,37 +105,20 @@ def error_response(code: int, type_: str, message: str, **extra: object) -> JSON
     )
 
 
-def install(app: FastAPI) -> None:
-    @app.exception_handler(MTError)
-    async def _mt(_: Request, exc: MTError) -> JSONResponse:
-        body = exc.as_dict()
-        return error_response(status_for(exc), body.pop("type"), body.pop("message"), **body)
+def problems(exc: RequestValidationError) -> str:
+    """What FastAPI found wrong with a request's parameters, one ``where: what`` each."""
+    found = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err.get("loc", ()) if p not in ("body", "query"))
+        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        found.append(f"{loc}: {msg}" if loc else msg)
+    return "; ".join(found) or "invalid request"
 
-    @app.exception_handler(RequestValidationError)
-    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = []
-        for err in exc.errors():
-            loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
-            msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-            problems.append(f"{loc}: {msg}" if loc else msg)
-        return error_response(422, "invalid_input", "; ".join(problems) or "invalid request")
 
-    @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        type_ = HTTP_TYPES.get(exc.status_code, "http_error")
-        cause = exc.__cause__  # FastAPI's "error parsing the body" wraps what went wrong
-        if isinstance(cause, UnicodeDecodeError):
-            bad = cause.object[cause.start : cause.start + 1].hex()
-            message = f"the request body is not valid UTF-8 (byte 0x{bad} at offset {cause.start})"
-            return error_response(exc.status_code, type_, message)
-        return error_response(exc.status_code, type_, str(exc.detail))
-
-    @app.exception_handler(redis.RedisError)
-    async def _redis(_: Request, exc: redis.RedisError) -> JSONResponse:
-        err = Unavailable.because("the job store", exc)
-        return error_response(503, err.code, err.message)
-
-    @app.exception_handler(Exception)
-    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error")
-        return error_response(500, "internal", "internal error; see the server log")
+def http_message(exc: StarletteHTTPException) -> str:
+    """What went wrong, for an HTTP error FastAPI or Starlette raised."""
+    cause = exc.__cause__  # FastAPI's "error parsing the body" wraps what went wrong
+    if isinstance(cause, UnicodeDecodeError):
+        bad = cause.object[cause.start : cause.start + 1].hex()
+        return f"the request body is not valid UTF-8 (byte 0x{bad} at offset {cause.start})"
+    return str(exc.detail)

@@ -39,13 +39,14 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import redis
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from mtfleet.api.surfaces import V1, Render, Surface, surface_for
+from mtfleet.api.surfaces import V1, Render, Surface, answer, surface_for
 from mtfleet.core.apikeys import KeyStore
 from mtfleet.core.errors import RateLimited, Unauthorized, Unavailable
-from mtfleet.core.settings import Settings, get_settings
+from mtfleet.core.settings import Settings
 
 _BODY_METHODS = {"POST", "PUT", "PATCH"}
 _WINDOW_S = 60.0
@@ -137,9 +138,8 @@ class RequestGuard:
             return
         length = headers.get(b"content-length")
         if length is not None and (not length.isdigit() or int(length) > self.limit):
-            await self._error(
-                send, render, 413, "payload_too_large", f"request body over {self.limit} bytes"
-            )
+            too_large = f"request body over {self.limit} bytes"
+            await self._send(send, render(413, "payload_too_large", too_large))
             return
         if scope["method"] not in _BODY_METHODS and length is None:
             await self.app(scope, receive, send)
@@ -175,15 +175,12 @@ class RequestGuard:
             json.loads(body)
         except ValueError:
             declared = f"declared {media!r}" if media else "declared no Content-Type"
-            await self._error(
-                send,
-                V1.render,
-                415,
-                "unsupported_media_type",
+            message = (
                 f"the request body must be JSON, sent with Content-Type: application/json "
                 f"(or a multipart/form-data upload to /v1/documents); this one {declared} and "
-                "is not JSON",
+                "is not JSON"
             )
+            await self._send(send, V1.render(415, "unsupported_media_type", message))
             return False
         scope["headers"] = [
             (k, v) for k, v in scope.get("headers", ()) if k.lower() != b"content-type"
@@ -195,11 +192,10 @@ class RequestGuard:
     ) -> bool:
         """Check the key before anything else; answer 401 (in the surface's words), or 429
         past the bad-key limit, and return False if it is not valid."""
-        render = surface.render
         scheme, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
         if scheme.lower() not in surface.schemes or not token.strip():
             if scope["method"] in _BODY_METHODS:
-                await self._refuse(send, render, scope, Unauthorized(surface.missing_key))
+                await self._refuse(send, surface, scope, Unauthorized(surface.missing_key))
                 return False
             return True  # the route answers 401 (or serves an open page)
         store: KeyStore = scope["app"].state.services.apikeys
@@ -207,20 +203,17 @@ class RequestGuard:
             if store.verify_cached(token.strip()) is None:
                 await anyio.to_thread.run_sync(store.verify, token.strip())
         except Unauthorized as exc:
-            await self._refuse(send, render, scope, exc)
+            await self._refuse(send, surface, scope, exc)
             return False
         except redis.RedisError as exc:
-            err = Unavailable.because("the key store", exc)
-            await self._error(send, render, 503, err.code, err.message)
+            await self._send(send, answer(surface, Unavailable.because("the key store", exc)))
             return False
         return True
 
-    async def _refuse(self, send: Send, render: Render, scope: Scope, exc: Unauthorized) -> None:
-        """A bad key's answer: 401, or 429 past the address's limit."""
+    async def _refuse(self, send: Send, surface: Surface, scope: Scope, exc: Unauthorized) -> None:
+        """A bad key's answer: 401 (in the surface's words), or 429 past the address's limit."""
         failures: AuthFailures = scope["app"].state.services.auth_failures
-        err = failures.refusal(client_address(scope), exc)
-        status = 429 if isinstance(err, RateLimited) else 401
-        await self._error(send, render, status, err.code, err.message, **err.details)
+        await self._send(send, answer(surface, failures.refusal(client_address(scope), exc)))
 
     async def _read(self, receive: Receive, send: Send, render: Render) -> bytearray | None:
         """The whole body within the deadline and the size limit (else answered, None)."""
@@ -232,39 +225,21 @@ class RequestGuard:
                     return None
                 body += message.get("body", b"")
                 if len(body) > self.limit:
-                    await self._error(
-                        send,
-                        render,
-                        413,
-                        "payload_too_large",
-                        f"request body over {self.limit} bytes",
-                    )
+                    too_large = f"request body over {self.limit} bytes"
+                    await self._send(send, render(413, "payload_too_large", too_large))
                     return None
                 if not message.get("more_body", False):
                     return body
         assert scope.cancelled_caught
-        await self._error(
-            send,
-            render,
-            408,
-            "request_timeout",
-            f"the request body did not arrive within {self.body_timeout_s:g} s (MT_BODY_TIMEOUT_S)",
-            close=True,
+        late = (
+            f"the request body did not arrive within {self.body_timeout_s:g} s (MT_BODY_TIMEOUT_S)"
         )
+        await self._send(send, render(408, "request_timeout", late), close=True)
         return None
 
     @staticmethod
-    async def _error(
-        send: Send,
-        render: Render,
-        status: int,
-        type_: str,
-        message: str,
-        *,
-        close: bool = False,
-        **extra: Any,
-    ) -> None:
-        resp = render(status, type_, message, **extra)
+    async def _send(send: Send, resp: Response, *, close: bool = False) -> None:
+        """Answer with ``resp`` (an error: the app never sees the request)."""
         headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in resp.headers.items()]
         if close:
             headers.append((b"connection", b"close"))
@@ -276,7 +251,9 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol, plus a deadline on each request's headers
     (``MT_HEADER_TIMEOUT_S``): a connection that opens and says nothing, or sends part of its
     headers and stops, is closed when it passes (uvicorn has a keep-alive timeout between
-    requests, none on the headers themselves)."""
+    requests, none on the headers themselves). The deadline is the app's ``Settings``: uvicorn
+    builds the protocol, not the app, and hands each connection the lifespan's state, where
+    :func:`~mtfleet.api.app.create_app` puts them (``mtfleet api`` runs the lifespan)."""
 
     _header_timer: asyncio.TimerHandle | None = None
 
@@ -287,7 +264,7 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
     def _arm(self) -> None:
         if self._header_timer is None:
             self._header_timer = self.loop.call_later(
-                get_settings().header_timeout_s, self._headers_too_slow
+                self.app_state["settings"].header_timeout_s, self._headers_too_slow
             )
 
     def _disarm(self) -> None:

@@ -124,15 +124,9 @@ class Routing:
             if pool is not None:
                 return self._named(pool, source, target, adapter, model_type)
             serving = self.serving(source, target)  # may refresh the pools: read them after
-            pools = self.pools()
-            serving = [p for p in serving if p in pools]
-            if serving:
-                if adapter is not None:
-                    serving = self._with_adapter_named(pools, serving, adapter, source, target)
-                name = choose_pool(
-                    self.settings.routes, source, target, serving, pools, model_type=model_type
-                )
-                return self._with_adapter(pools[name], adapter, model_type)
+            found = self._pick(self.pools(), serving, source, target, adapter, model_type)
+            if found is not None:
+                return found
             served = self._served_pairs()
         except redis.RedisError as exc:
             raise Unavailable.because("the job store", exc) from exc
@@ -150,8 +144,10 @@ class Routing:
         adapter: str | None = None,
         model_type: ModelType | None = None,
     ) -> Route | None:
-        """:meth:`route` on the event loop, for the cache-only hot path: None where
-        :meth:`route` would refuse (that path then goes the whole way and says why)."""
+        """:meth:`route` on the event loop, for the cache-only hot path: the same choice
+        (:meth:`_pick`) from the registry read on the loop; None where :meth:`route` would
+        refuse or read the registry again first (that path then goes the whole way and says
+        why)."""
         now = time.monotonic()
         expires, pools = self._pools
         if expires <= now:
@@ -165,20 +161,36 @@ class Routing:
             if not serving:
                 return None
             self._serving[(source, target)] = (now + REMEMBER_S, serving)
-        if pool is None:
-            if adapter is not None:  # only pools with the adapter (none: the slow path says so)
-                serving = [p for p in serving if p in pools and adapter in pools[p].adapters]
-                if not serving:
-                    return None
-            pool = choose_pool(
-                self.settings.routes, source, target, serving, pools, model_type=model_type
-            )
-        if pool not in serving or pool not in pools:
+        try:
+            if pool is None:
+                return self._pick(pools, serving, source, target, adapter, model_type)
+            if pool not in serving or pool not in pools:
+                return None
+            return self._with_adapter(pools[pool], adapter, model_type)
+        except UnknownPool:
             return None
-        fingerprint = pools[pool].fingerprint_for(adapter)
-        if fingerprint is None:
+
+    def _pick(
+        self,
+        pools: dict[str, PoolInfo],
+        serving: list[str],
+        source: str,
+        target: str,
+        adapter: str | None,
+        model_type: ModelType | None,
+    ) -> Route | None:
+        """The route among the known pools that serve the pair (:func:`choose_pool`; with an
+        ``adapter``, among those that have it: 422 when none has); None when no known pool
+        serves it."""
+        serving = [p for p in serving if p in pools]
+        if not serving:
             return None
-        return Route(pools[pool], fingerprint, adapter, model_type)
+        if adapter is not None:
+            serving = self._with_adapter_named(pools, serving, adapter, source, target)
+        name = choose_pool(
+            self.settings.routes, source, target, serving, pools, model_type=model_type
+        )
+        return self._with_adapter(pools[name], adapter, model_type)
 
     def pools(self, *, fresh: bool = False) -> dict[str, PoolInfo]:
         """Every pool the registry knows (remembered for a second unless ``fresh``)."""

@@ -83,12 +83,18 @@ class Submitted:
 @dataclass
 class FromCache:
     """What :meth:`JobService.answer_from_cache` found: every translation (``translations``
-    set: the answer), or the hits it found (the rest of submission uses them, the cache is
-    read once; None: it did not look)."""
+    set: the answer), or the hits it found and the route it looked them up for (the rest of
+    submission uses both: the cache is read and the request routed once; None: it did not
+    look)."""
 
     translations: list[str] | None
     hits: dict[str, str] | None
-    model_type_used: PoolModelType | None = None  # the route's (the answer's), when it answers
+    route: Route | None = None
+
+    @property
+    def model_type_used(self) -> PoolModelType | None:
+        """The route's (the answer's)."""
+        return self.route.model_type_used if self.route is not None else None
 
 
 @dataclass
@@ -132,7 +138,7 @@ class JobService:
         owner: str = "",
         key: ApiKey | None = None,
         idempotency_key: str | None = None,
-        hits: dict[str, str] | None = None,
+        found: FromCache | None = None,
         idempotency_ttl_s: int | None = None,
     ) -> Submitted:
         """Submit as ``owner`` (the API key id, '' without auth). ``key``'s characters are
@@ -140,7 +146,8 @@ class JobService:
         request is refused (422, 409, 429, 503) or an Idempotency-Key returns an earlier job.
         An Idempotency-Key is scoped to the owner: two keys using the same one get two jobs;
         it is remembered ``idempotency_ttl_s`` (default ``MT_IDEMPOTENCY_TTL_S``).
-        ``hits``: what :meth:`answer_from_cache` found in the phrase cache for these texts."""
+        ``found``: what :meth:`answer_from_cache` found for this request (its hits and route
+        are used, not looked up again)."""
         if req.callback_url is not None:
             self.check_callback(req.callback_url, key)
         inputs = self.texts_of(req, owner)
@@ -150,7 +157,7 @@ class JobService:
         try:
             share = self._interactive_share(req, inputs.texts, owner, idempotency_key)
             submitted = self._submit(
-                req, inputs, owner, idempotency_key, storage, hits, idempotency_ttl_s
+                req, inputs, owner, idempotency_key, storage, found, idempotency_ttl_s
             )
         except BaseException:
             if charge is not None:
@@ -202,7 +209,7 @@ class JobService:
             route.fingerprint, source, target, norms, scope=self.cache_scope(owner)
         )
         if len(hits) < len(set(norms)):
-            return FromCache(None, hits)
+            return FromCache(None, hits, route)
         if key is not None:
             try:
                 await self.apikeys.acharge(key, sum(len(t) for t in texts))
@@ -211,9 +218,7 @@ class JobService:
         metrics.SEGMENTS.labels(route.name, Lane.interactive.value).inc(len(texts))
         metrics.CACHE_LOOKUPS.labels("hit").inc(len(texts))
         return FromCache(
-            [rewrap(t, hits[n]) for t, n in zip(texts, norms, strict=True)],
-            hits,
-            route.model_type_used,
+            [rewrap(t, hits[n]) for t, n in zip(texts, norms, strict=True)], hits, route
         )
 
     def texts_of(self, req: JobCreate, owner: str = "") -> Texts:
@@ -295,7 +300,7 @@ class JobService:
         owner: str,
         idempotency_key: str | None,
         storage: Storage | None,
-        hits: dict[str, str] | None = None,
+        found: FromCache | None = None,
         idempotency_ttl_s: int | None = None,
     ) -> Submitted:
         texts = inputs.texts
@@ -305,7 +310,10 @@ class JobService:
             raise InvalidInput(f"source_lang and target_lang are both {source!r}")
         self._check_limits(texts, document=req.document is not None)
         lane = self.lane_for(req, len(texts))
-        route = self.routing.route(source, target, req.pool, req.adapter, req.model_type)
+        if found is not None and found.route is not None:
+            route = found.route  # routed by answer_from_cache: the same pair, pool and adapter
+        else:
+            route = self.routing.route(source, target, req.pool, req.adapter, req.model_type)
         guidance = self._guidance(req, route, owner, source, target)
         memory = self._memory(req, route, owner, source, target)
         glossary = self._glossary(req.glossary_id, owner, source, target) if texts else None
@@ -322,7 +330,7 @@ class JobService:
             scope,
             guidance,
             memory,
-            hits,
+            found.hits if found is not None else None,
             self._neighbours(inputs, route),
         )
         if plan:

@@ -17,8 +17,8 @@ finishes a prompt emits the first), so a request costs ``in + out − 1`` tokens
 prompt fits one step, ``out`` steps in the batch. Running sequences are never preempted
 (vLLM's priority policy preempts only when KV-cache memory runs out).
 
-The step model's figures and arithmetic (:class:`~mtfleet.core.gpucost.CostParams`, the
-presets) live in :mod:`mtfleet.core.gpucost`, where ``mtfleet plan`` sizes fleets with the
+The step model's figures and arithmetic (:class:`~mtfleet.fleet.gpucost.CostParams`, the
+presets) live in :mod:`mtfleet.fleet.gpucost`, where ``mtfleet plan`` sizes fleets with the
 same model; this module is the engine that sleeps through its steps.
 
 **Preset ``h200-7b``**: a ~7B dense model in bf16 on one H200 (4.8 TB/s HBM, ≈989 TFLOP/s
@@ -77,9 +77,9 @@ from functools import partial
 from typing import Any, TypeVar
 
 from mtfleet.core.errors import EngineError, EngineUnavailable
-from mtfleet.core.gpucost import PRESETS, CostParams, EngineSequence, Step, StepBatch
 from mtfleet.core.languages import LANGUAGES
 from mtfleet.core.settings import Settings
+from mtfleet.fleet.gpucost import PRESETS, CostParams, EngineSequence, Step, StepBatch
 from mtfleet.workers import prompts
 from mtfleet.workers.engines.base import (
     Done,

@@ -1,7 +1,7 @@
 """A whole fleet for one benchmark, and the client side that pushes work through it.
 
 :func:`running_fleet` starts a private ``redis-server``, the API and one worker through
-:class:`producer.localfleet.LocalFleet` (the same way ``mtfleet demo`` and the e2e tests do),
+:class:`fleet.localfleet.LocalFleet` (the same way ``mtfleet demo`` and the e2e tests do),
 with the engine a scenario names, and always stops them and removes the fleet's files.
 :func:`run_bulk` sends segments as several bulk jobs at once and reads every result back: the
 wall clock from the first submit to the last result read is the fleet's throughput.
@@ -25,7 +25,7 @@ import psutil
 from bench.workload import SOURCE, TARGET
 from mtfleet.core import keys
 from mtfleet.core.settings import default_pool
-from mtfleet.producer.localfleet import LocalFleet
+from mtfleet.fleet.localfleet import LocalFleet
 
 ROOT = Path(__file__).resolve().parents[1]
 COST_ENGINE = "bench.costengine:CostModelEngine"

@@ -24,7 +24,7 @@ from bench.fleet import run_bulk, running_fleet, tiny_model, vllm_env, warm_up
 from bench.report import Check, Outcome
 from bench.run_context import Context
 from bench.workload import segments
-from mtfleet.producer.localfleet import LocalFleet
+from mtfleet.fleet.localfleet import LocalFleet
 
 MAX_SEQS = 256  # vLLM's default on the CPU, set on both sides so they match by construction
 STEP_TOKENS = 4096

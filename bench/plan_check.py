@@ -1,6 +1,6 @@
 """Scenario 8: ``mtfleet plan``'s predictions next to what a fleet of the planned size measures.
 
-The planner (:mod:`mtfleet.core.capacity`) is given the cost-model engine's step figures (the
+The planner (:mod:`mtfleet.fleet.capacity`) is given the cost-model engine's step figures (the
 ``cpu-small`` preset: 20 ms steps, 0.5 ms per token, 16 sequences) and a small workload: an
 interactive rate of 4-segment requests and a nightly volume of 16-token segments. A fleet is
 deployed as the plan says (its step budget) on one worker, and measures
@@ -31,8 +31,8 @@ from bench.loadgen import poisson_stream
 from bench.report import Check, Outcome
 from bench.run_context import Context
 from bench.workload import fixed_length
-from mtfleet.core.capacity import Plan, Workload, plan
-from mtfleet.core.gpucost import PRESETS
+from mtfleet.fleet.capacity import Plan, Workload, plan
+from mtfleet.fleet.gpucost import PRESETS
 from mtfleet.workers.engines.base import estimate_tokens
 
 PRESET = "cpu-small"

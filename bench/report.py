@@ -13,7 +13,6 @@ import platform
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -183,6 +182,3 @@ def _finite(o: Any) -> Any:
 
 def print_table(runs: list[ScenarioRun], console: Console | None = None) -> None:
     (console or Console()).print(table(runs))
-
-
-Log = Callable[[str], None]

@@ -39,7 +39,7 @@ from bench.report import Check, Outcome
 from bench.run_context import Context
 from bench.workload import WORDS
 from mtfleet.core.tm import TMLimits, TranslationMemoryStore, forget_indexes
-from mtfleet.producer.localfleet import free_port, redis_server_command
+from mtfleet.fleet.localfleet import free_port, redis_server_command
 
 TARGET_P95_MS = 2.0
 _SYLLABLES = ("ka", "ri", "mon", "tel", "sa", "vo", "lin", "dra", "pe", "ux", "qua", "zen", "bo",

@@ -9,9 +9,12 @@ shown once, when the key is created, and stored nowhere.
 
 Hot path: :meth:`KeyStore.verify` reads a key at most once per ``cache_s`` seconds per process
 (one HGETALL; zero round trips while cached), so a revoke takes effect within ``cache_s``
-(``MT_AUTH_CACHE_S``). The rate check (a GCRA in Lua, one round trip, only for keys with a
-rate) and the quota charge (check and INCRBY in one Lua script, only when jobs are submitted)
-are atomic in Redis, so any number of API processes share one budget per key.
+(``MT_AUTH_CACHE_S``). The cache is a ``cachetools.TTLCache``: an entry leaves when its
+``cache_s`` is over, and a full cache (a flood of made-up key ids) drops its least recently
+used entries, not every key the process knows. The rate check (a GCRA in Lua, one round trip,
+only for keys with a rate) and the quota charge (check and INCRBY in one Lua script, only when
+jobs are submitted) are atomic in Redis, so any number of API processes share one budget per
+key.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import hashlib
 import hmac
 import math
 import secrets
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -29,6 +33,7 @@ from typing import Any, Literal
 
 import redis
 import redis.asyncio
+from cachetools import TTLCache
 from pydantic import BaseModel, Field
 
 from mtfleet.core import keys, scripts
@@ -42,10 +47,13 @@ from mtfleet.core.errors import (
 
 TOKEN_PREFIX = "mt_"
 _KEY_ID_HEX = 16
+#: Most keys one process keeps verified (and unknown key ids remembered as unknown).
 _CACHE_MAX = 10_000
 _DAY_S = 86_400
 #: How long a day's character count is kept (it is read for ``mtfleet keys list``).
 _USAGE_TTL_S = 2 * _DAY_S
+#: What the key cache answers for a key id it does not hold (None is an unknown key's entry).
+_MISSING: Any = object()
 #: What an unknown key's secret is compared with (no secret has this digest).
 _UNKNOWN_DIGEST = "0" * 64
 
@@ -256,12 +264,14 @@ class KeyStore:
         self.r = r
         self.default_rate = default_rate
         self.cache_s = cache_s
-        self._clock = clock
         self._wall = wall
-        self._cache: dict[str, tuple[float, ApiKey | None]] = {}  # None: no such key
-        self._rate = scripts.register(r, "key_rate")
+        # key id -> its key (None: no such key), for cache_s; shared by the event loop
+        # (verify_cached) and worker threads (verify), and a TTLCache is not thread-safe
+        self._cache: TTLCache[str, ApiKey | None] = TTLCache(_CACHE_MAX, ttl=cache_s, timer=clock)
+        self._cache_lock = threading.Lock()
         self._charge = scripts.register(r, "key_charge")
-        # the same scripts for an event loop (the API's hot path: no thread-pool hop)
+        # for an event loop (the API's hot path: no thread-pool hop): the rate check runs only
+        # there, the charge there and in submission's thread
         self.ar = aclient
         self._arate = scripts.register(aclient, "key_rate") if aclient is not None else None
         self._acharge = scripts.register(aclient, "key_charge") if aclient is not None else None
@@ -360,7 +370,7 @@ class KeyStore:
         if not is_key_id(key_id) or not self.r.exists(keys.api_key(key_id)):
             return None
         self.r.hset(keys.api_key(key_id), "weight", weight)
-        self._cache.pop(key_id, None)
+        self._forget(key_id)
         return self.get(key_id)
 
     def revoke(self, key_id: str) -> ApiKey | None:
@@ -369,7 +379,7 @@ class KeyStore:
         if not is_key_id(key_id) or not self.r.exists(keys.api_key(key_id)):
             return None
         self.r.hset(keys.api_key(key_id), items=["revoked", "1", "revoked_at", self._wall()])
-        self._cache.pop(key_id, None)
+        self._forget(key_id)
         return self.get(key_id)
 
     def rotate_webhook_secret(self, key_id: str, *, keep_old_s: float = 0) -> str | None:
@@ -388,7 +398,7 @@ class KeyStore:
         pipe.hdel(keys.api_key(key_id), "webhook_secret_previous", "webhook_secret_previous_until")
         pipe.hset(keys.api_key(key_id), items=fields)
         pipe.execute()
-        self._cache.pop(key_id, None)
+        self._forget(key_id)
         return secret
 
     def webhook_secrets(self, key_id: str) -> list[str]:
@@ -417,7 +427,7 @@ class KeyStore:
             *(keys.api_key_chars(key_id, day) for day in days),
         )
         self.r.srem(keys.API_KEYS, key_id)
-        self._cache.pop(key_id, None)
+        self._forget(key_id)
 
     # -- API side ------------------------------------------------------------------------------
     def verify(self, token: str) -> ApiKey:
@@ -426,25 +436,30 @@ class KeyStore:
         as unknown as long, and its secret compared against a stand-in digest: a wrong secret
         takes the same path, and the same time, for a known key and an unknown one."""
         key_id, secret = self._parse(token)
-        now = self._clock()
-        hit = self._cache.get(key_id)
-        if hit is not None and hit[0] > now:
-            return self._check(hit[1], secret)
+        with self._cache_lock:
+            hit = self._cache.get(key_id, _MISSING)
+        if hit is not _MISSING:
+            return self._check(hit, secret)
         key = self.get(key_id)
         if self.cache_s > 0:
-            if len(self._cache) >= _CACHE_MAX:
-                self._cache.clear()
-            self._cache[key_id] = (now + self.cache_s, key)
+            with self._cache_lock:
+                self._cache[key_id] = key
         return self._check(key, secret)
 
     def verify_cached(self, token: str) -> ApiKey | None:
         """:meth:`verify` without touching Redis: None when the key is not cached here (the
         caller then calls :meth:`verify`, e.g. off its event loop)."""
         key_id, secret = self._parse(token)
-        hit = self._cache.get(key_id)
-        if hit is None or hit[0] <= self._clock():
+        with self._cache_lock:
+            hit = self._cache.get(key_id, _MISSING)
+        if hit is _MISSING:
             return None
-        return self._check(hit[1], secret)
+        return self._check(hit, secret)
+
+    def _forget(self, key_id: str) -> None:
+        """Drop a key this process changed from its cache (read afresh on its next use)."""
+        with self._cache_lock:
+            self._cache.pop(key_id, None)
 
     @staticmethod
     def _parse(token: str) -> tuple[str, str]:
@@ -462,14 +477,10 @@ class KeyStore:
             raise Unauthorized("this API key was revoked")
         return key
 
-    def check_rate(self, key: ApiKey) -> None:
-        """Count one request against the key's rate (bursts of up to one second's worth);
-        raises :class:`RateLimited` with ``retry_after`` (seconds) when it is over."""
-        if key.rate is not None:
-            self._rated(key, self._rate(**self._rate_call(key)))
-
     async def acheck_rate(self, key: ApiKey) -> None:
-        """:meth:`check_rate` on the event loop (``aclient``)."""
+        """Count one request against the key's rate (bursts of up to one second's worth), on
+        the event loop (``aclient``: every request is checked, so no thread-pool hop);
+        raises :class:`RateLimited` with ``retry_after`` (seconds) when it is over."""
         if key.rate is not None:
             assert self._arate is not None, "KeyStore built without an asyncio client"
             self._rated(key, await self._arate(**self._rate_call(key)))

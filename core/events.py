@@ -26,6 +26,7 @@ from typing import Any, TypeVar, cast
 import redis
 
 from mtfleet.core import keys
+from mtfleet.core.backoff import RECONNECT
 
 log = logging.getLogger(__name__)
 
@@ -60,13 +61,13 @@ class JobEvents:
         self._stop.set()
 
     def _run(self) -> None:
-        backoff = 0.1
+        failures = 0
         while not self._stop.is_set():
             pubsub = self.r.pubsub(ignore_subscribe_messages=True)
             try:
                 pubsub.subscribe(keys.JOB_DONE_CHANNEL)
                 self.on_reconnect()  # anything published while we were away: re-check
-                backoff = 0.1
+                failures = 0
                 while not self._stop.is_set():
                     msg = pubsub.get_message(timeout=1.0)
                     if msg and msg.get("type") == "message":
@@ -75,8 +76,8 @@ class JobEvents:
                 if self._stop.is_set():
                     break
                 log.warning("job-done listener lost Redis (%s); retrying", exc)
-                self._stop.wait(backoff)
-                backoff = min(backoff * 2, 5.0)
+                self._stop.wait(RECONNECT.wait_s(failures))
+                failures += 1
             finally:
                 with contextlib.suppress(Exception):  # closing a broken connection
                     pubsub.close()

@@ -17,7 +17,6 @@ process) can share it. :mod:`mtfleet.api.webhooks.deliverer` makes the attempts.
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
@@ -70,13 +69,6 @@ class StoredEvent:
 def public_fields(job: JobRecord) -> dict[str, object]:
     """The job's public fields (what GET /v1/jobs/{id} shows), as a model's keywords."""
     return {name: getattr(job, name) for name in JobEventData.model_fields if name != "links"}
-
-
-def backoff_s(attempts: int, first_s: float, max_s: float, rng: random.Random) -> float:
-    """Seconds before the next attempt after ``attempts`` failed ones: full jitter, a random
-    time up to ``first_s`` x 2^(attempts-1), capped at ``max_s``."""
-    ceiling = min(max_s, first_s * 2 ** min(max(attempts - 1, 0), 62))
-    return rng.uniform(0, ceiling)
 
 
 class WebhookOutbox:

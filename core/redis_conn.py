@@ -285,11 +285,3 @@ def kombu_broker(url: str) -> KombuBroker:
     )
     options: dict[str, Any] = {"master_name": s.master, "sentinel_kwargs": s.sentinel_kwargs()}
     return KombuBroker(hosts, s.tls, options)
-
-
-def reset() -> None:
-    """Forget pooled clients (after a fork, or in tests that restart Redis on a new port)."""
-    with _lock:
-        for client in _clients.values():
-            client.close()
-        _clients.clear()

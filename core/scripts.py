@@ -27,8 +27,3 @@ def source(name: str) -> str:
 def register(client: redis.Redis | redis.asyncio.Redis, name: str) -> Any:
     """Script ``name`` on ``client`` (a ``Script``, or an ``AsyncScript`` to await)."""
     return client.register_script(source(name))
-
-
-def names() -> list[str]:
-    """Every script there is (what the tests load on a real server)."""
-    return sorted(p.stem for p in LUA_DIR.glob("*.lua") if p.stem != "lib")

@@ -25,8 +25,15 @@ _PLUGIN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 #: budget, so a segment past its deadline fails alone before its chunk's budget runs out).
 CHUNK_BUDGET_SHARE = 0.5
 ENGINE_DEADLINE_SHARE = CHUNK_BUDGET_SHARE / 2
-#: The engines mtfleet ships (workers/engines/); anything else is a plugin (module:Class).
-ENGINES = frozenset({"vllm", "openai", "transformers", "apertium"})
+#: The engines mtfleet ships, by name: the class each is (``mtfleet.workers.engines``'s
+#: ``create_engine`` imports it). Adding one is its module and one line here; anything else is
+#: a plugin, named ``module:Class``.
+ENGINES = {
+    "vllm": "mtfleet.workers.engines.vllm_engine:VllmEngine",
+    "openai": "mtfleet.workers.engines.openai_engine:OpenAIEngine",
+    "transformers": "mtfleet.workers.engines.transformers_engine:TransformersEngine",
+    "apertium": "mtfleet.workers.engines.apertium:ApertiumEngine",
+}
 
 #: Settings the vLLM engine sets from a first-class MT_* setting: not through MT_VLLM_ARGS.
 VLLM_OWNED_ARGS = {

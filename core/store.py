@@ -118,10 +118,6 @@ def encode_outcome(outcome: SegmentOutcome) -> str:
     return outcome.model_dump_json(exclude_none=True, exclude_defaults=True)
 
 
-def decode_outcome(raw: str) -> SegmentOutcome:
-    return SegmentOutcome.model_validate_json(raw)
-
-
 # A whole job's outcomes are parsed in one call (a JSON array): per-outcome calls cost more
 # than the parsing itself on a job of thousands of segments.
 _OUTCOMES = TypeAdapter(list[SegmentOutcome | None])

@@ -325,9 +325,6 @@ class StyleRuleStore:
             raise StyleRuleNotFound(f"style rule {style_id} not found")
         return rule
 
-    def count_for(self, owner: str) -> int:
-        return int(self.r.zcard(owner_key(owner)))
-
     def list_for(
         self, owner: str, page: int = 0, page_size: int = DEFAULT_PAGE_SIZE
     ) -> list[StyleRule]:

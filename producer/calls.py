@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import base64
 import os
-import random
 import time
 import uuid
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar, Unpack
 
 import httpx
 
+from mtfleet.core.backoff import Backoff
 from mtfleet.core.guidance import Guidance
 from mtfleet.core.models import ModelType
 from mtfleet.core.schemas import (
@@ -119,6 +119,10 @@ class RetryPolicy:
     max_s: float = 4.0
     first_contact_s: float = 3.0
 
+    @property
+    def backoff(self) -> Backoff:
+        return Backoff(self.first_s, self.max_s, jitter="equal")
+
     def attempts(self, call: Call[Any], url: str, *, contacted: bool) -> Attempts:
         budget = self.budget_s if contacted else min(self.budget_s, self.first_contact_s)
         return Attempts(self, call, url, budget)
@@ -143,8 +147,7 @@ class Attempts:
     def _delay(self, cause: str) -> float:
         self.tries += 1
         elapsed = time.monotonic() - self.started
-        delay = min(self.policy.max_s, self.policy.first_s * 2 ** (self.tries - 1))
-        delay *= 0.5 + random.random() / 2
+        delay = self.policy.backoff.wait_s(self.tries - 1)
         if elapsed + delay > self.budget_s:
             raise APIUnreachable(self.url, cause, self.tries, elapsed)
         return delay
@@ -216,56 +219,58 @@ def _with(body: dict[str, Any], **optional: Any) -> dict[str, Any]:
     return body
 
 
+class JobOptions(TypedDict, total=False):
+    """What every way of asking for a translation also takes (``submit``, ``submit_document``,
+    ``translate``, ``translation``): the API's fields of the same names, each left out of the
+    request when not given. ``pool``: the pool to translate with (default: the fleet's route for
+    the pair); ``adapter``: a LoRA adapter that pool serves; ``guidance``: context,
+    instructions and formality for an LLM engine (docs/llm.md); ``model_type``: a pool marked
+    for it where one serves the pair (the job's ``model_type_used`` says which)."""
+
+    glossary_id: str | None
+    pool: str | None
+    adapter: str | None
+    guidance: Guidance | None
+    style_id: str | None
+    translation_memory_id: str | None
+    translation_memory_threshold: int | None
+    model_type: ModelType | None
+
+
+def _options(options: JobOptions) -> dict[str, Any]:
+    """``options`` as body fields (the guidance as its own fields)."""
+    fields: dict[str, Any] = dict(options)
+    guidance = fields.pop("guidance", None)
+    return {**fields, **guidance_fields(guidance)}
+
+
 # -- jobs --------------------------------------------------------------------------------------
-def _new_job(
-    body: dict[str, Any],
-    lane: str | None,
-    glossary_id: str | None,
-    idempotency_key: str | None,
-    **optional: Any,
-) -> Call[JobPublic]:
-    """``optional``: more body fields, left out when empty (``callback_url``, ``pool``,
-    ``adapter``)."""
+def _new_job(body: dict[str, Any], idempotency_key: str | None, **optional: Any) -> Call[JobPublic]:
+    """``optional``: more body fields, left out when empty (``lane``, ``callback_url``...)."""
     return Call(
         "POST",
         "/v1/jobs",
         _job,
-        json=_with(body, lane=lane, glossary_id=glossary_id, **optional),
+        json=_with(body, **optional),
         headers=_idempotency(idempotency_key or new_idempotency_key()),
     )
 
 
 def submit(
     texts: Sequence[str],
+    *,
     source: str,
     target: str,
-    lane: str | None,
-    idempotency_key: str | None,
-    glossary_id: str | None,
+    lane: str | None = None,
+    idempotency_key: str | None = None,
     callback_url: str | None = None,
-    *,
-    pool: str | None = None,
-    adapter: str | None = None,
-    guidance: Guidance | None = None,
-    style_id: str | None = None,
-    translation_memory_id: str | None = None,
-    translation_memory_threshold: int | None = None,
-    model_type: ModelType | None = None,
+    **options: Unpack[JobOptions],
 ) -> Call[JobPublic]:
+    """Queue a job (options: :class:`JobOptions`); ``callback_url`` gets a signed POST when it
+    is final (docs/webhooks.md)."""
     body = {"texts": list(texts), "source_lang": source, "target_lang": target}
     return _new_job(
-        body,
-        lane,
-        glossary_id,
-        idempotency_key,
-        callback_url=callback_url,
-        pool=pool,
-        adapter=adapter,
-        **guidance_fields(guidance),
-        style_id=style_id,
-        translation_memory_id=translation_memory_id,
-        translation_memory_threshold=translation_memory_threshold,
-        model_type=model_type,
+        body, idempotency_key, lane=lane, callback_url=callback_url, **_options(options)
     )
 
 
@@ -285,41 +290,25 @@ def document_body(content: bytes | str, fmt: str, filename: str | None) -> dict[
 
 def submit_document(
     content: bytes | str,
-    fmt: str,
-    source: str,
-    target: str,
-    lane: str | None,
-    filename: str | None,
-    idempotency_key: str | None,
-    glossary_id: str | None,
-    callback_url: str | None = None,
     *,
-    pool: str | None = None,
-    adapter: str | None = None,
-    guidance: Guidance | None = None,
-    style_id: str | None = None,
-    translation_memory_id: str | None = None,
-    translation_memory_threshold: int | None = None,
-    model_type: ModelType | None = None,
+    format: str,
+    target: str,
+    source: str = "auto",
+    filename: str | None = None,
+    lane: str | None = None,
+    idempotency_key: str | None = None,
+    callback_url: str | None = None,
+    **options: Unpack[JobOptions],
 ) -> Call[JobPublic]:
+    """Submit a file (any format of docs/documents.md: HTML, PO, XLSX...); fetch the translated
+    file with ``document`` once the job is final."""
     body = {
-        "document": document_body(content, fmt, filename),
+        "document": document_body(content, format, filename),
         "source_lang": source,
         "target_lang": target,
     }
     return _new_job(
-        body,
-        lane,
-        glossary_id,
-        idempotency_key,
-        callback_url=callback_url,
-        pool=pool,
-        adapter=adapter,
-        **guidance_fields(guidance),
-        style_id=style_id,
-        translation_memory_id=translation_memory_id,
-        translation_memory_threshold=translation_memory_threshold,
-        model_type=model_type,
+        body, idempotency_key, lane=lane, callback_url=callback_url, **_options(options)
     )
 
 
@@ -327,7 +316,8 @@ def _partial(partial: bool) -> dict[str, str] | None:
     return {"partial": "true"} if partial else None
 
 
-def document(job_id: str, partial: bool) -> Call[bytes]:
+def document(job_id: str, *, partial: bool = False) -> Call[bytes]:
+    """A document job's translated file (failed sentences keep their source text)."""
     return Call(
         "GET",
         f"/v1/jobs/{job_id}/document",
@@ -336,7 +326,8 @@ def document(job_id: str, partial: bool) -> Call[bytes]:
     )
 
 
-def get(job_id: str, wait: float) -> Call[JobPublic]:
+def get(job_id: str, *, wait: float = 0) -> Call[JobPublic]:
+    """The job; ``wait``: seconds the API may hold the answer until it is final."""
     return Call(
         "GET",
         f"/v1/jobs/{job_id}",
@@ -346,7 +337,8 @@ def get(job_id: str, wait: float) -> Call[JobPublic]:
     )
 
 
-def result(job_id: str, partial: bool) -> Call[JobResultPublic]:
+def result(job_id: str, *, partial: bool = False) -> Call[JobResultPublic]:
+    """The job's translations, errors and warnings (``partial``: before it is final)."""
     return Call(
         "GET",
         f"/v1/jobs/{job_id}/result",
@@ -355,15 +347,19 @@ def result(job_id: str, partial: bool) -> Call[JobResultPublic]:
     )
 
 
-def cancel(job_id: str, purge: bool) -> Call[JobPublic]:
+def cancel(job_id: str, *, purge: bool = False) -> Call[JobPublic]:
+    """Cancel a job (finished results are kept). ``purge=True`` also deletes everything
+    stored for it (texts, results): the job as it was is returned, and is 404 afterwards."""
     return Call("DELETE", f"/v1/jobs/{job_id}", _job, params={"purge": "true"} if purge else None)
 
 
 def languages() -> Call[dict[str, Any]]:
+    """The languages and pairs the fleet serves."""
     return Call("GET", "/v1/languages", _json)
 
 
 def limits() -> Call[LimitsPublic]:
+    """What one job or request may carry on this fleet."""
     return Call("GET", "/v1/limits", lambda r: LimitsPublic.model_validate(_json(r)))
 
 
@@ -377,30 +373,26 @@ def wait(
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         step = poll_s if deadline is None else max(0.0, min(poll_s, deadline - time.monotonic()))
-        job: JobPublic = yield get(job_id, step)
+        job: JobPublic = yield get(job_id, wait=step)
         if on_progress:
             on_progress(job)
         if job.final or (deadline is not None and time.monotonic() >= deadline):
             return job
 
 
-def translate(
+def translation(
     texts: Sequence[str],
+    *,
     source: str,
     target: str,
-    timeout: float,
-    glossary_id: str | None,
-    *,
-    pool: str | None = None,
-    adapter: str | None = None,
-    guidance: Guidance | None = None,
-    style_id: str | None = None,
-    translation_memory_id: str | None = None,
-    translation_memory_threshold: int | None = None,
-    model_type: ModelType | None = None,
+    timeout: float = 60.0,
+    **options: Unpack[JobOptions],
 ) -> Flow[TranslatePublic]:
-    """/v1/translate; past the server's wait, the job is long-polled up to ``timeout`` in all
-    (JobTimeout when it is not done by then) and its result read."""
+    """``translate`` with everything the answer says: ``translations``, ``errors`` and
+    ``warnings`` per segment, ``cached`` (how many the phrase cache answered) and the job's
+    ``id`` (None when the cache answered all). /v1/translate; past the server's wait, the job
+    is long-polled up to ``timeout`` in all (:class:`JobTimeout` when it is not done by then)
+    and its result read."""
     deadline = time.monotonic() + timeout
     server_wait = min(timeout, SERVER_WAIT_MAX_S)
     body = {"texts": list(texts), "source_lang": source, "target_lang": target}
@@ -408,18 +400,7 @@ def translate(
         "POST",
         "/v1/translate",
         checked,
-        json=_with(
-            body,
-            glossary_id=glossary_id,
-            timeout=server_wait,
-            pool=pool,
-            adapter=adapter,
-            **guidance_fields(guidance),
-            style_id=style_id,
-            translation_memory_id=translation_memory_id,
-            translation_memory_threshold=translation_memory_threshold,
-            model_type=model_type,
-        ),
+        json=_with(body, timeout=server_wait, **_options(options)),
         timeout=server_wait + 10,
     )
     data = answer.json()
@@ -428,7 +409,7 @@ def translate(
     job = yield from wait(data["id"], max(0.0, deadline - time.monotonic()), 10.0, None)
     if not job.final:
         raise JobTimeout(job.id, timeout)
-    done: JobResultPublic = yield result(job.id, False)
+    done: JobResultPublic = yield result(job.id)
     return TranslatePublic(
         id=job.id,
         status=job.status,
@@ -442,15 +423,35 @@ def translate(
     )
 
 
+def translate(
+    texts: Sequence[str],
+    *,
+    source: str,
+    target: str,
+    timeout: float = 60.0,
+    **options: Unpack[JobOptions],
+) -> Flow[list[str | None]]:
+    """Translations aligned with ``texts``; None where a segment failed.
+
+    Waits at most ``timeout`` seconds in all (the server holds the request, then the job is
+    long-polled); raises :class:`JobTimeout` (with ``job_id``) if it is not done by then.
+    """
+    done = yield from translation(texts, source=source, target=target, timeout=timeout, **options)
+    return done.translations
+
+
 # -- glossaries --------------------------------------------------------------------------------
 def create_glossary(
     name: str,
+    *,
     source: str,
     target: str,
-    entries: Mapping[str, str] | None,
-    protected: Sequence[str] | None,
-    entries_tsv: str | None,
+    entries: Mapping[str, str] | None = None,
+    protected: Sequence[str] | None = None,
+    entries_tsv: str | None = None,
 ) -> Call[GlossaryDetail]:
+    """A new glossary: ``entries`` source term -> target term, ``protected`` terms kept
+    untranslated in their casing; pass its ``id`` as ``glossary_id`` to submit/translate."""
     body = {
         "name": name,
         "source_lang": source,
@@ -467,6 +468,7 @@ def create_glossary(
 
 
 def glossaries() -> Call[list[GlossaryPublic]]:
+    """This key's glossaries (without their terms)."""
     return Call(
         "GET",
         "/v1/glossaries",
@@ -475,6 +477,7 @@ def glossaries() -> Call[list[GlossaryPublic]]:
 
 
 def glossary(glossary_id: str) -> Call[GlossaryDetail]:
+    """A glossary with its terms."""
     return Call(
         "GET",
         f"/v1/glossaries/{glossary_id}",
@@ -487,4 +490,5 @@ def _nothing(resp: httpx.Response) -> None:
 
 
 def delete_glossary(glossary_id: str) -> Call[None]:
+    """Delete a glossary (jobs accepted with it still finish with it)."""
     return Call("DELETE", f"/v1/glossaries/{glossary_id}", _nothing)

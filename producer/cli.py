@@ -1,16 +1,15 @@
-"""The ``mtfleet`` command: run the components, submit work, read results.
+"""The ``mtfleet`` command: submit work and read results; run and administer a fleet.
 
-Components:  ``mtfleet api`` · ``mtfleet worker`` · ``mtfleet flower`` · ``mtfleet demo``
 Clients:     ``mtfleet translate`` · ``mtfleet submit`` · ``mtfleet status`` · ``mtfleet result``
              ``mtfleet cancel`` · ``mtfleet languages`` · ``mtfleet pools list`` · ``mtfleet eval``
-             ``mtfleet glossary create|list|show|delete``
-Operator:    ``mtfleet keys create|list|set-weight|revoke|delete|rotate-webhook-secret`` (API keys,
-             straight in Redis); ``mtfleet pools forget`` (a pool gone for good);
-             ``mtfleet dead-letters list|retry|purge`` (in Redis);
-             ``mtfleet plan`` (GPUs for a workload)
+             ``mtfleet glossary create|list|show|delete`` · ``mtfleet tm ...`` (through the API;
+             the client install, ``pip install mtfleet``, runs them)
+Operator:    ``mtfleet api`` · ``worker`` · ``flower`` · ``demo`` · ``keys ...`` · ``pools
+             forget`` · ``dead-letters ...`` · ``plan``: defined in :mod:`mtfleet.fleet.cli`
+             and mounted here (:func:`~mtfleet.fleet.cli.mount`); each needs the extra it says.
 
-Settings come from ``MT_*`` environment variables (docs/configuration.md); command-line options
-override them for the process they start.
+Client commands take the API's address and key from ``MT_API_URL`` and ``MT_API_KEY`` (or
+``--url``, ``--api-key``).
 """
 
 from __future__ import annotations
@@ -27,10 +26,9 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import httpx
-import redis
 import typer
 from pydantic import ValidationError
 from rich.console import Console
@@ -38,10 +36,10 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from typer.core import TyperGroup
 
-from mtfleet.core.apikeys import KeyStore, is_key_id
 from mtfleet.core.errors import InvalidInput
 from mtfleet.core.guidance import Guidance
-from mtfleet.core.models import ModelType, PoolModelType
+from mtfleet.core.models import ModelType
+from mtfleet.fleet.cli import mount as mount_operator_commands
 from mtfleet.producer import batch
 from mtfleet.producer.cli_tm import tm_app
 from mtfleet.producer.client import (
@@ -52,9 +50,8 @@ from mtfleet.producer.client import (
     MTClientError,
     RetryPolicy,
 )
-from mtfleet.producer.dead_letters import dead_letters_app
+from mtfleet.producer.extras import require
 from mtfleet.producer.lines import parse_lines
-from mtfleet.producer.plan import plan_command
 
 
 def _prose(text: str | None) -> str | None:
@@ -188,209 +185,6 @@ def _guidance(
         )
         raise typer.BadParameter(msg) from None
     return None if got.empty else got
-
-
-def _settings_or_exit(overrides: dict[str, str]) -> None:
-    """Validate settings (with overrides) before starting anything: a bad value exits 2."""
-    os.environ.update(overrides)
-    from mtfleet.core.settings import Settings, get_settings
-
-    get_settings.cache_clear()
-    try:
-        Settings()
-    except ValidationError as exc:
-        err_console.print(f"[red]invalid settings:[/red]\n{escape(str(exc))}")
-        raise typer.Exit(2) from None
-
-
-# --- components ------------------------------------------------------------------------------
-@app.command()
-def api(
-    host: Annotated[str, typer.Option(help="Bind address.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port.")] = 8000,
-    workers: Annotated[int, typer.Option(help="Uvicorn worker processes.")] = 1,
-    log_level: Annotated[str, typer.Option()] = "info",
-    trusted_proxies: Annotated[
-        str | None,
-        typer.Option(
-            help="Reverse proxies whose X-Forwarded-For/-Proto are honoured, comma-separated "
-            "addresses or networks (MT_TRUSTED_PROXIES; default: none)."
-        ),
-    ] = None,
-) -> None:
-    """Serve the HTTP API (uvicorn)."""
-    import uvicorn
-
-    from mtfleet.core.settings import get_settings
-
-    _settings_or_exit({} if trusted_proxies is None else {"MT_TRUSTED_PROXIES": trusted_proxies})
-    proxies = get_settings().trusted_proxies
-    metrics_port = get_settings().api_metrics_port
-    if workers > 1 and metrics_port is not None:
-        # each process would bind it: one wins, the others fail and are restarted, forever
-        err_console.print(
-            f"[red]--workers {workers} with MT_API_METRICS_PORT={metrics_port}:[/red] each API "
-            "process counts its own metrics and they cannot share one port. Run one process per "
-            "port (several `mtfleet api --workers 1` behind a load balancer, each with its own "
-            "MT_API_METRICS_PORT), or unset MT_API_METRICS_PORT and scrape /metrics with an "
-            "operator key."
-        )
-        raise typer.Exit(2)
-    uvicorn.run(
-        "mtfleet.api.app:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        log_level=log_level,
-        access_log=False,
-        timeout_keep_alive=30,
-        http="mtfleet.api.guard:HeaderTimeoutProtocol",  # a deadline on request headers
-        # X-Forwarded-* from the trusted proxies only (uvicorn's default trusts loopback, and
-        # anyone there could then pick the address the bad-key throttle counts)
-        proxy_headers=bool(proxies),
-        forwarded_allow_ips=proxies,
-    )
-
-
-@app.command()
-def worker(
-    engine: Annotated[
-        str | None,
-        typer.Option(
-            help="vllm, openai, transformers, apertium or a plugin module:Class (MT_ENGINE)."
-        ),
-    ] = None,
-    model: Annotated[str | None, typer.Option(help="Model name or path (MT_MODEL).")] = None,
-    pool: Annotated[
-        str | None,
-        typer.Option(help="The pool these workers join (MT_POOL; default: the engine's name)."),
-    ] = None,
-    pairs: Annotated[
-        str | None,
-        typer.Option(help="Pairs to offer, e.g. en-es,es-en (MT_PAIRS; default: all)."),
-    ] = None,
-    model_type: Annotated[
-        PoolModelType | None,
-        typer.Option(
-            "--model-type",
-            help="What the pool is marked for (MT_MODEL_TYPE): requests asking for it go to it.",
-        ),
-    ] = None,
-    gpus: Annotated[str | None, typer.Option(help="GPU ids, e.g. 0,1,2,3 or 0-7.")] = None,
-    tp: Annotated[int, typer.Option("--tp", help="GPUs per engine (tensor parallel).")] = 1,
-    pp: Annotated[
-        int | None,
-        typer.Option("--pp", help="Pipeline stages per engine (MT_PIPELINE_PARALLEL_SIZE)."),
-    ] = None,
-    lanes: Annotated[str | None, typer.Option(help="interactive,bulk (MT_LANES).")] = None,
-    concurrency: Annotated[
-        int | None, typer.Option(help="Most chunks a worker holds (MT_WORKER_CONCURRENCY).")
-    ] = None,
-    loglevel: Annotated[str, typer.Option()] = "INFO",
-) -> None:
-    """Start one Celery worker per GPU group of --tp x --pp GPUs (one CPU worker without
-    --gpus) in pool --pool; restart on death."""
-    from mtfleet.core.errors import ConfigError
-    from mtfleet.workers.gpus import gpu_groups, parse_gpus
-    from mtfleet.workers.preflight import problems
-    from mtfleet.workers.supervisor import lanes_apart, run_workers, worker_plan
-
-    overrides = {
-        k: v
-        for k, v in {
-            "MT_ENGINE": engine,
-            "MT_MODEL": model,
-            "MT_POOL": pool,
-            "MT_PAIRS": pairs,
-            "MT_MODEL_TYPE": model_type,
-            "MT_PIPELINE_PARALLEL_SIZE": str(pp) if pp else None,
-            "MT_LANES": lanes,
-            "MT_WORKER_CONCURRENCY": str(concurrency) if concurrency else None,
-        }.items()
-        if v is not None
-    }
-    _settings_or_exit(overrides)
-    from mtfleet.core.settings import get_settings
-
-    settings = get_settings()
-    try:
-        gpu_ids = parse_gpus(gpus)
-        groups = gpu_groups(gpu_ids, tp, settings.pipeline_parallel_size)
-        prefix = f"{settings.pool}-" if settings.pool else ""
-        apart = lanes_apart(settings, gpu_ids)
-        plan = worker_plan(groups, list(settings.lanes), apart, prefix)
-    except ConfigError as exc:
-        err_console.print(f"[red]{escape(exc.message)}[/red]")
-        raise typer.Exit(2) from None
-    found = problems(settings, gpu_ids)
-    if found:
-        err_console.print(
-            f"[red]mtfleet worker (engine {settings.engine}) cannot start:[/red]\n"
-            + "\n".join(f"  - {escape(line)}" for line in found),
-            soft_wrap=True,
-        )
-        raise typer.Exit(2)
-    err_console.print(
-        f"starting {len(plan)} worker(s): {', '.join(name for name, _, _ in plan)} "
-        f"engine={settings.engine} pool={settings.pool_name} lanes={','.join(settings.lanes)}"
-    )
-    code = run_workers(
-        gpus=gpus,
-        tp=tp,
-        pp=settings.pipeline_parallel_size,
-        pool=settings.pool_name,
-        lanes=list(settings.lanes),
-        concurrency=settings.worker_concurrency,
-        loglevel=loglevel,
-        env_overrides=overrides,
-        interactive_prefetch=settings.interactive_prefetch,
-        process_per_lane=apart,
-        prefix=prefix,
-    )
-    raise typer.Exit(code)
-
-
-@app.command()
-def flower(
-    host: Annotated[str | None, typer.Option(help="Bind address (MT_FLOWER_HOST).")] = None,
-    port: Annotated[int | None, typer.Option(help="Port (MT_FLOWER_PORT).")] = None,
-) -> None:
-    """Run Flower on the broker with basic auth (credentials from MT_FLOWER_USER/PASSWORD)."""
-    _settings_or_exit({})
-    from mtfleet.core.errors import ConfigError
-    from mtfleet.core.settings import get_settings
-    from mtfleet.workers.flower import check_flower_auth, run_flower
-
-    s = get_settings()
-    address = host or s.flower_host
-    try:
-        warning = check_flower_auth(address, s.flower_user, s.flower_password.get_secret_value())
-    except ConfigError as exc:
-        err_console.print(f"[red]{escape(exc.message)}[/red]", soft_wrap=True)
-        raise typer.Exit(2) from None
-    if warning:
-        err_console.print(f"[bold red]WARNING: {warning}[/bold red]", soft_wrap=True)
-    raise typer.Exit(run_flower(s, address, port or s.flower_port))
-
-
-@app.command()
-def demo(
-    keep_running: Annotated[bool, typer.Option(help="Leave the fleet running afterwards.")] = False,
-    bulk_lines: Annotated[int, typer.Option(help="Lines in the bulk job.")] = 300,
-    redis_url: Annotated[
-        str | None,
-        typer.Option(
-            help="Use this Redis instead of a private redis-server (e.g. redis://h:6379/5)."
-        ),
-    ] = None,
-) -> None:
-    """Start a private Redis, the API, an Apertium worker and Flower; translate en->es."""
-    from mtfleet.producer.demo import run_demo
-
-    raise typer.Exit(
-        run_demo(keep_running=keep_running, bulk_lines=bulk_lines, redis_url=redis_url)
-    )
 
 
 # --- clients ---------------------------------------------------------------------------------
@@ -881,6 +675,7 @@ def eval_(
 ) -> None:
     """Translate --src through the fleet and score it against --ref: BLEU and chrF
     (sacrebleu). Check a model (quantized, an adapter, another pool) before it serves."""
+    require("eval", "eval")
     from mtfleet.producer.evaluate import EvalError, evaluate
 
     with _client(url, api_key) as mt:
@@ -923,12 +718,6 @@ def eval_(
         raise typer.Exit(1)
 
 
-# Capacity planning: no fleet needed (producer/plan.py, core/capacity.py).
-app.command("plan")(plan_command)
-# The dead-letter list, straight in Redis (producer/dead_letters.py).
-app.add_typer(dead_letters_app, name="dead-letters")
-
-
 # --- pools -----------------------------------------------------------------------------------
 pools_app = typer.Typer(
     no_args_is_help=True, help="Pools: list them (through the API); forget one (in Redis)."
@@ -959,19 +748,9 @@ def pools_list(
         )
 
 
-@pools_app.command("forget")
-def pools_forget(name: Annotated[str, typer.Argument(help="The pool's name.")]) -> None:
-    """Take a pool that is gone for good out of the registry (talks to MT_REDIS_URL): no job is
-    routed to it any more. A pool whose workers start again comes back by itself."""
-    _settings_or_exit({})
-    from mtfleet.core.redis_conn import connect
-    from mtfleet.core.registry import Registry
-    from mtfleet.core.settings import get_settings
-
-    if not Registry(connect(get_settings().redis_url)).forget_pool(name):
-        err_console.print(f"[red]no pool {escape(repr(name))}[/red]")
-        raise typer.Exit(1)
-    print(f"forgot pool {name}")
+# The operator's commands (api, worker, flower, demo, plan, keys, dead-letters, pools forget):
+# mtfleet.fleet, whose server parts load only when one of them runs.
+mount_operator_commands(app, pools_app)
 
 
 # --- glossaries (client: through the API) ------------------------------------------------------
@@ -1085,209 +864,12 @@ def glossary_delete(
     print(f"deleted glossary {glossary_id}")
 
 
-# --- API keys (operator: straight to Redis) ---------------------------------------------------
-keys_app = typer.Typer(
-    no_args_is_help=True,
-    help="API keys: create, list, set-weight, revoke, delete, rotate-webhook-secret (talks to "
-    "the Redis at MT_REDIS_URL directly).",
-)
-app.add_typer(keys_app, name="keys")
-
-
-def _key_store() -> KeyStore:
-    _settings_or_exit({})
-    from mtfleet.core.redis_conn import connect
-    from mtfleet.core.settings import get_settings
-
-    settings = get_settings()
-    return KeyStore(connect(settings.redis_url), cache_s=0, default_rate=settings.key_rate)
-
-
-WEIGHT_HELP = (
-    "Share of a pool's workers while keys' work waits: weight 2 gets twice the turns of "
-    "weight 1 (docs/reliability.md)."
-)
-
-
-@keys_app.command("create")
-def keys_create(
-    name: Annotated[str, typer.Option(help="Who the key is for, e.g. shop1.")],
-    chars_per_day: Annotated[
-        int | None,
-        typer.Option(min=1, help="Characters of text per UTC day (default: no limit)."),
-    ] = None,
-    rate: Annotated[
-        str | None,
-        typer.Option(
-            help="Requests per second, or none: no limit (default: MT_KEY_RATE, which then "
-            "applies to the key whatever it is set to later)."
-        ),
-    ] = None,
-    storage_mb: Annotated[
-        int | None,
-        typer.Option(min=1, help="MiB the key may keep in Redis (default: MT_KEY_STORAGE_MB)."),
-    ] = None,
-    role: Annotated[
-        str,
-        typer.Option(help="user, or operator: may also read /v1/ops and the panel at /ops."),
-    ] = "user",
-    weight: Annotated[int, typer.Option(min=1, max=1000, help=WEIGHT_HELP)] = 1,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-) -> None:
-    """Create an API key; its token is printed once (only its hash is stored)."""
-    try:
-        key, token = _key_store().create(
-            name,
-            chars_per_day=chars_per_day,
-            rate=_rate_option(rate),
-            storage_mb=storage_mb,
-            role=role,
-            weight=weight,
-        )
-    except InvalidInput as exc:
-        err_console.print(f"[red]{escape(exc.message)}[/red]")
-        raise typer.Exit(2) from None
-    if as_json:
-        print(
-            json.dumps(
-                {
-                    **key.model_dump(mode="json"),
-                    "token": token,
-                    "webhook_secret": key.webhook_secret,
-                }
-            )
-        )
-        return
-    err_console.print(
-        f"created key {key.id} ({key.name}); its webhook signing secret (for the client's "
-        f"receiver, docs/webhooks.md): {key.webhook_secret}\n"
-        "the token below is shown only this once:"
-    )
-    print(token)
-
-
-def _rate_option(text: str | None) -> float | Literal["none"] | None:
-    """``--rate``: a number of requests per second, ``none`` (no limit) or unset (the default)."""
-    if text is None:
-        return None
-    if text.strip().lower() in ("none", "unlimited"):
-        return "none"
-    try:
-        return float(text)
-    except ValueError:
-        raise InvalidInput(
-            f"--rate {text!r}: a number of requests per second, or none for no limit"
-        ) from None
-
-
-@keys_app.command("list")
-def keys_list(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
-    """List API keys (never their tokens) with today's characters."""
-    store = _key_store()
-    found = store.list_keys()
-    used = store.used_today(k.id for k in found)
-    stored = {k.id: store.storage(k, 0).used() for k in found}
-    rows = [
-        {**k.model_dump(mode="json"), "chars_today": used[k.id], "stored_bytes": stored[k.id]}
-        for k in found
-    ]
-    if as_json:
-        print(json.dumps(rows))
-        return
-    print("id\tname\tcreated (UTC)\tchars today/per day\trate/s\tstored MiB\trole\tweight\tstate")
-    for k in found:
-        created = time.strftime("%Y-%m-%d %H:%M", time.gmtime(k.created_at))
-        per_day = k.chars_per_day if k.chars_per_day is not None else "-"
-        rate = f"{k.rate:g}" if k.rate is not None else "none"
-        rate += " (default)" if k.rate_default else ""
-        state = "revoked" if k.revoked else "active"
-        mib = f"{stored[k.id] / 1024 / 1024:.1f}"
-        print(
-            f"{k.id}\t{k.name}\t{created}\t{used[k.id]}/{per_day}\t{rate}\t{mib}\t{k.role}"
-            f"\t{k.weight}\t{state}"
-        )
-
-
-@keys_app.command("set-weight")
-def keys_set_weight(
-    key_id: Annotated[str, typer.Argument(help="The key's id (keys list).")],
-    weight: Annotated[int, typer.Argument(min=1, max=1000, help=WEIGHT_HELP)],
-) -> None:
-    """Set a key's weight: its share of the turns from its next turn on."""
-    key = _key_store().set_weight(key_id, weight)
-    if key is None:
-        err_console.print(f"[red]no API key {key_id!r}[/red]")
-        raise typer.Exit(1)
-    print(f"key {key.id} ({key.name}) has weight {key.weight}")
-
-
-@keys_app.command("revoke")
-def keys_revoke(key_id: Annotated[str, typer.Argument(help="The key's id (keys list).")]) -> None:
-    """Revoke a key: API processes refuse it within MT_AUTH_CACHE_S seconds."""
-    key = _key_store().revoke(key_id)
-    if key is None:
-        err_console.print(f"[red]no API key {key_id!r}[/red]")
-        raise typer.Exit(1)
-    print(f"revoked key {key.id} ({key.name})")
-
-
-@keys_app.command("rotate-webhook-secret")
-def keys_rotate_webhook_secret(
-    key_id: Annotated[str, typer.Argument(help="The key's id (keys list).")],
-    keep_old_for: Annotated[
-        float,
-        typer.Option(
-            min=0,
-            help="Seconds webhooks still carry a signature by the old secret too (0: none).",
-        ),
-    ] = 86_400,
-) -> None:
-    """Give a key a new webhook signing secret, printed on stdout. For --keep-old-for seconds
-    (a day by default) webhooks are signed with both, so the receiver can switch over."""
-    secret = _key_store().rotate_webhook_secret(key_id, keep_old_s=keep_old_for)
-    if secret is None:
-        err_console.print(f"[red]no API key {escape(repr(key_id))}[/red]")
-        raise typer.Exit(1)
-    err_console.print(
-        f"new webhook signing secret of key {key_id}"
-        + (f"; the old one also signs for {keep_old_for:g}s" if keep_old_for else "")
-    )
-    print(secret)
-
-
 #: What a CLI user should do about an API error, by its type (the API's own messages speak
 #: HTTP: headers and query parameters).
 CLI_HINTS = {
     "unauthorized": "set MT_API_KEY (or pass --api-key) to a key from `mtfleet keys create`",
     "job_not_finished": "wait for it (mtfleet status JOB_ID), or pass --partial for what is done",
 }
-
-
-@keys_app.command("delete")
-def keys_delete(key_id: Annotated[str, typer.Argument(help="The key's id (keys list).")]) -> None:
-    """Delete a key for good (revoke keeps it listed): API processes refuse it within
-    MT_AUTH_CACHE_S seconds; its glossaries go with it (kept for jobs already accepted until
-    MT_RESULT_TTL_S) and its style rules, its jobs expire with their results."""
-    from mtfleet.core.glossary.store import GlossaryStore
-    from mtfleet.core.settings import get_settings
-    from mtfleet.core.style_rules import StyleRuleStore
-    from mtfleet.core.tm import TranslationMemoryStore
-
-    store = _key_store()
-    key = store.get(key_id) if is_key_id(key_id) else None
-    if key is None:
-        err_console.print(f"[red]no API key {escape(repr(key_id))}[/red]")
-        raise typer.Exit(1)
-    n = GlossaryStore(store.r).delete_owned(key.id, retention_s=get_settings().result_ttl_s)
-    rules = StyleRuleStore(store.r).delete_owned(key.id)
-    memories = TranslationMemoryStore(store.r).delete_owned(
-        key.id, retention_s=get_settings().result_ttl_s
-    )
-    store.delete(key.id)
-    print(
-        f"deleted key {key.id} ({key.name}), {n} glossary(ies), {rules} style rule(s) and "
-        f"{memories} translation memory(ies) it owned"
-    )
 
 
 def main() -> None:
@@ -1309,11 +891,6 @@ def main() -> None:
     except APIUnreachable as exc:
         err_console.print(f"[red]{escape(str(exc))}[/red]", soft_wrap=True)
         sys.exit(1)
-    except redis.RedisError as exc:
-        err_console.print(
-            f"[red]cannot talk to Redis:[/red] {type(exc).__name__}: {escape(str(exc))}"
-        )
-        sys.exit(1)
     except httpx.HTTPError as exc:
         where = ""
         with contextlib.suppress(RuntimeError):
@@ -1326,6 +903,16 @@ def main() -> None:
     except JobTimeout as exc:
         err_console.print(
             f"[yellow]{escape(str(exc))}[/yellow]; fetch it later: mtfleet result {exc.job_id}"
+        )
+        sys.exit(1)
+    except Exception as exc:
+        # An operator command's error (they talk to Redis): redis is a [server] package, imported
+        # only where it is installed and one of those commands ran, so looked up, not imported.
+        redis = sys.modules.get("redis")
+        if redis is None or not isinstance(exc, redis.RedisError):
+            raise
+        err_console.print(
+            f"[red]cannot talk to Redis:[/red] {type(exc).__name__}: {escape(str(exc))}"
         )
         sys.exit(1)
 

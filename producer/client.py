@@ -11,37 +11,38 @@ Waiting follows the job's event stream (``GET /v1/jobs/{id}/events``: progress a
 the final state at once), reconnecting with ``Last-Event-ID`` when it breaks and falling back to
 the API's ``?wait=`` long poll when it cannot be had (:mod:`mtfleet.producer.events`).
 
-Every request is defined once, without I/O, in :mod:`mtfleet.producer.calls`;
-:class:`MTClient` and :class:`AsyncMTClient` only send them (and run the few operations that
-take several requests, such as :meth:`MTClient.wait`, as the generators defined there).
+Every operation is defined once, without I/O and with its signature and documentation, in
+:mod:`mtfleet.producer.calls` (and :mod:`mtfleet.producer.tm_client`); :class:`_Operations`
+names each as a method (:class:`operation`) that :class:`MTClient` runs to the end and
+:class:`AsyncMTClient` returns as a coroutine. Only what cannot be a list of requests, following
+a job's event stream (:meth:`MTClient.events`), is written for each.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
-from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Iterator
+from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 import httpx
 from httpx_sse import SSEError, aconnect_sse, connect_sse
 
 from mtfleet.core.guidance import Guidance
-from mtfleet.core.models import ModelType
 from mtfleet.core.schemas import (
     DocumentOut,
     GlossaryDetail,
-    GlossaryPublic,
     JobPublic,
     JobResultPublic,
-    LimitsPublic,
     TranslatePublic,
 )
-from mtfleet.producer import calls
+from mtfleet.producer import calls, tm_client
 from mtfleet.producer.calls import (
     DEFAULT_URL,
     APIUnreachable,
     Call,
+    Flow,
     JobTimeout,
     MTClientError,
     RetryPolicy,
@@ -49,7 +50,6 @@ from mtfleet.producer.calls import (
     env_url,
 )
 from mtfleet.producer.events import JobFollow
-from mtfleet.producer.tm_client import AsyncTranslationMemoryMixin, TranslationMemoryMixin
 
 # The public models are the API's own (one definition, :mod:`mtfleet.core.schemas`); the SDK's
 # names for them:
@@ -60,6 +60,7 @@ Glossary = GlossaryDetail
 Translation = TranslatePublic
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 __all__ = [
     "DEFAULT_URL",
@@ -91,7 +92,64 @@ def _client_kwargs(url: str | None, timeout: float, api_key: str | None) -> dict
     return {"base_url": env_url(url), "timeout": timeout, "headers": headers}
 
 
-class MTClient(TranslationMemoryMixin):
+class operation(Generic[P, T]):
+    """One operation of the API, declared once in :mod:`mtfleet.producer.calls` as a function
+    that builds its request (a :class:`Call`) or its requests (a :data:`Flow`): on an
+    :class:`MTClient` a method that sends them and returns the answer, on an
+    :class:`AsyncMTClient` one that returns a coroutine of it, with the builder's signature and
+    documentation either way (typed: ``ParamSpec``)."""
+
+    def __init__(self, build: Callable[P, Call[T] | Flow[T]]) -> None:
+        self.build = build
+        self.__doc__ = build.__doc__
+
+    @overload
+    def __get__(self, client: None, owner: type) -> Callable[P, Call[T] | Flow[T]]: ...
+    @overload
+    def __get__(self, client: MTClient, owner: type) -> Callable[P, T]: ...
+    @overload
+    def __get__(
+        self, client: AsyncMTClient, owner: type
+    ) -> Callable[P, Coroutine[Any, Any, T]]: ...
+    def __get__(self, client: Any, owner: type) -> Any:
+        if client is None:
+            return self.build
+        build = self.build
+
+        @functools.wraps(build)
+        def method(*args: Any, **kwargs: Any) -> Any:
+            return client._do(build(*args, **kwargs))
+
+        return method
+
+
+class _Operations:
+    """Every operation of the SDK, each one line: the two clients share them."""
+
+    submit = operation(calls.submit)
+    submit_document = operation(calls.submit_document)
+    document = operation(calls.document)
+    get = operation(calls.get)
+    result = operation(calls.result)
+    cancel = operation(calls.cancel)
+    translate = operation(calls.translate)
+    translation = operation(calls.translation)
+    languages = operation(calls.languages)
+    limits = operation(calls.limits)
+    create_glossary = operation(calls.create_glossary)
+    glossaries = operation(calls.glossaries)
+    glossary = operation(calls.glossary)
+    delete_glossary = operation(calls.delete_glossary)
+    create_translation_memory = operation(tm_client.create_translation_memory)
+    import_translation_memory = operation(tm_client.import_translation_memory)
+    translation_memories = operation(tm_client.translation_memories)
+    translation_memory = operation(tm_client.translation_memory)
+    add_translation_memory_entries = operation(tm_client.add_translation_memory_entries)
+    export_translation_memory = operation(tm_client.export_translation_memory)
+    delete_translation_memory = operation(tm_client.delete_translation_memory)
+
+
+class MTClient(_Operations):
     """The API at ``url`` (default: ``MT_API_URL``, else http://127.0.0.1:8000) with
     ``api_key`` (default: ``MT_API_KEY``). An API restart or a proxy's 502/503/504 is ridden out
     as ``retry`` says; past its budget :class:`APIUnreachable` names the URL tried."""
@@ -139,96 +197,9 @@ class MTClient(TranslationMemoryMixin):
         except StopIteration as done:
             return done.value
 
-    def submit(
-        self,
-        texts: Sequence[str],
-        *,
-        source: str,
-        target: str,
-        lane: str | None = None,
-        idempotency_key: str | None = None,
-        glossary_id: str | None = None,
-        callback_url: str | None = None,
-        pool: str | None = None,
-        adapter: str | None = None,
-        guidance: Guidance | None = None,
-        style_id: str | None = None,
-        translation_memory_id: str | None = None,
-        translation_memory_threshold: int | None = None,
-        model_type: ModelType | None = None,
-    ) -> Job:
-        """Queue a job. ``pool``: the pool to translate with (default: the fleet's route for
-        the pair); ``adapter``: a LoRA adapter that pool serves; ``model_type``: a pool marked
-        for it where one serves the pair (the job's ``model_type_used`` says which);
-        ``callback_url`` gets a signed POST when it is final (docs/webhooks.md)."""
-        return self._send(
-            calls.submit(
-                texts,
-                source,
-                target,
-                lane,
-                idempotency_key,
-                glossary_id,
-                callback_url,
-                pool=pool,
-                adapter=adapter,
-                guidance=guidance,
-                style_id=style_id,
-                translation_memory_id=translation_memory_id,
-                translation_memory_threshold=translation_memory_threshold,
-                model_type=model_type,
-            )
-        )
-
-    def submit_document(
-        self,
-        content: bytes | str,
-        *,
-        format: str,
-        target: str,
-        source: str = "auto",
-        filename: str | None = None,
-        lane: str | None = None,
-        idempotency_key: str | None = None,
-        glossary_id: str | None = None,
-        callback_url: str | None = None,
-        pool: str | None = None,
-        adapter: str | None = None,
-        guidance: Guidance | None = None,
-        style_id: str | None = None,
-        translation_memory_id: str | None = None,
-        translation_memory_threshold: int | None = None,
-        model_type: ModelType | None = None,
-    ) -> Job:
-        """Submit a file (any format of docs/documents.md: HTML, PO, XLSX...); fetch the translated
-        file with :meth:`document` once the job is final."""
-        return self._send(
-            calls.submit_document(
-                content,
-                format,
-                source,
-                target,
-                lane,
-                filename,
-                idempotency_key,
-                glossary_id,
-                callback_url,
-                pool=pool,
-                adapter=adapter,
-                guidance=guidance,
-                style_id=style_id,
-                translation_memory_id=translation_memory_id,
-                translation_memory_threshold=translation_memory_threshold,
-                model_type=model_type,
-            )
-        )
-
-    def document(self, job_id: str, *, partial: bool = False) -> bytes:
-        """A document job's translated file (failed sentences keep their source text)."""
-        return self._send(calls.document(job_id, partial))
-
-    def get(self, job_id: str, *, wait: float = 0) -> Job:
-        return self._send(calls.get(job_id, wait))
+    def _do(self, work: Call[T] | Flow[T]) -> T:
+        """An :class:`operation`'s request sent, or its requests run."""
+        return self._send(work) if isinstance(work, Call) else self._run(work)
 
     def wait(
         self,
@@ -296,123 +267,8 @@ class MTClient(TranslationMemoryMixin):
             if job.final or (deadline is not None and time.monotonic() >= deadline):
                 return
 
-    def result(self, job_id: str, *, partial: bool = False) -> JobResult:
-        return self._send(calls.result(job_id, partial))
 
-    def cancel(self, job_id: str, *, purge: bool = False) -> Job:
-        """Cancel a job (finished results are kept). ``purge=True`` also deletes everything
-        stored for it (texts, results): the job as it was is returned, and is 404 afterwards."""
-        return self._send(calls.cancel(job_id, purge))
-
-    def translate(
-        self,
-        texts: Sequence[str],
-        *,
-        source: str,
-        target: str,
-        timeout: float = 60.0,
-        glossary_id: str | None = None,
-        pool: str | None = None,
-        adapter: str | None = None,
-        guidance: Guidance | None = None,
-        style_id: str | None = None,
-        translation_memory_id: str | None = None,
-        translation_memory_threshold: int | None = None,
-        model_type: ModelType | None = None,
-    ) -> list[str | None]:
-        """Translations aligned with ``texts``; None where a segment failed.
-
-        Waits at most ``timeout`` seconds in all (the server holds the request, then the job is
-        long-polled); raises :class:`JobTimeout` (with ``job_id``) if it is not done by then.
-        """
-        return self.translation(
-            texts,
-            source=source,
-            target=target,
-            timeout=timeout,
-            glossary_id=glossary_id,
-            pool=pool,
-            adapter=adapter,
-            guidance=guidance,
-            style_id=style_id,
-            translation_memory_id=translation_memory_id,
-            translation_memory_threshold=translation_memory_threshold,
-            model_type=model_type,
-        ).translations
-
-    def translation(
-        self,
-        texts: Sequence[str],
-        *,
-        source: str,
-        target: str,
-        timeout: float = 60.0,
-        glossary_id: str | None = None,
-        pool: str | None = None,
-        adapter: str | None = None,
-        guidance: Guidance | None = None,
-        style_id: str | None = None,
-        translation_memory_id: str | None = None,
-        translation_memory_threshold: int | None = None,
-        model_type: ModelType | None = None,
-    ) -> Translation:
-        """:meth:`translate` with everything the answer says: ``translations``, ``errors`` and
-        ``warnings`` per segment, ``cached`` (how many the phrase cache answered) and the job's
-        ``id`` (None when the cache answered all). ``pool`` and ``adapter``: as in
-        :meth:`submit`."""
-        return self._run(
-            calls.translate(
-                texts,
-                source,
-                target,
-                timeout,
-                glossary_id,
-                pool=pool,
-                adapter=adapter,
-                guidance=guidance,
-                style_id=style_id,
-                translation_memory_id=translation_memory_id,
-                translation_memory_threshold=translation_memory_threshold,
-                model_type=model_type,
-            )
-        )
-
-    def languages(self) -> dict[str, Any]:
-        return self._send(calls.languages())
-
-    def limits(self) -> LimitsPublic:
-        """What one job or request may carry on this fleet."""
-        return self._send(calls.limits())
-
-    # -- glossaries --------------------------------------------------------------------------
-    def create_glossary(
-        self,
-        name: str,
-        *,
-        source: str,
-        target: str,
-        entries: Mapping[str, str] | None = None,
-        protected: Sequence[str] | None = None,
-        entries_tsv: str | None = None,
-    ) -> Glossary:
-        """A new glossary: ``entries`` source term -> target term, ``protected`` terms kept
-        untranslated in their casing; pass its ``id`` as ``glossary_id`` to submit/translate."""
-        return self._send(
-            calls.create_glossary(name, source, target, entries, protected, entries_tsv)
-        )
-
-    def glossaries(self) -> list[GlossaryPublic]:
-        """This key's glossaries (without their terms)."""
-        return self._send(calls.glossaries())
-
-    def glossary(self, glossary_id: str) -> Glossary:
-        return self._send(calls.glossary(glossary_id))
-
-    def delete_glossary(self, glossary_id: str) -> None:
-        self._send(calls.delete_glossary(glossary_id))
-
-
-class AsyncMTClient(AsyncTranslationMemoryMixin):
+class AsyncMTClient(_Operations):
     """:class:`MTClient` for asyncio: the same methods, awaited."""
 
     def __init__(
@@ -458,89 +314,9 @@ class AsyncMTClient(AsyncTranslationMemoryMixin):
         except StopIteration as done:
             return done.value
 
-    async def submit(
-        self,
-        texts: Sequence[str],
-        *,
-        source: str,
-        target: str,
-        lane: str | None = None,
-        idempotency_key: str | None = None,
-        glossary_id: str | None = None,
-        callback_url: str | None = None,
-        pool: str | None = None,
-        adapter: str | None = None,
-        guidance: Guidance | None = None,
-        style_id: str | None = None,
-        translation_memory_id: str | None = None,
-        translation_memory_threshold: int | None = None,
-        model_type: ModelType | None = None,
-    ) -> Job:
-        return await self._send(
-            calls.submit(
-                texts,
-                source,
-                target,
-                lane,
-                idempotency_key,
-                glossary_id,
-                callback_url,
-                pool=pool,
-                adapter=adapter,
-                guidance=guidance,
-                style_id=style_id,
-                translation_memory_id=translation_memory_id,
-                translation_memory_threshold=translation_memory_threshold,
-                model_type=model_type,
-            )
-        )
-
-    async def submit_document(
-        self,
-        content: bytes | str,
-        *,
-        format: str,
-        target: str,
-        source: str = "auto",
-        filename: str | None = None,
-        lane: str | None = None,
-        idempotency_key: str | None = None,
-        glossary_id: str | None = None,
-        callback_url: str | None = None,
-        pool: str | None = None,
-        adapter: str | None = None,
-        guidance: Guidance | None = None,
-        style_id: str | None = None,
-        translation_memory_id: str | None = None,
-        translation_memory_threshold: int | None = None,
-        model_type: ModelType | None = None,
-    ) -> Job:
-        return await self._send(
-            calls.submit_document(
-                content,
-                format,
-                source,
-                target,
-                lane,
-                filename,
-                idempotency_key,
-                glossary_id,
-                callback_url,
-                pool=pool,
-                adapter=adapter,
-                guidance=guidance,
-                style_id=style_id,
-                translation_memory_id=translation_memory_id,
-                translation_memory_threshold=translation_memory_threshold,
-                model_type=model_type,
-            )
-        )
-
-    async def document(self, job_id: str, *, partial: bool = False) -> bytes:
-        return await self._send(calls.document(job_id, partial))
-
-    async def get(self, job_id: str, *, wait: float = 0) -> Job:
-        return await self._send(calls.get(job_id, wait))
+    async def _do(self, work: Call[T] | Flow[T]) -> T:
+        """An :class:`operation`'s request sent, or its requests run."""
+        return await (self._send(work) if isinstance(work, Call) else self._run(work))
 
     async def wait(
         self,
@@ -604,103 +380,3 @@ class AsyncMTClient(AsyncTranslationMemoryMixin):
             yield job
             if job.final or (deadline is not None and time.monotonic() >= deadline):
                 return
-
-    async def result(self, job_id: str, *, partial: bool = False) -> JobResult:
-        return await self._send(calls.result(job_id, partial))
-
-    async def cancel(self, job_id: str, *, purge: bool = False) -> Job:
-        return await self._send(calls.cancel(job_id, purge))
-
-    async def translate(
-        self,
-        texts: Sequence[str],
-        *,
-        source: str,
-        target: str,
-        timeout: float = 60.0,
-        glossary_id: str | None = None,
-        pool: str | None = None,
-        adapter: str | None = None,
-        guidance: Guidance | None = None,
-        style_id: str | None = None,
-        translation_memory_id: str | None = None,
-        translation_memory_threshold: int | None = None,
-        model_type: ModelType | None = None,
-    ) -> list[str | None]:
-        answer = await self.translation(
-            texts,
-            source=source,
-            target=target,
-            timeout=timeout,
-            glossary_id=glossary_id,
-            pool=pool,
-            adapter=adapter,
-            guidance=guidance,
-            style_id=style_id,
-            translation_memory_id=translation_memory_id,
-            translation_memory_threshold=translation_memory_threshold,
-            model_type=model_type,
-        )
-        return answer.translations
-
-    async def translation(
-        self,
-        texts: Sequence[str],
-        *,
-        source: str,
-        target: str,
-        timeout: float = 60.0,
-        glossary_id: str | None = None,
-        pool: str | None = None,
-        adapter: str | None = None,
-        guidance: Guidance | None = None,
-        style_id: str | None = None,
-        translation_memory_id: str | None = None,
-        translation_memory_threshold: int | None = None,
-        model_type: ModelType | None = None,
-    ) -> Translation:
-        return await self._run(
-            calls.translate(
-                texts,
-                source,
-                target,
-                timeout,
-                glossary_id,
-                pool=pool,
-                adapter=adapter,
-                guidance=guidance,
-                style_id=style_id,
-                translation_memory_id=translation_memory_id,
-                translation_memory_threshold=translation_memory_threshold,
-                model_type=model_type,
-            )
-        )
-
-    async def languages(self) -> dict[str, Any]:
-        return await self._send(calls.languages())
-
-    async def limits(self) -> LimitsPublic:
-        return await self._send(calls.limits())
-
-    async def create_glossary(
-        self,
-        name: str,
-        *,
-        source: str,
-        target: str,
-        entries: Mapping[str, str] | None = None,
-        protected: Sequence[str] | None = None,
-        entries_tsv: str | None = None,
-    ) -> Glossary:
-        return await self._send(
-            calls.create_glossary(name, source, target, entries, protected, entries_tsv)
-        )
-
-    async def glossaries(self) -> list[GlossaryPublic]:
-        return await self._send(calls.glossaries())
-
-    async def glossary(self, glossary_id: str) -> Glossary:
-        return await self._send(calls.glossary(glossary_id))
-
-    async def delete_glossary(self, glossary_id: str) -> None:
-        await self._send(calls.delete_glossary(glossary_id))

@@ -1,7 +1,6 @@
 """The SDK's translation-memory calls (``/v1/translation_memories``), defined once without I/O
-as :class:`~mtfleet.producer.calls.Call` objects, and the methods that send them:
-:class:`TranslationMemoryMixin` for :class:`~mtfleet.producer.client.MTClient` and
-:class:`AsyncTranslationMemoryMixin` for :class:`~mtfleet.producer.client.AsyncMTClient`.
+as :class:`~mtfleet.producer.calls.Call` objects; :class:`~mtfleet.producer.client.MTClient`
+and :class:`~mtfleet.producer.client.AsyncMTClient` have a method of the same name for each.
 
     with MTClient() as mt:
         tm = mt.import_translation_memory(Path("shop.tmx").read_bytes(), name="shop",
@@ -13,15 +12,13 @@ as :class:`~mtfleet.producer.calls.Call` objects, and the methods that send them
 from __future__ import annotations
 
 import base64
-from collections.abc import Awaitable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import httpx
 
 from mtfleet.core.tm.schemas import TMList, TMPublic
 from mtfleet.producer.calls import Call, checked
-
-T = TypeVar("T")
 
 #: The SDK's name for a translation memory (without its pairs).
 TranslationMemory = TMPublic
@@ -65,7 +62,11 @@ def file_body(content: bytes | str, filename: str | None, fmt: str | None) -> di
     return body
 
 
-def create(name: str, source: str, target: str, entries: Entries | None) -> Call[TMPublic]:
+def create_translation_memory(
+    name: str, *, source: str, target: str, entries: Entries | None = None
+) -> Call[TMPublic]:
+    """A new memory of ``entries`` (source -> target; none: an empty memory that corrections
+    fill); pass its ``id`` as ``translation_memory_id``."""
     body = {
         "name": name,
         "source_lang": source,
@@ -75,14 +76,17 @@ def create(name: str, source: str, target: str, entries: Entries | None) -> Call
     return Call("POST", PATH, _tm, json=body)
 
 
-def import_file(
+def import_translation_memory(
     content: bytes | str,
+    *,
     name: str,
     source: str,
     target: str,
-    filename: str | None,
-    fmt: str | None,
+    filename: str | None = None,
+    fmt: str | None = None,
 ) -> Call[TMPublic]:
+    """A new memory from a TMX, TSV or CSV file (``fmt``: ``tmx``, ``tsv`` or ``csv``;
+    default: told by ``filename``'s extension, else by the bytes)."""
     body = {
         "name": name,
         "source_lang": source,
@@ -92,118 +96,28 @@ def import_file(
     return Call("POST", PATH, _tm, json=body)
 
 
-def listed() -> Call[list[TMPublic]]:
+def translation_memories() -> Call[list[TMPublic]]:
+    """This key's translation memories (without their pairs)."""
     return Call(
         "GET", PATH, lambda r: TMList.model_validate(checked(r).json()).translation_memories
     )
 
 
-def get(tm_id: str) -> Call[TMPublic]:
+def translation_memory(tm_id: str) -> Call[TMPublic]:
+    """A memory's description (its pairs: ``export_translation_memory``)."""
     return Call("GET", f"{PATH}/{tm_id}", _tm)
 
 
-def add_entries(tm_id: str, entries: Entries) -> Call[TMPublic]:
+def add_translation_memory_entries(tm_id: str, entries: Entries) -> Call[TMPublic]:
+    """Add or replace pairs (corrections); the next request sees them."""
     return Call("POST", f"{PATH}/{tm_id}/entries", _tm, json={"entries": _entries(entries)})
 
 
-def export(tm_id: str) -> Call[bytes]:
+def export_translation_memory(tm_id: str) -> Call[bytes]:
+    """The memory as a TMX 1.4 file."""
     return Call("GET", f"{PATH}/{tm_id}/export", lambda r: checked(r).content)
 
 
-def delete(tm_id: str) -> Call[None]:
+def delete_translation_memory(tm_id: str) -> Call[None]:
+    """Delete a memory (jobs accepted with it still finish with it)."""
     return Call("DELETE", f"{PATH}/{tm_id}", _nothing)
-
-
-class _Sends(Protocol):
-    def _send(self, call: Call[T]) -> T: ...
-
-
-class _SendsAsync(Protocol):
-    def _send(self, call: Call[T]) -> Awaitable[T]: ...
-
-
-class TranslationMemoryMixin:
-    """Translation-memory methods of :class:`~mtfleet.producer.client.MTClient`."""
-
-    def create_translation_memory(
-        self: _Sends, name: str, *, source: str, target: str, entries: Entries | None = None
-    ) -> TMPublic:
-        """A new memory of ``entries`` (source -> target; none: an empty memory that
-        corrections fill); pass its ``id`` as ``translation_memory_id``."""
-        return self._send(create(name, source, target, entries))
-
-    def import_translation_memory(
-        self: _Sends,
-        content: bytes | str,
-        *,
-        name: str,
-        source: str,
-        target: str,
-        filename: str | None = None,
-        fmt: str | None = None,
-    ) -> TMPublic:
-        """A new memory from a TMX, TSV or CSV file (``fmt``: ``tmx``, ``tsv`` or ``csv``;
-        default: told by ``filename``'s extension, else by the bytes)."""
-        return self._send(import_file(content, name, source, target, filename, fmt))
-
-    def translation_memories(self: _Sends) -> list[TMPublic]:
-        """This key's translation memories (without their pairs)."""
-        return self._send(listed())
-
-    def translation_memory(self: _Sends, tm_id: str) -> TMPublic:
-        return self._send(get(tm_id))
-
-    def add_translation_memory_entries(self: _Sends, tm_id: str, entries: Entries) -> TMPublic:
-        """Add pairs, or correct the target of those with the same source; the memory as it is
-        now (a new ``version``), which the next request sees."""
-        return self._send(add_entries(tm_id, entries))
-
-    def export_translation_memory(self: _Sends, tm_id: str) -> bytes:
-        """The memory as a TMX 1.4 file."""
-        return self._send(export(tm_id))
-
-    def delete_translation_memory(self: _Sends, tm_id: str) -> None:
-        self._send(delete(tm_id))
-
-
-class AsyncTranslationMemoryMixin:
-    """The same methods for :class:`~mtfleet.producer.client.AsyncMTClient`."""
-
-    async def create_translation_memory(
-        self: _SendsAsync,
-        name: str,
-        *,
-        source: str,
-        target: str,
-        entries: Entries | None = None,
-    ) -> TMPublic:
-        return await self._send(create(name, source, target, entries))
-
-    async def import_translation_memory(
-        self: _SendsAsync,
-        content: bytes | str,
-        *,
-        name: str,
-        source: str,
-        target: str,
-        filename: str | None = None,
-        fmt: str | None = None,
-    ) -> TMPublic:
-        return await self._send(import_file(content, name, source, target, filename, fmt))
-
-    async def translation_memories(self: _SendsAsync) -> list[TMPublic]:
-        return await self._send(listed())
-
-    async def translation_memory(self: _SendsAsync, tm_id: str) -> TMPublic:
-        return await self._send(get(tm_id))
-
-    async def add_translation_memory_entries(
-        self: _SendsAsync, tm_id: str, entries: Entries
-    ) -> TMPublic:
-        return await self._send(add_entries(tm_id, entries))
-
-    async def export_translation_memory(self: _SendsAsync, tm_id: str) -> bytes:
-        return await self._send(export(tm_id))
-
-    async def delete_translation_memory(self: _SendsAsync, tm_id: str) -> None:
-        await self._send(delete(tm_id))

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from mtfleet.producer.localfleet import free_port, redis_server_command
+from mtfleet.fleet.localfleet import free_port, redis_server_command
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -74,16 +74,27 @@ def redis_server() -> Iterator[str]:
 @pytest.fixture
 def redis_url(redis_server: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The private Redis, flushed, and MT_REDIS_URL pointing at it for this test."""
-    from mtfleet.core.redis_conn import reset
     from mtfleet.core.settings import get_settings
 
     redis.Redis.from_url(redis_server).flushall()
     monkeypatch.setenv("MT_REDIS_URL", redis_server)
     get_settings.cache_clear()
-    reset()
+    _forget_pooled_clients()
     yield redis_server
     get_settings.cache_clear()
-    reset()
+    _forget_pooled_clients()
+
+
+def _forget_pooled_clients() -> None:
+    """Close the clients ``redis_conn.connect`` pooled in this process, so no test reaches the
+    private Redis through a client an earlier test made (production never needs this: its
+    processes start, never fork, and keep one Redis URL)."""
+    from mtfleet.core import redis_conn
+
+    with redis_conn._lock:
+        for client in redis_conn._clients.values():
+            client.close()
+        redis_conn._clients.clear()
 
 
 @pytest.fixture

@@ -20,12 +20,13 @@ from dataclasses import dataclass, field
 import fakeredis
 
 from mtfleet.api.chunking import plan_chunks
+from mtfleet.core import scripts
 from mtfleet.core.cache import PhraseCache, normalize
 from mtfleet.core.glossary import Glossary, GlossaryStore
 from mtfleet.core.models import ChunkMessage, JobStatus, Lane, Progress, SegmentOutcome
 from mtfleet.core.settings import Settings
 from mtfleet.core.store import JobRecord, JobStore, new_job_id
-from mtfleet.producer.localfleet import free_port
+from mtfleet.fleet.localfleet import free_port
 from mtfleet.workers.chunk import ChunkProcessor
 from mtfleet.workers.engines.base import (
     Done,
@@ -41,6 +42,11 @@ Script = Callable[[TranslationRequest], Reply]
 
 
 #: The engine fingerprint a :class:`ChunkRun`'s worker keys the phrase cache with.
+def script_names() -> list[str]:
+    """Every script in core/lua/ (``lib.lua`` is the helpers put in front of each, not one)."""
+    return sorted(p.stem for p in scripts.LUA_DIR.glob("*.lua") if p.stem != "lib")
+
+
 def free_port_run(count: int, avoid: Collection[int] = ()) -> int:
     """A port ``p`` with ``p`` … ``p + count - 1`` all free now and none in ``avoid``: a worker
     of ``count`` lane processes serves its metrics on ``MT_WORKER_METRICS_PORT`` + its index,

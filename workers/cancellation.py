@@ -23,6 +23,7 @@ from typing import Any
 import redis
 
 from mtfleet.core import keys
+from mtfleet.core.backoff import RECONNECT
 from mtfleet.core.models import JobStatus
 from mtfleet.core.store import JobStore
 from mtfleet.workers.hooks import Hook
@@ -69,7 +70,7 @@ class Cancellations(Hook):
         self._stop.set()
 
     def _run(self) -> None:
-        backoff = 0.1
+        failures = 0
         while not self._stop.is_set():
             pubsub = self.r.pubsub()
             following: set[str] = set()  # a new connection follows nothing yet
@@ -77,13 +78,13 @@ class Cancellations(Hook):
                 while not self._stop.is_set():
                     following = self._follow(pubsub, following)
                     self._look(self._heard(pubsub))
-                    backoff = 0.1
+                    failures = 0
             except Exception as exc:  # noqa: BLE001 - the listener must outlive any failure
                 if self._stop.is_set():
                     break
                 log.warning("cancellation listener lost Redis (%s); retrying", exc)
-                self._stop.wait(backoff)
-                backoff = min(backoff * 2, 5.0)
+                self._stop.wait(RECONNECT.wait_s(failures))
+                failures += 1
             finally:
                 with contextlib.suppress(Exception):  # closing a broken connection
                     pubsub.close()

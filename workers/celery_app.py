@@ -41,13 +41,14 @@ from celery.worker.request import Request
 from pydantic import ValidationError
 
 from mtfleet.core import keys
+from mtfleet.core.backoff import Backoff
 from mtfleet.core.broker import make_celery
 from mtfleet.core.errors import EngineUnavailable
 from mtfleet.core.models import ChunkMessage
 from mtfleet.core.settings import get_settings
 from mtfleet.workers import metrics
 from mtfleet.workers.chunk import Requeue
-from mtfleet.workers.consumers import InteractiveConsumer, consumer_plan
+from mtfleet.workers.consumers import consumer_plan, interactive_consumer
 from mtfleet.workers.reconciler import unacked_options
 from mtfleet.workers.runtime import WorkerRuntime, new_instance_id
 from mtfleet.workers.supervisor import ROOT_WARNED
@@ -87,8 +88,11 @@ app.conf.update(
 app.Task.Request = RedactedRequest
 
 # Interactive chunks on their own consumer when the worker serves both lanes.
-if consumer_plan(settings.pool_name, list(settings.lanes), settings.interactive_prefetch)[1]:
-    app.steps["consumer"].add(InteractiveConsumer)
+_, _interactive_prefetch = consumer_plan(
+    settings.pool_name, list(settings.lanes), settings.interactive_prefetch
+)
+if _interactive_prefetch:
+    app.steps["consumer"].add(interactive_consumer(settings.pool_name, _interactive_prefetch))
 
 _runtime: WorkerRuntime | None = None
 
@@ -102,16 +106,12 @@ def runtime() -> WorkerRuntime:
 
 
 # -- the task ----------------------------------------------------------------------------------
-#: Seconds before a chunk that failed on its n-th delivery may go again: 0.5 s, doubling per
-#: delivery, at most this (a failing chunk waits aside in the backlog, holding no thread).
-BACKOFF_MAX_S = 10.0
+#: How long a chunk that failed on its n-th delivery waits aside in the backlog (holding no
+#: thread) before it may go again: 0.5 s, doubling per delivery, at most 10 s.
+CHUNK_BACKOFF = Backoff(first_s=0.5, max_s=10.0)
 #: Seconds a chunk waits aside when the engine it met was down (it is no fault of the chunk's:
 #: no backoff grows), so it does not bounce straight back to a worker that cannot serve it.
 ENGINE_DOWN_S = 0.5
-
-
-def backoff_s(deliveries: int) -> float:
-    return min(0.25 * 2 ** max(1, min(deliveries, 8)), BACKOFF_MAX_S)
 
 
 @app.task(name=keys.TRANSLATE_TASK, bind=True, acks_late=True, reject_on_worker_lost=True)
@@ -157,7 +157,9 @@ def _put_back(
     and its message is acknowledged. With Redis away the message is rejected instead: the
     broker keeps it (and returns it with the visibility timeout)."""
     try:
-        delay = backoff_s(rt.store.deliveries(msg.job_id, msg.chunk)) if backoff else delay_s
+        delay = delay_s
+        if backoff:
+            delay = CHUNK_BACKOFF.wait_s(rt.store.deliveries(msg.job_id, msg.chunk) - 1)
         where = rt.backlog.requeue(
             msg.job_id,
             msg.chunk,

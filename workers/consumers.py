@@ -65,26 +65,40 @@ def consumer_plan(pool: str, lanes: list[str], interactive_prefetch: int) -> tup
 
 class InteractiveConsumer(bootsteps.ConsumerStep):
     """Consumes the pool's interactive queue on its own channel and prefetch (see the module
-    docs)."""
+    docs). Celery makes its steps from their class: :func:`interactive_consumer` gives it one
+    that carries the worker's pool and prefetch."""
 
     requires = ("celery.worker.consumer.tasks:Tasks",)
+    pool: str
+    prefetch: int
 
     def __init__(self, parent: Any, **kwargs: Any) -> None:
         self.parent = parent
         super().__init__(parent, **kwargs)
 
     def get_consumers(self, channel: Any) -> list[Consumer]:
-        from mtfleet.core.settings import get_settings
-
-        settings = get_settings()
-        pool = settings.pool_name
-        _, prefetch = consumer_plan(pool, list(settings.lanes), settings.interactive_prefetch)
-        channel.basic_qos(0, prefetch, False)
+        channel.basic_qos(0, self.prefetch, False)
         return [
             Consumer(
                 channel,
-                queues=[Queue(keys.queue(pool, "interactive"))],
+                queues=[Queue(keys.queue(self.pool, "interactive"))],
                 on_message=self.parent.create_task_handler(),
                 accept=["json"],
             )
         ]
+
+
+def interactive_consumer(pool: str, prefetch: int) -> type[InteractiveConsumer]:
+    """The step to add to a worker that consumes ``pool``'s interactive queue with ``prefetch``
+    (:func:`consumer_plan`, from the worker's settings). It keeps the step's name, which the
+    worker's health checks look it up by (``workers.health.INTERACTIVE_STEP``)."""
+    return type(
+        InteractiveConsumer.__name__,
+        (InteractiveConsumer,),
+        {
+            "__module__": __name__,
+            "name": InteractiveConsumer.name,
+            "pool": pool,
+            "prefetch": prefetch,
+        },
+    )

@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from mtfleet.core.backoff import Backoff
 from mtfleet.workers import metrics
 from mtfleet.workers.hooks import Hook
 
@@ -35,6 +36,7 @@ log = logging.getLogger(__name__)
 
 #: Restarts tried (1, 2, 4, 8 s apart) before the process exits and its launcher starts afresh.
 ATTEMPTS = 5
+RESTART_BACKOFF = Backoff(first_s=1.0, max_s=16.0)
 INTERACTIVE_STEP = "mtfleet.workers.consumers.InteractiveConsumer"
 
 
@@ -89,7 +91,7 @@ class EngineHealth(Hook):
                 self.probe()
             except Exception as exc:  # noqa: BLE001 - reported, then tried again
                 log.error("engine restart %d/%d failed: %s", attempt + 1, ATTEMPTS, exc)
-                time.sleep(2**attempt)
+                time.sleep(RESTART_BACKOFF.wait_s(attempt))
                 continue
             metrics.ENGINE_RESTARTS.inc()
             with self._lock:

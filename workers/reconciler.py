@@ -28,8 +28,8 @@ duplicate delivery, which is harmless: every result is written once (HSETNX) and
 segments all have results does no work. A chunk put back ``MT_MAX_DELIVERIES`` times this way is
 dead-lettered like a poison chunk.
 
-One worker does all this at a time: the holder of a short lease, taken or extended in one
-step at every tick.
+One worker does all this at a time: the holder of a short lease (redis-py's :class:`Lock`),
+taken when free or renewed by its holder at every tick, each in one atomic step.
 """
 
 from __future__ import annotations
@@ -40,8 +40,10 @@ import time
 from typing import Any
 
 import redis
+from redis.exceptions import LockError
+from redis.lock import Lock
 
-from mtfleet.core import keys, scripts
+from mtfleet.core import keys
 from mtfleet.core.backlog import Backlog
 from mtfleet.core.models import ChunkMessage
 from mtfleet.core.registry import Registry
@@ -100,10 +102,15 @@ class Reconciler(Periodic):
         self.r = client
         self.store = store
         self.backlog = backlog
-        self._lease = scripts.register(client, "lead")
         self.registry = Registry(client)
         self.instance = instance
         self.interval_s = settings.heartbeat_s  # a dead worker is seen at its first missed tick
+        # The lease outlives three ticks, so a dead leader is replaced within three heartbeats.
+        # Its value is the instance (who leads shows in Redis); one object per process, used
+        # from one thread, so the token need not be thread-local.
+        self._lease = Lock(
+            client, keys.RECONCILE_LOCK, timeout=self.interval_s * 3, thread_local=False
+        )
         self.sweep_every_s = float(settings.reconcile_interval_s)
         # A chunk must stay missing this long before it is re-sent; jobs younger than this
         # (still being published) and chunks enqueued less than this before the lane's
@@ -125,13 +132,14 @@ class Reconciler(Periodic):
             self.sweep()
 
     def _lead(self) -> bool:
-        """Hold the lease (one reconciler at a time across the fleet); it outlives three ticks,
-        so a dead leader is replaced within three heartbeats."""
-        return bool(
-            self._lease(
-                keys=[keys.RECONCILE_LOCK], args=[self.instance, int(self.interval_s * 3000)]
-            )
-        )
+        """Hold the lease (one reconciler at a time across the fleet): renew it if this
+        instance holds it (``reacquire``: the full TTL again only while the value is still
+        ours, in one Lua step, so a lease another instance took over in between is never
+        extended), else take it if nobody holds it (``acquire``: SET NX)."""
+        try:
+            return self._lease.reacquire()
+        except LockError:  # not this instance's (never was, or taken over since)
+            return self._lease.acquire(blocking=False, token=self.instance)
 
     # -- a dead worker's chunks --------------------------------------------------------------
     def rescue(self) -> int:

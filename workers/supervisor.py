@@ -14,6 +14,7 @@ import threading
 import time
 from types import FrameType
 
+from mtfleet.core.backoff import Backoff
 from mtfleet.core.errors import ConfigError
 from mtfleet.core.settings import Settings
 from mtfleet.workers import priority
@@ -119,7 +120,7 @@ class Supervisor:
                 if now - self.started[name] > 60:
                     self.failures[name] = 0
                 n = self.failures.get(name, 0)
-                delay = min(max_backoff_s, 0.5 * 2**n) if n else 0.0
+                delay = Backoff(0.5, max_backoff_s).wait_s(n) if n else 0.0
                 self.failures[name] = n + 1
                 log.warning("worker %s exited with %s; restarting in %.1fs", name, code, delay)
                 self.restart_at[name] = now + delay

@@ -1,8 +1,9 @@
-"""The LibreTranslate surface's error answers, in one place: LibreTranslate's body,
-``{"error": "..."}``, and its statuses: 400 for a bad request (a missing API key included, as
-LibreTranslate answers it), 403 for a bad key, 429 for a rate or a quota (``Slowdown: ...``),
-404 for an unknown download; 503 while a translation is still running past the wait (the same
-request sent again joins it) or a store is down; 500 when the translation failed.
+"""The LibreTranslate surface's error answers: LibreTranslate's body, ``{"error": "..."}``
+(``Slowdown: ...`` for a 429). Which status each error is (400 for a bad request, a missing
+API key included, as LibreTranslate answers it; 403 for a bad key; 429 for a rate or a quota;
+404 for an unknown download; 503 while a translation is still running past the wait, the same
+request sent again joining it, or a store is down; 500 when the translation failed) is the
+``libretranslate`` column of :data:`mtfleet.api.errors.STATUS`.
 
 Every answer of the surface carries LibreTranslate's CORS headers (browser clients call it
 from other origins); :class:`Preflight` answers their CORS preflight requests.
@@ -10,40 +11,14 @@ from other origins); :class:`Preflight` answers their CORS preflight requests.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
-import redis
-from fastapi import Request, Response
-from fastapi.exceptions import RequestValidationError
+from fastapi import Response
 from fastapi.responses import JSONResponse
-from starlette.exceptions import HTTPException
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mtfleet.api.surfaces import Surface, route_class
-from mtfleet.core.errors import (
-    InvalidInput,
-    JobNotFinished,
-    JobNotFound,
-    JobPurged,
-    MTError,
-    RateLimited,
-    Unauthorized,
-    Unavailable,
-)
-
-log = logging.getLogger(__name__)
-
-STATUS: list[tuple[type[MTError], int]] = [
-    (RateLimited, 429),
-    (JobNotFinished, 503),  # StillTranslating: the same request sent again joins the job
-    (Unauthorized, 403),
-    (JobNotFound, 404),
-    (JobPurged, 404),
-    (InvalidInput, 400),
-    (Unavailable, 503),
-]
 
 CORS = {
     "Access-Control-Allow-Origin": "*",
@@ -56,35 +31,12 @@ CORS = {
 
 def render(code: int, type_: str, message: str, **extra: Any) -> Response:
     """An error as LibreTranslate words it (``type_`` is not part of its body)."""
-    if code == 401:
-        code = 403
     headers = dict(CORS)
     if code in (429, 503):
         headers["Retry-After"] = str(extra.get("retry_after", 1))
     if code == 429:
         message = f"Slowdown: {message}"
     return JSONResponse({"error": message}, status_code=code, headers=headers)
-
-
-def answer(_: Request, exc: Exception) -> Response:
-    """Any exception a LibreTranslate route raises, as LibreTranslate's clients expect it."""
-    if isinstance(exc, MTError):
-        code = next((c for cls, c in STATUS if isinstance(exc, cls)), 500)
-        if code == 500:
-            log.error("LibreTranslate request failed: %s", exc.message)
-        return render(code, exc.code, exc.message, **exc.details)
-    if isinstance(exc, RequestValidationError):
-        return render(400, "invalid_input", "Invalid request")
-    if isinstance(exc, HTTPException):
-        return render(exc.status_code, "http_error", str(exc.detail))
-    if isinstance(exc, redis.RedisError):
-        err = Unavailable.because("the job store", exc)
-        return render(503, err.code, err.message)
-    log.exception("unhandled error on the LibreTranslate surface", exc_info=exc)
-    return render(500, "internal", "internal error; see the server log")
-
-
-Route = route_class(answer, CORS)
 
 
 class Preflight:
@@ -116,4 +68,8 @@ SURFACE = Surface(
     (),  # the key travels in the body or the query: read by the routes
     "Please contact the server operator to get an API key",
     render,
+    invalid_status=400,
+    invalid_message="Invalid request",
 )
+
+Route = route_class(SURFACE, CORS)

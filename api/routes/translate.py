@@ -43,9 +43,10 @@ async def translate(
     pool, the wait itself on the event loop).
     """
     t0 = time.monotonic()
-    # the same request as a job: every field of the body but the wait (one list, no copy
-    # of each field to forget when a field is added)
-    req = JobCreate(**body.model_dump(exclude={"timeout"}), lane=Lane.interactive)
+    # the same request as a job: every field of the body but the wait (one list, no copy of
+    # each field to forget when a field is added), not validated again: the body was, by the
+    # same validators (texts, guidance, callback_url)
+    req = JobCreate.model_construct(**body.model_dump(exclude={"timeout"}), lane=Lane.interactive)
     found = None
     if idempotency_key is None:  # a replay must find its job: the whole way
         found = await services.jobs.answer_from_cache(req, owner=caller.owner, key=caller.key)
@@ -65,7 +66,7 @@ async def translate(
         owner=caller.owner,
         key=caller.key,
         idempotency_key=idempotency_key,
-        hits=found.hits if found is not None else None,
+        found=found,
     )
     timeout = body.timeout or services.settings.translate_timeout_s
     known = submitted.cached if submitted.created else None

@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import logging
-import random
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -37,28 +35,13 @@ from standardwebhooks import Webhook
 from mtfleet.api import metrics
 from mtfleet.api.webhooks.targets import TargetRefused, pin
 from mtfleet.core.apikeys import KeyStore
-from mtfleet.core.outbox import Outcome, StoredEvent, WebhookOutbox, backoff_s
+from mtfleet.core.backoff import Backoff, retry_after_s
+from mtfleet.core.outbox import Outcome, StoredEvent, WebhookOutbox
 from mtfleet.core.settings import Settings
 
 log = logging.getLogger(__name__)
 
 USER_AGENT = "mtfleet-webhooks/1"
-
-
-def retry_after_s(value: str | None, now: float) -> float | None:
-    """A ``Retry-After`` header as seconds from ``now`` (delta-seconds or an HTTP date)."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, when.timestamp() - now)
 
 
 @dataclass(frozen=True)
@@ -85,7 +68,6 @@ class WebhookDeliverer:
         self.settings = settings
         self.outbox = outbox
         self.apikeys = apikeys
-        self.rng = random.Random()
         # a claimed event is this process's until the lease ends: longer than any attempt
         self.lease_s = 2 * settings.webhook_timeout_s + 10
         self._tasks: set[asyncio.Task[None]] = set()
@@ -209,9 +191,8 @@ class WebhookDeliverer:
         when longer; past the retry window, give up."""
         s = self.settings
         now = time.time()
-        delay = backoff_s(
-            event.attempts + 1, s.webhook_backoff_first_s, s.webhook_backoff_max_s, self.rng
-        )
+        backoff = Backoff(s.webhook_backoff_first_s, s.webhook_backoff_max_s, jitter="full")
+        delay = backoff.wait_s(event.attempts)
         if got.retry_after is not None:
             delay = max(delay, got.retry_after)
         next_at = now + delay

@@ -1,8 +1,8 @@
 """Document formats: cut a file into translatable units and put the translations back.
 
-``FORMATS`` maps a format name to its implementation; :func:`for_name` and
-:func:`for_filename` look one up, and :func:`for_upload` tells what an uploaded file is (every
-surface asks it). Each format lives in its own module and registers itself here.
+``FORMATS`` maps a format name to its implementation; :func:`for_name` looks one up, and
+:func:`for_upload` tells what an uploaded file is (every surface asks it). Each format lives
+in its own module and registers itself here.
 """
 
 from __future__ import annotations
@@ -72,16 +72,6 @@ def extensions() -> dict[str, str]:
     return {ext: fmt.name for fmt in FORMATS.values() for ext in fmt.extensions}
 
 
-def for_filename(filename: str) -> DocumentFormat:
-    """The format a file's name says; :class:`UnsupportedFormat` (naming the formats the
-    fleet reads) for an extension it does not read, or a name without an extension."""
-    exts = extensions()
-    name = sniffing.by_name(filename, exts)
-    if name is None:
-        raise sniffing.refuse(f"cannot tell the format of {filename!r} from its name", exts)
-    return FORMATS[name]
-
-
 def for_upload(
     content: bytes, filename: str | None = None, declared: str | None = None
 ) -> DocumentFormat:
@@ -103,7 +93,6 @@ __all__ = [
     "DocumentFormat",
     "UnsupportedFormat",
     "extensions",
-    "for_filename",
     "for_name",
     "for_upload",
     "register",

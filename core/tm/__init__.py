@@ -27,10 +27,14 @@ them all: :mod:`mtfleet.core.tm.index`.
 
 from __future__ import annotations
 
-from mtfleet.core.tm.index import TMIndex, TMLookup, TMMatch
-from mtfleet.core.tm.model import TMInfo, TMLimits, TMNotFound, UnknownTranslationMemory
-from mtfleet.core.tm.store import TranslationMemoryStore, fleet_id, forget_indexes, visible
-from mtfleet.core.tm.text import normalize, similarity, tokens
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mtfleet.core.tm.index import TMIndex, TMLookup, TMMatch
+    from mtfleet.core.tm.model import TMInfo, TMLimits, TMNotFound, UnknownTranslationMemory
+    from mtfleet.core.tm.store import TranslationMemoryStore, fleet_id, forget_indexes, visible
+    from mtfleet.core.tm.text import normalize, similarity, tokens
 
 __all__ = [
     "TMIndex",
@@ -48,3 +52,19 @@ __all__ = [
     "tokens",
     "visible",
 ]
+
+#: The module of each name above. Imported on first use: the SDK imports
+#: :mod:`mtfleet.core.tm.schemas` (the API's shapes), which must not pull the store's Redis, the
+#: index's numpy or rapidfuzz into the client install (pyproject.toml's base dependencies).
+_HOME = {
+    **dict.fromkeys(("TMIndex", "TMLookup", "TMMatch"), "index"),
+    **dict.fromkeys(("TMInfo", "TMLimits", "TMNotFound", "UnknownTranslationMemory"), "model"),
+    **dict.fromkeys(("TranslationMemoryStore", "fleet_id", "forget_indexes", "visible"), "store"),
+    **dict.fromkeys(("normalize", "similarity", "tokens"), "text"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)

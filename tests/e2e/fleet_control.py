@@ -16,7 +16,7 @@ from pathlib import Path
 import redis
 
 from mtfleet.core import keys
-from mtfleet.producer.localfleet import LocalFleet, Proc
+from mtfleet.fleet.localfleet import LocalFleet, Proc
 from tests.integration.test_faults import celery_children, signal_all
 
 #: One Apertium worker on both lanes: real translations, no model to load.

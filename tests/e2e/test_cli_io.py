@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mtfleet.producer.localfleet import LocalFleet
+from mtfleet.fleet.localfleet import LocalFleet
 from tests.e2e.fleet_control import apertium_fleet, cli, cli_args, cli_env
 
 pytestmark = pytest.mark.slow

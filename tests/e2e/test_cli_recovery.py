@@ -19,8 +19,8 @@ import httpx
 import pytest
 import redis
 
+from mtfleet.fleet.localfleet import LocalFleet
 from mtfleet.producer import batch
-from mtfleet.producer.localfleet import LocalFleet
 from tests.e2e.fleet_control import cli, cli_args, cli_env
 from tests.integration.costfleet import COST_ENGINE, COST_POOL
 

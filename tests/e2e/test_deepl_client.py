@@ -18,7 +18,7 @@ import pytest
 from deepl.api_data import MultilingualGlossaryDictionaryEntries
 
 from mtfleet.core import documents
-from mtfleet.producer.localfleet import LocalFleet
+from mtfleet.fleet.localfleet import LocalFleet
 from tests.conftest import ROOT
 from tests.e2e.fleet_control import apertium_fleet, jobs_made, worker_paused
 

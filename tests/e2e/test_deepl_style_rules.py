@@ -12,7 +12,7 @@ import deepl
 import pytest
 from deepl.api_data import CustomInstruction, StyleRuleInfo
 
-from mtfleet.producer.localfleet import LocalFleet
+from mtfleet.fleet.localfleet import LocalFleet
 from tests.e2e.fleet_control import apertium_fleet
 
 RULES = {

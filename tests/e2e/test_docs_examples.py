@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from mtfleet.producer.demo import paste_line
-from mtfleet.producer.localfleet import LocalFleet
+from mtfleet.fleet.demo import paste_line
+from mtfleet.fleet.localfleet import LocalFleet
 from tests.conftest import ROOT
 from tests.e2e.fleet_control import apertium_fleet
 
@@ -140,7 +140,7 @@ NEW_SHELL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 @pytest.mark.parametrize("example", RUN, ids=[e.id for e in RUN])
 def test_example_runs_as_printed(example: Example, fleet: LocalFleet, folder: Path) -> None:
     """From a new shell that has only what `mtfleet demo` tells a user to paste (its
-    :func:`~mtfleet.producer.demo.paste_line`: the virtualenv and the fleet's address and key),
+    :func:`~mtfleet.fleet.demo.paste_line`: the virtualenv and the fleet's address and key),
     in a folder outside the clone that holds a folder named ``mtfleet``, as the clone's parent
     does (it once shadowed the package: ``from mtfleet import MTClient`` failed there)."""
     line = paste_line(fleet.api_url, fleet.env["MT_API_KEY"], fleet.env["MT_REDIS_URL"])

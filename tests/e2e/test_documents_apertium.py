@@ -22,7 +22,7 @@ from lxml import etree, html
 
 from mtfleet.core import documents
 from mtfleet.core.documents.base import Unit
-from mtfleet.producer.localfleet import LocalFleet
+from mtfleet.fleet.localfleet import LocalFleet
 from tests.conftest import ROOT
 from tests.e2e.fleet_control import apertium_fleet, cli, jobs_made
 
@@ -453,7 +453,7 @@ def test_a_real_localization_file_comes_back_translated_in_place(
     path = ROOT / "tests" / "fixtures" / "documents" / name
     stem, _, ext = path.name.rpartition(".")
     out = (real_translated / f"{stem}.es.{ext}").read_bytes()
-    fmt = documents.for_filename(path.name)
+    fmt = documents.for_upload(path.read_bytes(), path.name)
     source = fmt.extract(path.read_bytes())
     assert out != path.read_bytes()
     if fmt.name in CATALOGUES:

@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from mtfleet.core import documents
-from mtfleet.producer.localfleet import LocalFleet
+from mtfleet.fleet.localfleet import LocalFleet
 from tests.conftest import ROOT
 from tests.e2e.fleet_control import cli, jobs_made
 
@@ -95,7 +95,7 @@ def expected(path: Path, target: str) -> bytes:
     """What the format makes of ``path`` translated into ``target`` by a translation that
     changes nothing."""
     content = path.read_bytes()
-    fmt = documents.for_filename(path.name)
+    fmt = documents.for_upload(content, path.name)
     units = fmt.extract(content)
     return fmt.render(content, [u.text for u in units], target_lang=target)
 
@@ -112,7 +112,7 @@ def members(data: bytes) -> dict[str, bytes]:
 def check(path: Path, target: str, got: bytes, surface: str) -> None:
     want = expected(path, target)
     assert got == want, f"{surface}: {path.name} came back other than the format renders it"
-    fmt = documents.for_filename(path.name)
+    fmt = documents.for_upload(path.read_bytes(), path.name)
     if fmt.name not in MONOLINGUAL:
         return
     source = path.read_bytes()

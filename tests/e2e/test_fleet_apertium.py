@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from mtfleet.core import keys
+from mtfleet.fleet.localfleet import LocalFleet
 from mtfleet.producer.client import JobTimeout, MTClient
-from mtfleet.producer.localfleet import LocalFleet
 from tests.e2e.fleet_control import apertium_fleet, cli
 
 FLOWER_AUTH = ("admin", "e2e-secret")

@@ -21,8 +21,8 @@ import redis
 from mtfleet.core import keys
 from mtfleet.core.cache import PhraseCache
 from mtfleet.core.registry import Registry
+from mtfleet.fleet.localfleet import LocalFleet
 from mtfleet.producer.client import MTClient, MTClientError
-from mtfleet.producer.localfleet import LocalFleet
 from tests.conftest import tiny_model_path
 from tests.e2e.fleet_control import kill_worker
 from tests.integration.lora import make_adapter

@@ -12,8 +12,8 @@ import httpx
 import pytest
 import redis
 
+from mtfleet.fleet.localfleet import LocalFleet, free_port
 from mtfleet.producer.client import AsyncMTClient, MTClient
-from mtfleet.producer.localfleet import LocalFleet, free_port
 from tests.e2e.fleet_control import cli
 
 TEXT = "The iphone case costs 20 dollars"

@@ -17,8 +17,8 @@ import pytest
 import redis
 
 from mtfleet.core.guidance import Guidance
+from mtfleet.fleet.localfleet import LocalFleet
 from mtfleet.producer.client import MTClient, MTClientError
-from mtfleet.producer.localfleet import LocalFleet
 from tests.e2e.fleet_control import cli
 from tests.integration.test_openai_client import FakeServer, Reply, completion
 

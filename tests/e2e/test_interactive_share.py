@@ -25,7 +25,7 @@ import pytest
 import redis
 
 from mtfleet.core.interactive import InteractiveShares
-from mtfleet.producer.localfleet import LocalFleet
+from mtfleet.fleet.localfleet import LocalFleet
 from tests.e2e.fleet_control import apertium_fleet, cli
 
 pytestmark = pytest.mark.slow

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from mtfleet.fleet.localfleet import LocalFleet
 from mtfleet.producer.client import AsyncMTClient, MTClient, MTClientError
-from mtfleet.producer.localfleet import LocalFleet
 from tests.integration.registered import register_pair
 
 

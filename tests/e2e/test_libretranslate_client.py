@@ -14,7 +14,7 @@ import httpx
 import pytest
 from libretranslatepy import LibreTranslateAPI
 
-from mtfleet.producer.localfleet import LocalFleet
+from mtfleet.fleet.localfleet import LocalFleet
 from tests.conftest import ROOT
 from tests.e2e.fleet_control import apertium_fleet, jobs_made, worker_paused
 

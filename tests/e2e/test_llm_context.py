@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from mtfleet.fleet.localfleet import LocalFleet
 from mtfleet.producer.client import MTClient
-from mtfleet.producer.localfleet import LocalFleet
 from tests.e2e.test_guidance import prompts_with, translated
 from tests.integration.test_openai_client import FakeServer
 

@@ -20,8 +20,8 @@ import httpx
 import pytest
 import redis
 
+from mtfleet.fleet.localfleet import LocalFleet
 from mtfleet.producer.client import MTClient
-from mtfleet.producer.localfleet import LocalFleet
 from tests.conftest import ROOT
 from tests.e2e.fleet_control import cli
 

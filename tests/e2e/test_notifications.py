@@ -29,8 +29,8 @@ from mtfleet.core import keys
 from mtfleet.core.apikeys import KeyStore, new_webhook_secret
 from mtfleet.core.schemas import JobPublic
 from mtfleet.core.settings import Settings
+from mtfleet.fleet.localfleet import LocalFleet, redis_server_command
 from mtfleet.producer.client import MTClient
-from mtfleet.producer.localfleet import LocalFleet, redis_server_command
 from tests.e2e.fleet_control import worker_paused
 from tests.e2e.webhook_receiver import Attempt, Receiver
 from tests.integration.costfleet import COST_ENGINE

@@ -34,7 +34,7 @@ from playwright.sync_api import Error as PlaywrightError
 from mtfleet.core import keys
 from mtfleet.core.apikeys import parse_token
 from mtfleet.core.registry import Registry
-from mtfleet.producer.localfleet import LocalFleet, free_port
+from mtfleet.fleet.localfleet import LocalFleet, free_port
 from tests.conftest import ROOT
 from tests.deployfiles import alert_exprs, dashboard_exprs, metric_names
 from tests.e2e.fleet_control import apertium_fleet, cli

@@ -24,8 +24,8 @@ import pytest
 import redis
 
 from mtfleet.core import keys
+from mtfleet.fleet.localfleet import LocalFleet
 from mtfleet.producer.client import MTClient
-from mtfleet.producer.localfleet import LocalFleet
 from tests.e2e.fleet_control import cli, kill_worker
 from tests.integration.test_faults import celery_children, signal_all
 

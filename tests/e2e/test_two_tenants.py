@@ -18,8 +18,8 @@ import pytest
 import redis
 
 from mtfleet.core.keys import job_all as keys_of
+from mtfleet.fleet.localfleet import LocalFleet
 from mtfleet.producer.client import MTClient, MTClientError
-from mtfleet.producer.localfleet import LocalFleet
 from tests.e2e.fleet_control import APERTIUM_WORKER, apertium_fleet
 
 pytestmark = pytest.mark.slow

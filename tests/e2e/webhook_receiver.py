@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from standardwebhooks import Webhook
 
-from mtfleet.producer.localfleet import free_port
+from mtfleet.fleet.localfleet import free_port
 
 
 @dataclass(frozen=True)

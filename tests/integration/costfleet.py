@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from mtfleet.api.app import create_app
 from mtfleet.core import keys
 from mtfleet.core.settings import Settings, default_pool
-from mtfleet.producer.localfleet import LocalFleet
+from mtfleet.fleet.localfleet import LocalFleet
 from tests.support import in_process
 
 ROOT = Path(__file__).resolve().parents[2]

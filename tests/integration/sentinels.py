@@ -19,7 +19,7 @@ from pathlib import Path
 
 import redis
 
-from mtfleet.producer.localfleet import free_port, redis_server_command
+from mtfleet.fleet.localfleet import free_port, redis_server_command
 
 MASTER = "mymaster"
 PASSWORD = "primary-s3cret"

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from mtfleet.api.app import create_app
 from mtfleet.core.settings import Settings
-from mtfleet.producer.localfleet import LocalFleet, free_port
+from mtfleet.fleet.localfleet import LocalFleet, free_port
 from tests.integration.registered import register_pair
 from tests.support import in_process
 

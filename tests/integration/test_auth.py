@@ -20,7 +20,7 @@ from mtfleet.core.cache import PhraseCache
 from mtfleet.core.errors import QuotaExceeded
 from mtfleet.core.registry import Registry, WorkerInfo
 from mtfleet.core.settings import Settings
-from mtfleet.producer.localfleet import free_port
+from mtfleet.fleet.localfleet import free_port
 from tests.integration.registered import register_pair
 from tests.support import in_process
 

@@ -10,7 +10,7 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 
-from mtfleet.producer.localfleet import LocalFleet
+from mtfleet.fleet.localfleet import LocalFleet
 from tests.integration.costfleet import cost_fleet
 
 

@@ -45,7 +45,7 @@ from mtfleet.api.app import create_app
 from mtfleet.core.cache import PhraseCache, normalize
 from mtfleet.core.registry import Registry
 from mtfleet.core.settings import Settings
-from mtfleet.producer.localfleet import LocalFleet
+from mtfleet.fleet.localfleet import LocalFleet
 from mtfleet.workers import prompts
 from tests.conftest import tiny_model_path
 from tests.integration.injecting_engine import DROP_TAGS, MARKER

@@ -21,7 +21,7 @@ from mtfleet.core import keys
 from mtfleet.core.deadletters import DeadLetters
 from mtfleet.core.settings import Settings
 from mtfleet.core.store import JobStore
-from mtfleet.producer.localfleet import LocalFleet
+from mtfleet.fleet.localfleet import LocalFleet
 from tests.integration.registered import register_pair
 from tests.support import free_port_run, in_process
 

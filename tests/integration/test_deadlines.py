@@ -16,7 +16,7 @@ import redis
 
 from mtfleet.core import keys
 from mtfleet.core.registry import Registry
-from mtfleet.producer.localfleet import free_port
+from mtfleet.fleet.localfleet import free_port
 from tests.integration.costfleet import cost_fleet
 from tests.integration.test_faults import FAULT_ENV, submit, wait_final
 

@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 from mtfleet.core import keys
 from mtfleet.core.apikeys import KeyStore
 from mtfleet.core.backlog import Backlog
-from mtfleet.producer.localfleet import LocalFleet
+from mtfleet.fleet.localfleet import LocalFleet
 from tests.integration.costfleet import COST_POOL, cost_fleet
 from tests.integration.test_faults import FAULT_ENV, celery_children, signal_all
 

@@ -21,7 +21,7 @@ import redis
 from fastapi.testclient import TestClient
 
 from mtfleet.core import keys
-from mtfleet.producer.localfleet import LocalFleet, Proc, redis_server_command
+from mtfleet.fleet.localfleet import LocalFleet, Proc, redis_server_command
 from tests.integration.costfleet import COST_POOL, cost_fleet, held
 
 pytestmark = pytest.mark.slow

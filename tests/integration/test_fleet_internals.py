@@ -16,7 +16,7 @@ import psutil
 import pytest
 import redis
 
-from mtfleet.producer.localfleet import LocalFleet, free_port
+from mtfleet.fleet.localfleet import LocalFleet, free_port
 from tests.integration.registered import register_pair
 
 

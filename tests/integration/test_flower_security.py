@@ -24,7 +24,7 @@ from fastapi.testclient import TestClient
 from mtfleet.core.broker import make_celery
 from mtfleet.core.errors import ConfigError
 from mtfleet.core.settings import Settings
-from mtfleet.producer.localfleet import LocalFleet
+from mtfleet.fleet.localfleet import LocalFleet
 from mtfleet.workers.flower import DEFAULT_FLOWER_PASSWORD, check_flower_auth, flower_argv
 from tests.integration.costfleet import cost_fleet
 

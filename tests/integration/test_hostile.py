@@ -25,7 +25,7 @@ import psutil
 import pytest
 import redis
 
-from mtfleet.producer.localfleet import LocalFleet
+from mtfleet.fleet.localfleet import LocalFleet
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCX = ROOT / "tests" / "fixtures" / "documents" / "docx" / "product_sheet.docx"

@@ -13,8 +13,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from mtfleet.fleet.localfleet import LocalFleet, Proc
 from mtfleet.producer.client import MTClient
-from mtfleet.producer.localfleet import LocalFleet, Proc
 from mtfleet.workers.engines.apertium import discover_modes
 from tests.e2e.fleet_control import kill_worker
 from tests.integration.cgroups import cgroups_here, idle_cgroups

@@ -14,7 +14,7 @@ import redis
 from mtfleet.core.errors import ConfigError
 from mtfleet.core.registry import Registry, WorkerInfo
 from mtfleet.core.settings import Settings
-from mtfleet.producer.localfleet import LocalFleet, Proc
+from mtfleet.fleet.localfleet import LocalFleet, Proc
 from mtfleet.workers import priority
 from mtfleet.workers.gpus import gpu_groups
 from mtfleet.workers.supervisor import lanes_apart, worker_plan

@@ -26,7 +26,7 @@ import pytest
 
 from mtfleet.core.errors import EngineUnavailable
 from mtfleet.core.settings import Settings
-from mtfleet.producer.localfleet import free_port
+from mtfleet.fleet.localfleet import free_port
 from mtfleet.workers.engines.base import Translation, TranslationRequest
 from mtfleet.workers.engines.openai_engine import OpenAIEngine
 from tests.support import ChunkRun

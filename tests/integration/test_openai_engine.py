@@ -18,8 +18,8 @@ import pytest
 import redis
 
 from mtfleet.core.settings import Settings
+from mtfleet.fleet.localfleet import LocalFleet, Proc
 from mtfleet.producer.client import MTClient
-from mtfleet.producer.localfleet import LocalFleet, Proc
 from mtfleet.workers import prompts
 from mtfleet.workers.engines.base import TranslationRequest
 from mtfleet.workers.engines.openai_engine import OpenAIEngine

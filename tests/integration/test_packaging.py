@@ -1,9 +1,11 @@
 """The wheel: everything under one ``mtfleet`` package, nothing that could shadow a backend's own
-``core`` or ``api``, and it works installed outside the source tree."""
+``core`` or ``api``, it works installed outside the source tree, and installed alone (no extras)
+it is the client: the SDK and the client commands, without the server stack."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.e2e.fleet_control import apertium_fleet
 
 pytestmark = pytest.mark.slow
 
@@ -52,6 +55,7 @@ def test_the_wheel_installs_one_top_level_package(wheel: Path) -> None:
     assert {n.split("/")[1] for n in names if n.startswith("mtfleet/") and n.count("/") > 1} == {
         "api",
         "core",
+        "fleet",
         "producer",
         "workers",
     }
@@ -91,7 +95,7 @@ def test_the_installed_wheel_works_outside_the_source_tree(wheel: Path, tmp_path
         "assert (ASSETS / 'swagger-ui-bundle.js').stat().st_size > 1_000_000\n"
         "assert scripts.source('start_chunk').startswith('-- Shared steps')\n"
         "print(mtfleet.__file__, MTClient.__module__, [u.find_spec(n) for n in "
-        "('core', 'api', 'workers', 'producer')])\n"
+        "('core', 'api', 'workers', 'producer', 'fleet')])\n"
     )
     # The base interpreter, with the wheel first and this virtualenv's packages (the wheel's
     # dependencies) after it: a PYTHONPATH entry's .pth files are not read, so the checkout's
@@ -108,4 +112,95 @@ def test_the_installed_wheel_works_outside_the_source_tree(wheel: Path, tmp_path
     assert out.returncode == 0, out.stderr
     where, module, others = out.stdout.split(" ", 2)
     assert where.startswith(str(target)) and module == "mtfleet.producer.client"
-    assert others.strip() == "[None, None, None, None]"  # no `core`, `api`... to shadow a backend's
+    assert (
+        others.strip() == "[None, None, None, None, None]"
+    )  # no `core`, `api`... to shadow a backend's
+
+
+#: What the client install must not bring: the server stack (issue 34: celery, flower, torch,
+#: lingua and uvicorn by name; redis and fastapi are the rest of [server]'s core).
+SERVER_ONLY = ("celery", "flower", "torch", "lingua", "uvicorn", "redis", "fastapi")
+
+
+def _readme_sdk_example() -> str:
+    """The README's SDK example (its Python block under "Using it"), as printed there."""
+    section = (ROOT / "README.md").read_text().split("## Using it", 1)[1].split("\n## ", 1)[0]
+    (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    return code
+
+
+@pytest.fixture(scope="module")
+def client_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh virtualenv holding ``pip install <wheel>``, no extras (pip resolves the base
+    dependencies from the package index this machine's pip uses)."""
+    venv = tmp_path_factory.mktemp("client") / "venv"
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", str(venv)], check=True, timeout=120)
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    return venv
+
+
+def test_the_client_install_runs_the_sdk_and_client_commands_without_the_server_stack(
+    client_venv: Path, redis_server: str, tmp_path: Path
+) -> None:
+    """``pip install mtfleet`` is what a user of the SDK installs: none of the server stack
+    comes with it, the README's SDK example and the client commands work against a fleet, and
+    an operator command answers with the extra to install, not a traceback."""
+    python, mtfleet = client_venv / "bin" / "python", client_venv / "bin" / "mtfleet"
+    found = subprocess.run(
+        [str(python), "-c", "import importlib.util as u, sys; "
+         "print(*[n for n in sys.argv[1:] if u.find_spec(n)])", *SERVER_ONLY],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert found.returncode == 0 and found.stdout.split() == [], found.stdout + found.stderr
+
+    # the fleet runs from this checkout's virtualenv; the clean one only talks to it
+    with apertium_fleet(redis_server) as fleet:
+        env = {
+            "PATH": f"{client_venv / 'bin'}{os.pathsep}/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "COLUMNS": "200",
+            "MT_API_URL": fleet.api_url,
+            "MT_API_KEY": fleet.create_api_key("client-install"),
+        }
+
+        def run(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                args, capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env
+            )
+
+        sdk = run(str(python), "-c", _readme_sdk_example())
+        assert sdk.returncode == 0, sdk.stderr
+        printed = sdk.stdout.lower()
+        assert "carro" in printed and "impermeable" in printed, sdk.stdout
+
+        said = run(str(mtfleet), "translate", "--from", "en", "--to", "es", "The red house")
+        assert said.returncode == 0 and "casa" in said.stdout, said.stderr
+        page = tmp_path / "page.html"
+        page.write_text("<html><body><p>The red house.</p></body></html>", encoding="utf-8")
+        sent = run(str(mtfleet), "submit", str(page), "--to", "es", "--out", str(tmp_path / "out"))
+        assert sent.returncode == 0, sent.stdout + sent.stderr
+        assert "casa" in (tmp_path / "out" / "page.es.html").read_text(encoding="utf-8")
+
+        planned = run(str(mtfleet), "plan", "--interactive-rps", "50")  # needs no extra
+        assert planned.returncode == 0 and "mtfleet worker --gpus" in planned.stdout, planned.stderr
+        # an operator command says which extra it needs, in one line, and exits 2
+        operator = {
+            "worker": "server",
+            "keys list": "server",
+            "dead-letters list": "server",
+            "pools forget old": "server",
+            "demo": "server,flower",
+            "flower": "server,flower",
+        }
+        for command, extra in operator.items():
+            refused = run(str(mtfleet), *command.split())
+            assert refused.returncode == 2, refused.stdout + refused.stderr
+            assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+            assert f"pip install 'mtfleet[{extra}]'" in refused.stderr, refused.stderr

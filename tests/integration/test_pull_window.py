@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 
 from mtfleet.api.app import create_app
 from mtfleet.core.settings import Settings
-from mtfleet.producer.localfleet import LocalFleet, free_port
+from mtfleet.fleet.localfleet import LocalFleet, free_port
 from tests.integration.costfleet import cost_fleet, held
 from tests.support import in_process
 

@@ -19,7 +19,11 @@ import redis
 from fastapi.testclient import TestClient
 
 from mtfleet.core import keys
-from mtfleet.producer.localfleet import LocalFleet
+from mtfleet.core.backlog import Backlog
+from mtfleet.core.settings import Settings
+from mtfleet.core.store import JobStore
+from mtfleet.fleet.localfleet import LocalFleet
+from mtfleet.workers.reconciler import Reconciler
 from tests.integration.costfleet import COST_POOL, cost_fleet
 from tests.integration.test_faults import (
     FAULT_ENV,
@@ -121,3 +125,24 @@ def test_a_cancelled_or_purged_job_is_not_reconciled(
         assert time.monotonic() < deadline, rd.hgetall(released)
         time.sleep(0.5)
     assert wait_final(api, submit(api, ["the next job"]), timeout=30)["status"] == "succeeded"
+
+
+def test_one_reconciler_leads_and_renews_its_lease_until_it_is_gone(r: redis.Redis) -> None:
+    """The lease (workers/reconciler.py ``_lead``): the first instance takes it, another does
+    not while it is held, the holder's every tick renews it to the full three heartbeats, and
+    once it lapses (a dead leader) the other takes over and the old one does not get it back."""
+    settings = Settings(heartbeat_s=1.0)
+
+    def reconciler(instance: str) -> Reconciler:
+        store = JobStore(r, result_ttl_s=60)
+        return Reconciler(settings, r, store, Backlog(r, ttl_s=60), instance)
+
+    first, second = reconciler("worker-a"), reconciler("worker-b")
+    assert first._lead() and not second._lead()
+    assert r.get(keys.RECONCILE_LOCK) == "worker-a"
+    r.pexpire(keys.RECONCILE_LOCK, 500)
+    assert first._lead() and 2500 < r.pttl(keys.RECONCILE_LOCK) <= 3000  # renewed in full
+    assert not second._lead() and r.pttl(keys.RECONCILE_LOCK) <= 3000  # not renewed by another
+    r.delete(keys.RECONCILE_LOCK)  # the lease ran out
+    assert second._lead() and not first._lead()
+    assert r.get(keys.RECONCILE_LOCK) == "worker-b"

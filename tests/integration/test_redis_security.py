@@ -28,7 +28,7 @@ from mtfleet.core import keys
 from mtfleet.core.broker import make_celery
 from mtfleet.core.redis_conn import connect, split_tls
 from mtfleet.core.settings import Settings
-from mtfleet.producer.localfleet import LocalFleet, free_port, redis_reachable, redis_server_command
+from mtfleet.fleet.localfleet import LocalFleet, free_port, redis_reachable, redis_server_command
 from tests.integration.costfleet import COST_ENGINE, COST_POOL, cost_fleet, held
 from tests.support import in_process
 

@@ -25,7 +25,7 @@ from schemathesis.checks import not_a_server_error
 
 from mtfleet.api.app import create_app
 from mtfleet.core.settings import Settings
-from mtfleet.producer.localfleet import LocalFleet
+from mtfleet.fleet.localfleet import LocalFleet
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = int(os.environ.get("SCHEMATHESIS_EXAMPLES", "40"))

@@ -28,7 +28,7 @@ import redis
 from mtfleet.core.models import JobStatus
 from mtfleet.core.redis_conn import connect
 from mtfleet.core.store import JobStore
-from mtfleet.producer.localfleet import LocalFleet, free_port
+from mtfleet.fleet.localfleet import LocalFleet, free_port
 from tests.integration.costfleet import COST_ENGINE, COST_POOL
 from tests.integration.sentinels import PASSWORD, SENTINEL_PASSWORD, SentinelGroup, Server
 from tests.integration.test_redis_security import make_certs

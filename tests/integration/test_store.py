@@ -13,6 +13,7 @@ from mtfleet.core import keys, scripts
 from mtfleet.core.errors import JobNotFound
 from mtfleet.core.models import JobStatus, Lane, Progress, SegmentOutcome
 from mtfleet.core.store import JobRecord, JobStore, new_job_id
+from tests.support import script_names
 
 
 @pytest.fixture
@@ -233,7 +234,7 @@ def test_every_unpack_is_batched_below_the_measured_limit(r: redis.Redis) -> Non
     batch = next(int(x.split("=")[1]) for x in lib if x.startswith("local UNPACK_MAX"))
     assert batch * 4 <= limit
     # no script unpacks ARGV unbatched (only lib.lua's helpers and small fixed tables do)
-    for name in scripts.names():
+    for name in script_names():
         body = (scripts.LUA_DIR / f"{name}.lua").read_text()
         assert "unpack(ARGV" not in body, name
 

@@ -29,10 +29,10 @@ from mtfleet.api.routes import translation_memories as routes
 from mtfleet.core.apikeys import KeyStore, Storage
 from mtfleet.core.settings import Settings
 from mtfleet.core.tm import TMLimits, forget_indexes
+from mtfleet.fleet.localfleet import free_port
 from mtfleet.producer.calls import MTClientError
 from mtfleet.producer.cli_tm import tm_app
 from mtfleet.producer.client import MTClient
-from mtfleet.producer.localfleet import free_port
 from tests.conftest import ROOT
 from tests.support import in_process
 

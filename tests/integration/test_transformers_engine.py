@@ -25,8 +25,8 @@ import redis
 
 from mtfleet.core import languages
 from mtfleet.core.settings import Settings
+from mtfleet.fleet.localfleet import LocalFleet
 from mtfleet.producer.client import MTClient
-from mtfleet.producer.localfleet import LocalFleet
 from mtfleet.workers.engines.base import TranslationRequest
 from mtfleet.workers.engines.transformers_engine import TransformersEngine
 from mtfleet.workers.scheduler import Deadlines

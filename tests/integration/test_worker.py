@@ -16,7 +16,7 @@ from mtfleet.core.broker import make_celery, send_chunk
 from mtfleet.core.models import ChunkMessage, ChunkSegment, Lane
 from mtfleet.core.settings import Settings
 from mtfleet.core.store import JobStore
-from mtfleet.producer.localfleet import LocalFleet, free_port
+from mtfleet.fleet.localfleet import LocalFleet, free_port
 from tests.integration.costfleet import held
 from tests.integration.test_store import make_job
 from tests.support import in_process

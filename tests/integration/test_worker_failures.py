@@ -14,7 +14,7 @@ from mtfleet.api.app import create_app
 from mtfleet.core import keys
 from mtfleet.core.registry import Registry, WorkerInfo
 from mtfleet.core.settings import Settings
-from mtfleet.producer.localfleet import LocalFleet
+from mtfleet.fleet.localfleet import LocalFleet
 from tests.support import in_process
 
 pytestmark = pytest.mark.slow

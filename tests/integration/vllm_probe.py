@@ -60,7 +60,7 @@ def vanish_probe(engine: Any, scheduler: Any, downs: list[str]) -> dict[str, Any
     from mtfleet.workers.engines import TranslationRequest
 
     reqs = [TranslationRequest(t, "en", "es") for t in VANISH]
-    empty = engine._prompt_ids(reqs[1])[0]
+    empty = engine._counts(reqs[1])[0]
     llm = engine.llm
     real = llm.generate
 

@@ -200,3 +200,17 @@ def test_a_key_has_a_role_user_unless_made_an_operator(r: fakeredis.FakeRedis) -
         store.create("x", role="admin")
     r.hdel(keys.api_key(user.id), "role")  # a key made before roles existed
     assert store.verify(user_token).role == "user"
+
+
+def test_a_flood_of_made_up_key_ids_does_not_empty_the_cache(r: fakeredis.FakeRedis) -> None:
+    """The cache holds 10,000 keys: past that the least recently used leave one by one (a key
+    in use stays trusted without a Redis read), not every key at once."""
+    store = KeyStore(r, cache_s=60, clock=Clock())
+    _, token = store.create("shop1")
+    store.verify(token)
+    for n in range(10_000):
+        if n == 5_000:
+            store.verify(token)  # in use: the most recently used again
+        with pytest.raises(Unauthorized):
+            store.verify(f"mt_{n:016x}_made-up-secret-made-up-secret-made-up-secret")
+    assert store.verify_cached(token) is not None

@@ -1,4 +1,4 @@
-"""``mtfleet plan`` and the step model under it (core/capacity.py, core/gpucost.py): pure
+"""``mtfleet plan`` and the step model under it (fleet/capacity.py, fleet/gpucost.py): pure
 arithmetic, no fleet. Its predictions against a measured fleet: tests/integration/
 test_capacity_plan.py (``make soak``) and ``make bench`` (``plan_check``)."""
 
@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from bench.costengine import direct_throughput
-from mtfleet.core.capacity import Workload, parse_duration, plan, poisson_quantile
 from mtfleet.core.errors import ConfigError
-from mtfleet.core.gpucost import PRESETS, CostParams, derive, steady_rate
+from mtfleet.fleet.capacity import Workload, parse_duration, plan, poisson_quantile
+from mtfleet.fleet.gpucost import PRESETS, CostParams, derive, steady_rate
 from mtfleet.producer.cli import app
 
 NIGHTLY = Workload(interactive_rps=200, nightly_segments=50_000_000, window_s=8 * 3600)

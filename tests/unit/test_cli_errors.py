@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from mtfleet.producer.localfleet import free_port
+from mtfleet.fleet.localfleet import free_port
 
 
 def test_unreachable_api_is_a_one_line_error() -> None:

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
-from mtfleet.core.documents import for_filename, for_name
+from mtfleet.core.documents import for_name, for_upload
 from mtfleet.core.documents.base import TAG, DocumentError, Unit, tag_counts
 from mtfleet.core.documents.docx import DocxFormat
 from mtfleet.core.documents.ooxml import MAX_UNCOMPRESSED_BYTES
@@ -297,7 +297,7 @@ def test_registered_under_its_name_and_extension() -> None:
     fmt = for_name("docx")
     assert isinstance(fmt, DocxFormat) and fmt.binary
     assert fmt.media_type.endswith("wordprocessingml.document")
-    assert isinstance(for_filename("Catalogue.DOCX"), DocxFormat)
+    assert isinstance(for_upload(b"", "Catalogue.DOCX"), DocxFormat)
 
 
 _piece = st.text(min_size=1, max_size=20).filter(lambda s: not TAG.search(s))

@@ -44,7 +44,7 @@ def test_an_untouched_member_keeps_its_compressed_bytes(path: str) -> None:
             out.writestr(info, src.read(info))
         out.writestr("media/blob.bin", blob, zipfile.ZIP_DEFLATED, compresslevel=1)
     content = buf.getvalue()
-    fmt = documents.for_filename(path)
+    fmt = documents.for_upload(content, path)
     units = fmt.extract(content)
     rendered = fmt.render(content, [u.text.upper() for u in units])
     assert rendered != content

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mtfleet.core.documents import for_filename, pipeline
+from mtfleet.core.documents import for_upload, pipeline
 from mtfleet.core.documents.base import TAG, Code, Unit, UnitBuilder, restore, tag_counts
 from mtfleet.core.documents.pipeline import assemble, plan, protect, sentences, spans
 from mtfleet.workers.checks import prepare
@@ -207,8 +207,8 @@ def test_the_pipeline_is_transparent_on_every_corpus_file(path: Path) -> None:
     protection of each segment: with an engine that returns its input, a file rendered through
     the whole pipeline equals the file rendered from its units directly (which the format tests
     compare with the original)."""
-    fmt = for_filename(path.name)
     content = path.read_bytes()
+    fmt = for_upload(content, path.name)
     units = fmt.extract(content)
     p = plan(units, "en")
     assert all(s == s.strip() and s for s in p.segments)

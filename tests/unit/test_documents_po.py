@@ -14,7 +14,7 @@ import polib
 import pytest
 from babel import Locale
 
-from mtfleet.core.documents import DocumentError, for_filename, for_upload
+from mtfleet.core.documents import DocumentError, for_name, for_upload
 from mtfleet.core.documents.base import TAG
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "documents" / "po"
@@ -24,7 +24,7 @@ CLDR = {"ru": 3, "ar": 6, "ja": 1, "pl": 3}
 
 
 def identity(content: bytes, target: str | None) -> polib.POFile:
-    fmt = for_filename("x.po")
+    fmt = for_upload(content, "x.po")
     units = fmt.extract(content)
     return polib.pofile(fmt.render(content, [u.text for u in units], target_lang=target).decode())
 
@@ -69,7 +69,7 @@ def test_every_source_field_is_kept_and_the_target_filled(path: Path) -> None:
 @pytest.mark.parametrize("target", sorted(CLDR))
 def test_plural_entries_get_exactly_the_targets_cldr_forms(target: str) -> None:
     content = (FIXTURES / "shop.pot").read_bytes()
-    fmt = for_filename("shop.pot")
+    fmt = for_upload(content, "shop.pot")
     units = fmt.extract(content)
     # a translation that says which source form it came from, placeholders kept as tags
     marked = [f"[{i}] {u.text}" for i, u in enumerate(units)]
@@ -92,7 +92,7 @@ def test_plural_entries_get_exactly_the_targets_cldr_forms(target: str) -> None:
 
 
 def test_a_catalogue_is_refused_when_it_does_not_parse_and_a_path_is_never_opened() -> None:
-    fmt = for_filename("x.po")
+    fmt = for_name("po")
     with pytest.raises(DocumentError, match="not a valid PO file"):
         fmt.extract(b'msgid "a"\nmsgstr "b"\nmsgid "c" what\n')
     with pytest.raises(DocumentError, match="not a valid PO file"):

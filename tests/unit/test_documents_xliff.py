@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
-from mtfleet.core.documents import for_filename, for_name
+from mtfleet.core.documents import for_name, for_upload
 from mtfleet.core.documents.base import TAG, DocumentError, Unit, tag_counts
 from mtfleet.core.documents.xliff import XliffFormat
 
@@ -330,8 +330,8 @@ def test_utf16_document_keeps_its_encoding() -> None:
 
 def test_registered_under_its_name_and_extensions() -> None:
     assert isinstance(for_name("xliff"), XliffFormat)
-    assert isinstance(for_filename("shop.de.XLF"), XliffFormat)
-    assert isinstance(for_filename("app.xliff"), XliffFormat)
+    assert isinstance(for_upload(b"", "shop.de.XLF"), XliffFormat)
+    assert isinstance(for_upload(b"", "app.xliff"), XliffFormat)
 
 
 _piece = st.text(max_size=30).filter(lambda s: not TAG.search(s))

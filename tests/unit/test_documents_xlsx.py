@@ -27,7 +27,7 @@ from lxml import etree
 from openpyxl.cell.rich_text import CellRichText, TextBlock
 from openpyxl.worksheet.formula import ArrayFormula
 
-from mtfleet.core.documents import for_filename, for_name
+from mtfleet.core.documents import for_name, for_upload
 from mtfleet.core.documents.base import (
     TAG,
     DocumentError,
@@ -584,8 +584,8 @@ def test_a_five_megabyte_workbook_extracts_in_reasonable_time() -> None:
 
 def test_registered_under_its_name_and_extensions() -> None:
     assert isinstance(for_name("xlsx"), XlsxFormat)
-    assert isinstance(for_filename("Budget 2024.XLSX"), XlsxFormat)
-    assert isinstance(for_filename("macros.xlsm"), XlsxFormat)
+    assert isinstance(for_upload(b"", "Budget 2024.XLSX"), XlsxFormat)
+    assert isinstance(for_upload(b"", "macros.xlsm"), XlsxFormat)
     assert FMT.binary
     assert FMT.media_type == "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 

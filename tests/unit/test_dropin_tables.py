@@ -8,7 +8,6 @@ import datetime as dt
 
 import pytest
 from deepl.util import parse_timestamp
-from starlette.requests import Request
 
 from mtfleet.api.deepl import errors as deepl_errors
 from mtfleet.api.deepl import languages as deepl_languages
@@ -22,6 +21,7 @@ from mtfleet.api.deepl.params import (
 )
 from mtfleet.api.libretranslate import errors as lt_errors
 from mtfleet.api.libretranslate.routes import lt_code, to_fleet
+from mtfleet.api.surfaces import V1, answer
 from mtfleet.core.errors import (
     EngineError,
     InvalidInput,
@@ -166,36 +166,32 @@ def test_glossary_entries_in_tsv_and_deepls_csv() -> None:
         entries_of(Dictionary(source_lang="en", target_lang="de", entries="a\tb\nc"))
 
 
-def _status(answer: object, exc: Exception) -> int:
-    request = Request({"type": "http", "method": "POST", "path": "/", "headers": []})
-    return answer(request, exc).status_code  # type: ignore[operator, no-any-return]
-
-
 @pytest.mark.parametrize(
-    ("exc", "deepl", "libretranslate"),
+    ("exc", "v1", "deepl", "libretranslate"),
     [
-        (Unauthorized("bad key"), 403, 403),
-        (QuotaExceeded("spent", retry_after=5), 456, 429),
-        (RateLimited("slow down", retry_after=2), 429, 429),
-        (StillTranslating("still", retry_after=1), 429, 503),
-        (JobNotFinished("not yet"), 503, 503),
-        (TooLarge("51 texts"), 413, 400),
-        (UnknownGlossary("no such glossary"), 404, 400),
-        (InvalidInput("bad"), 400, 400),
-        (EngineError("engine failed"), 500, 500),
+        (Unauthorized("bad key"), 401, 403, 403),
+        (QuotaExceeded("spent", retry_after=5), 429, 456, 429),
+        (RateLimited("slow down", retry_after=2), 429, 429, 429),
+        (StillTranslating("still", retry_after=1), 409, 429, 503),
+        (JobNotFinished("not yet"), 409, 503, 503),
+        (TooLarge("51 texts"), 422, 413, 400),
+        (UnknownGlossary("no such glossary"), 422, 404, 400),
+        (InvalidInput("bad"), 422, 400, 400),
+        (EngineError("engine failed"), 500, 500, 500),
     ],
 )
 def test_each_surface_maps_the_error_tree_to_its_clients_statuses(
-    exc: Exception, deepl: int, libretranslate: int
+    exc: Exception, v1: int, deepl: int, libretranslate: int
 ) -> None:
-    assert _status(deepl_errors.answer, exc) == deepl
-    assert _status(lt_errors.answer, exc) == libretranslate
+    assert answer(V1, exc).status_code == v1
+    assert answer(deepl_errors.SURFACE, exc).status_code == deepl
+    assert answer(lt_errors.SURFACE, exc).status_code == libretranslate
 
 
 def test_error_bodies_are_each_clients_shape() -> None:
     d = deepl_errors.render(429, "rate_limited", "wait", retry_after=3)
     assert d.body == b'{"message":"wait"}' and d.headers["Retry-After"] == "3"
-    assert deepl_errors.render(401, "unauthorized", "no key").status_code == 403
+    assert answer(deepl_errors.SURFACE, Unauthorized("no key")).status_code == 403
     lt = lt_errors.render(429, "rate_limited", "wait")
     assert lt.body == b'{"error":"Slowdown: wait"}'
     assert lt.headers["Access-Control-Allow-Origin"] == "*"

@@ -7,11 +7,13 @@ Every ``import`` statement counts, wherever it is (module level, inside a functi
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.conftest import ROOT
 
-PACKAGES = ("core", "api", "workers", "producer")
+PACKAGES = ("core", "api", "workers", "producer", "fleet")
 
 
 def modules() -> dict[str, Path]:
@@ -120,3 +122,24 @@ def test_the_api_and_core_never_import_workers_and_core_imports_only_core() -> N
             assert not {d for d in deps if d.startswith("mtfleet.workers")}, name
         if name.startswith("mtfleet.core"):
             assert all(d.startswith("mtfleet.core") for d in deps), (name, deps)
+
+
+#: Packages of the extras ([server], [flower], [eval], the engines'): `pip install mtfleet`
+#: leaves them out (tests/integration/test_packaging.py installs it so, slowly).
+EXTRAS_ONLY = ("redis", "celery", "fastapi", "uvicorn", "lingua", "numpy", "rapidfuzz",
+               "pydantic_settings", "flower", "sacrebleu", "torch", "vllm")  # fmt: skip
+
+
+def test_the_sdk_and_the_cli_load_nothing_of_the_extras() -> None:
+    """The client install runs ``mtfleet`` (the operator's commands mounted too): loading it,
+    here where every extra is installed, imports none of their packages."""
+    code = "import sys, mtfleet.producer.cli; print(*[m for m in sys.argv[1:] if m in sys.modules])"
+    out = subprocess.run(
+        [sys.executable, "-c", code, *EXTRAS_ONLY],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == []

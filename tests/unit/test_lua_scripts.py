@@ -13,6 +13,7 @@ import pytest
 from mtfleet.core import keys, scripts
 from mtfleet.core.models import JobStatus, Lane, Progress, SegmentOutcome
 from mtfleet.core.store import JobRecord, JobStore, new_job_id
+from tests.support import script_names
 
 N = 10_000
 
@@ -39,14 +40,14 @@ def header(name: str) -> str:
 
 
 def test_there_are_scripts_and_lib_is_not_one_of_them() -> None:
-    names = scripts.names()
+    names = script_names()
     assert "lib" not in names
     for used in ("create_job", "record_results", "start_chunk", "cancel_job", "fail_job"):
         assert used in names
     assert names == sorted(names)
 
 
-@pytest.mark.parametrize("name", scripts.names())
+@pytest.mark.parametrize("name", script_names())
 def test_every_script_loads(r: fakeredis.FakeRedis, name: str) -> None:
     source = scripts.source(name)
     assert source.startswith((scripts.LUA_DIR / "lib.lua").read_text())  # lib in front
@@ -56,7 +57,7 @@ def test_every_script_loads(r: fakeredis.FakeRedis, name: str) -> None:
     assert scripts.register(r, name).sha == sha
 
 
-@pytest.mark.parametrize("name", scripts.names())
+@pytest.mark.parametrize("name", script_names())
 def test_every_script_opens_with_a_comment_naming_its_keys_and_argv(name: str) -> None:
     text = (scripts.LUA_DIR / f"{name}.lua").read_text()
     assert text.startswith("-- "), name
@@ -141,7 +142,7 @@ def test_a_job_is_finalised_in_one_place() -> None:
     lib = (scripts.LUA_DIR / "lib.lua").read_text()
     assert "local function finalize(" in lib and "'PUBLISH'" in lib
     callers = []
-    for name in scripts.names():
+    for name in script_names():
         body = (scripts.LUA_DIR / f"{name}.lua").read_text()
         assert "'PUBLISH'" not in body and "finished_at" not in body, name
         if "finalize(" in body:

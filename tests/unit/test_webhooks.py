@@ -23,11 +23,12 @@ from standardwebhooks import Webhook
 
 from mtfleet.api import metrics
 from mtfleet.api.webhooks import targets
-from mtfleet.api.webhooks.deliverer import WebhookDeliverer, retry_after_s, signature
+from mtfleet.api.webhooks.deliverer import WebhookDeliverer, signature
 from mtfleet.core import keys
 from mtfleet.core.apikeys import KeyStore, check_webhook_secret, new_webhook_secret
+from mtfleet.core.backoff import Backoff, retry_after_s
 from mtfleet.core.models import JobStatus, Lane, Progress, SegmentOutcome
-from mtfleet.core.outbox import WebhookOutbox, backoff_s
+from mtfleet.core.outbox import WebhookOutbox
 from mtfleet.core.settings import Settings
 from mtfleet.core.store import JobRecord, JobStore, new_job_id
 
@@ -255,7 +256,7 @@ def test_webhook_secrets_have_the_spec_form_and_bad_settings_are_refused() -> No
 def test_backoff_is_full_jitter_under_a_doubling_ceiling() -> None:
     rng = random.Random(7)
     for attempts, ceiling in ((1, 5), (2, 10), (3, 20), (10, 600), (60, 600)):
-        waits = [backoff_s(attempts, 5, 600, rng) for _ in range(200)]
+        waits = [Backoff(5, 600, jitter="full").wait_s(attempts - 1, rng) for _ in range(200)]
         assert all(0 <= w <= ceiling for w in waits)
         assert max(waits) > ceiling / 2  # spread over the range, not pinned to it
 

@@ -35,12 +35,10 @@ than a library's (tenacity) because the gate slot must be given up while it slee
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import heapq
 import itertools
 import json
 import logging
-import random
 import re
 import time
 from dataclasses import dataclass, field
@@ -48,13 +46,13 @@ from typing import Any
 
 import aiohttp
 
+from mtfleet.core.backoff import Backoff, retry_after_s
 from mtfleet.core.errors import EngineError, EngineTimeout, EngineUnavailable, SegmentTooLong
 
 log = logging.getLogger(__name__)
 
 RETRY_DOWN = frozenset({429, 502, 503, 504})  # retried; still failing: the server is down
-BACKOFF_S = 0.5
-BACKOFF_MAX_S = 8.0
+RETRIES = Backoff(first_s=0.5, max_s=8.0, jitter="equal")
 RETRY_AFTER_MAX_S = 30.0
 CONNECT_TIMEOUT_S = 5.0
 _CONTEXT = re.compile(
@@ -136,16 +134,9 @@ def detail(answer: Answer) -> str:
 def backoff_s(attempt: int, retry_after: str | None = None) -> float:
     """Seconds before retry ``attempt`` (0-based): exponential with jitter, or the server's
     ``Retry-After`` (seconds or an HTTP date) when that is longer, at most 30 s."""
-    base = min(BACKOFF_MAX_S, BACKOFF_S * 2**attempt)
-    delay = base / 2 + random.uniform(0, base / 2)
-    if retry_after:
-        try:
-            wanted = float(retry_after)
-        except ValueError:
-            try:
-                wanted = email.utils.parsedate_to_datetime(retry_after).timestamp() - time.time()
-            except (TypeError, ValueError):
-                wanted = 0.0
+    delay = RETRIES.wait_s(attempt)
+    wanted = retry_after_s(retry_after, time.time())
+    if wanted is not None:
         delay = max(delay, min(wanted, RETRY_AFTER_MAX_S))
     return delay
 

@@ -25,10 +25,7 @@ at run time makes the worker unhealthy until it answers again: its (re)start wai
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import threading
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -40,13 +37,13 @@ from mtfleet.workers import prompts
 from mtfleet.workers.engines.aio import LoopRequest, LoopThread
 from mtfleet.workers.engines.base import (
     Done,
-    Engine,
     EngineLimits,
     Translation,
     TranslationRequest,
     collect,
     estimate_tokens,
 )
+from mtfleet.workers.engines.hf_model import HFModelEngine
 from mtfleet.workers.engines.openai_client import Completion, OpenAIServer
 
 log = logging.getLogger(__name__)
@@ -55,20 +52,12 @@ log = logging.getLogger(__name__)
 TEMPLATE_TOKENS = 16
 
 
-class OpenAIEngine(Engine):
+class OpenAIEngine(HFModelEngine):
     name = "openai"
     streaming = True
 
-    @property
-    def follows_instructions(self) -> bool:
-        return True
-
-    @property
-    def terms_in_prompt(self) -> bool:
-        return prompts.terms_in_prompt(self.settings.glossary_in_prompt, self.style)
-
     def __init__(self, settings: Settings) -> None:
-        self.settings = settings
+        super().__init__(settings)
         key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
         self.server = OpenAIServer(
             settings.openai_base_url or "",
@@ -77,14 +66,11 @@ class OpenAIEngine(Engine):
             timeout_s=settings.openai_timeout_s,
             retries=settings.openai_retries,
         )
-        self.style = prompts.resolve_style(settings.prompt_style, settings.model)
-        self.tokenizer: Any = None
-        self._tokenizer_lock = threading.Lock()
         self._control: tuple[str, ...] = prompts.COMMON_CONTROL_TOKENS
         self._context = settings.max_model_len or 0
         self._loop = LoopThread("openai-loop")
-        self._counts = lru_cache(maxsize=8192)(self._count)
-        self._fingerprint = self._identity({})
+        self._estimates = lru_cache(maxsize=8192)(self._estimate)
+        self._fingerprint = self._fingerprint_of(self._identity(root=None, context=self._context))
 
     # -- lifecycle -----------------------------------------------------------------------------
     def preflight(self) -> list[str]:
@@ -114,7 +100,9 @@ class OpenAIEngine(Engine):
         except BaseException:
             self.close()
             raise
-        self._fingerprint = self._identity(entry)
+        self._fingerprint = self._fingerprint_of(
+            self._identity(root=entry.get("root"), context=self._context)
+        )
         log.info(
             "openai engine: %s at %s (context %s, tokens %s)",
             self.settings.model,
@@ -151,32 +139,10 @@ class OpenAIEngine(Engine):
                 log.warning("no tokenizer from %s (%s): token counts are estimates", source, exc)
         return None
 
-    def _identity(self, entry: dict[str, Any]) -> str:
-        s = self.settings
-        sampling = {
-            k: getattr(s, k)
-            for k in (
-                "temperature",
-                "top_p",
-                "top_k",
-                "repetition_penalty",
-                "seed",
-                "max_tokens_ratio",
-                "max_tokens_slack",
-            )
-        }
-        ident = json.dumps(
-            {
-                "model": s.model,
-                "root": entry.get("root"),
-                "context": self._context,
-                "prompt": prompts.version(self.terms_in_prompt),
-                "style": self.style,
-                "sampling": sampling,
-            },
-            sort_keys=True,
-        )
-        return "openai-" + hashlib.sha256(ident.encode()).hexdigest()[:16]
+    def _weights(self) -> str:
+        """The server holds the weights: the model's name there (and its root, the server's
+        path or id of them, in the identity)."""
+        return self.settings.model
 
     def close(self) -> None:
         if self._loop.running:
@@ -191,14 +157,6 @@ class OpenAIEngine(Engine):
 
     # -- contract ------------------------------------------------------------------------------
     @property
-    def model(self) -> str:
-        return self.settings.model
-
-    @property
-    def fingerprint(self) -> str:
-        return self._fingerprint
-
-    @property
     def limits(self) -> EngineLimits:
         return EngineLimits(
             max_sequences=self.settings.openai_concurrency,
@@ -206,31 +164,18 @@ class OpenAIEngine(Engine):
             max_input_tokens=self._context // 2,
         )
 
-    def pairs(self) -> list[tuple[str, str]]:
-        return prompts.llm_pairs()
+    def _sizes(self, req: TranslationRequest) -> tuple[int, int]:
+        """(prompt tokens, source tokens): the tokenizer's, or estimates without one."""
+        return super()._sizes(req) or self._estimates(req)
 
-    def _count(self, req: TranslationRequest) -> tuple[int, int]:
-        """(prompt tokens, source tokens): the tokenizer's, or estimates."""
-        if self.tokenizer is None:
-            user = prompts.instruction(req.text, req.source, req.target, self.style, req.guidance)
-            return estimate_tokens(user) + TEMPLATE_TOKENS, estimate_tokens(req.text)
-        with self._tokenizer_lock:
-            ids, src = prompts.encode(
-                req.text, req.source, req.target, self.style, self.tokenizer, req.guidance
-            )
-        return len(ids), src
-
-    def count_tokens(self, request: TranslationRequest) -> int:
-        return self._counts(request)[0]
-
-    def check(self, request: TranslationRequest) -> str | None:
-        prompt, src = self._counts(request)
-        return prompts.too_long(src, prompt, self._context, self.settings.max_tokens_slack)
+    def _estimate(self, req: TranslationRequest) -> tuple[int, int]:
+        user = prompts.instruction(req.text, req.source, req.target, self.style, req.guidance)
+        return estimate_tokens(user) + TEMPLATE_TOKENS, estimate_tokens(req.text)
 
     def body(self, request: TranslationRequest) -> dict[str, Any]:
         """The chat-completion request for one segment."""
         s = self.settings
-        prompt, src = self._counts(request)
+        prompt, src = self._sizes(request)
         content = prompts.user_turn(
             request.text,
             request.source,
@@ -242,9 +187,7 @@ class OpenAIEngine(Engine):
         body: dict[str, Any] = {
             "model": s.model,
             "messages": [{"role": "user", "content": content}],
-            "max_tokens": prompts.max_tokens(
-                src, prompt, self._context, ratio=s.max_tokens_ratio, slack=s.max_tokens_slack
-            ),
+            "max_tokens": self._max_tokens(prompt, src),
             "temperature": s.temperature,
             "top_p": s.top_p,
             "top_k": s.top_k,

@@ -24,22 +24,18 @@ stopping criterion ends ``generate`` at its next step and the call raises.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
-import json
 import logging
 import threading
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import Any
 
 from mtfleet.core.errors import EngineError, EngineUnavailable
 from mtfleet.core.settings import Settings
-from mtfleet.workers import prompts
 from mtfleet.workers.batching import split_by_length
-from mtfleet.workers.engines.base import Engine, EngineLimits, Translation, TranslationRequest
+from mtfleet.workers.engines.base import EngineLimits, Translation, TranslationRequest
 from mtfleet.workers.engines.hf_families import Family, family_of
-from mtfleet.workers.engines.vllm_engine import model_problem, model_revision
+from mtfleet.workers.engines.hf_model import HFModelEngine, model_problem
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +79,7 @@ def resolve_dtype(setting: str, device: str, bf16_available: bool) -> str:
     return _DTYPES[setting]
 
 
-class TransformersEngine(Engine):
+class TransformersEngine(HFModelEngine):
     name = "transformers"
 
     @property
@@ -91,29 +87,18 @@ class TransformersEngine(Engine):
         """A decoder-only model is prompted (and follows instructions); a seq2seq one is not."""
         return self.family.name == "causal"
 
-    @property
-    def terms_in_prompt(self) -> bool:
-        return self.follows_instructions and prompts.terms_in_prompt(
-            self.settings.glossary_in_prompt, self.style
-        )
-
     def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.style = prompts.resolve_style(settings.prompt_style, settings.model)
+        super().__init__(settings)
         self.model_obj: Any = None
-        self.tokenizer: Any = None
         self.family = Family("unloaded", ())
         self.device = "cpu"
         self.dtype = ""
-        self._lock = threading.Lock()  # the tokenizer: one thread at a time (src_lang is state)
         self._interrupted = threading.Event()
-        self._counts = lru_cache(maxsize=8192)(self._count)
-        self._positions = DEFAULT_POSITIONS
+        self._context = DEFAULT_POSITIONS
         self._eos: set[int] = set()
         self._forced_eos = False
         self._ids: dict[str, int] = {}  # forced first tokens' ids
         self._stopping: Any = None
-        self._fingerprint = ""
 
     # -- lifecycle -----------------------------------------------------------------------------
     def preflight(self) -> list[str]:
@@ -166,7 +151,7 @@ class TransformersEngine(Engine):
             tokenizer.padding_side = "left"  # new tokens follow every prompt directly
             if tokenizer.pad_token is None:
                 tokenizer.pad_token = tokenizer.eos_token
-        self._positions = self._max_positions(config, tokenizer)
+        self._context = self._max_positions(config, tokenizer)
         # every call passes max_new_tokens; a max_length left in the model's generation config
         # (OPUS-MT's: 512) only makes generate warn about both on every call
         model.generation_config.max_length = None
@@ -187,7 +172,9 @@ class TransformersEngine(Engine):
 
         self._stopping = StoppingCriteriaList([Interrupted()])
         self.model_obj, self.tokenizer = model, tokenizer
-        self._fingerprint = self._identity()
+        self._fingerprint = self._fingerprint_of(
+            self._identity(family=self.family.name, dtype=self.dtype, beams=self._beams())
+        )
         log.info(
             "transformers engine: %s (%s, %s on %s), %d pairs",
             s.model,
@@ -204,21 +191,6 @@ class TransformersEngine(Engine):
                 return n
         return DEFAULT_POSITIONS
 
-    def _identity(self) -> str:
-        s = self.settings
-        ident: dict[str, Any] = {
-            "model": model_revision(s.model),
-            "family": self.family.name,
-            "dtype": self.dtype,
-            "beams": self._beams(),
-            "max_tokens": [s.max_tokens_ratio, s.max_tokens_slack],
-        }
-        if self.family.name == "causal":
-            ident["prompt"] = [prompts.version(self.terms_in_prompt), self.style]
-            ident["sampling"] = [s.temperature, s.top_p, s.top_k, s.repetition_penalty, s.seed]
-        blob = json.dumps(ident, sort_keys=True)
-        return "transformers-" + hashlib.sha256(blob.encode()).hexdigest()[:16]
-
     def close(self) -> None:
         model, self.model_obj = self.model_obj, None
         if model is not None and self.device.startswith("cuda"):
@@ -229,20 +201,12 @@ class TransformersEngine(Engine):
 
     # -- contract ------------------------------------------------------------------------------
     @property
-    def model(self) -> str:
-        return self.settings.model
-
-    @property
-    def fingerprint(self) -> str:
-        return self._fingerprint
-
-    @property
     def limits(self) -> EngineLimits:
         s = self.settings
         return EngineLimits(
             max_sequences=s.max_seqs or DEFAULT_MAX_SEQS,
             max_batch_tokens=s.max_step_tokens or DEFAULT_BATCH_TOKENS,
-            max_input_tokens=self._positions,
+            max_input_tokens=self._context,
         )
 
     def pairs(self) -> list[tuple[str, str]]:
@@ -258,28 +222,19 @@ class TransformersEngine(Engine):
     def _count(self, req: TranslationRequest) -> tuple[list[int], int]:
         """(input ids, source tokens) of one request: the prompt's for a decoder-only model,
         the source text's (its prefix and the tokenizer's special tokens included) else."""
-        tok = self.tokenizer
-        with self._lock:
-            if self.family.name == "causal":
-                return prompts.encode(
-                    req.text, req.source, req.target, self.style, tok, req.guidance
-                )
-            ids = tok(self.family.source_text(req.text, req.target))["input_ids"]
+        if self.follows_instructions:
+            return super()._count(req)
+        with self._tokenizer_lock:
+            ids = self.tokenizer(self.family.source_text(req.text, req.target))["input_ids"]
         return list(ids), len(ids)
 
-    def count_tokens(self, request: TranslationRequest) -> int:
-        if self.tokenizer is None:
-            return super().count_tokens(request)
-        return len(self._counts(request)[0])
-
     def check(self, request: TranslationRequest) -> str | None:
-        if self.tokenizer is None:
-            return None
-        ids, src = self._counts(request)
-        if self.family.name == "causal":
-            return prompts.too_long(src, len(ids), self._positions, self.settings.max_tokens_slack)
-        if len(ids) > self._positions:
-            return f"segment too long for the model: {len(ids)} tokens, it takes {self._positions}"
+        """A prompt needs room for its answer too; an encoder's input only has to fit."""
+        if self.follows_instructions or self.tokenizer is None:
+            return super().check(request)
+        ids, _ = self._counts(request)
+        if len(ids) > self._context:
+            return f"segment too long for the model: {len(ids)} tokens, it takes {self._context}"
         return None
 
     # -- one call ------------------------------------------------------------------------------
@@ -313,7 +268,7 @@ class TransformersEngine(Engine):
         s, tok, family = self.settings, self.tokenizer, self.family
         source, target = reqs[0].source, reqs[0].target
         counts = [self._counts(r) for r in reqs]
-        with self._lock:
+        with self._tokenizer_lock:
             if family.name == "causal":
                 enc = tok.pad({"input_ids": [ids for ids, _ in counts]}, return_tensors="pt")
             else:
@@ -323,16 +278,8 @@ class TransformersEngine(Engine):
                 enc = tok(texts, padding=True, return_tensors="pt")
         causal = family.name == "causal"
         prompt_len = int(enc["input_ids"].shape[1]) if causal else 0
-        limits = [  # an encoder-decoder's output has the decoder's positions to itself
-            prompts.max_tokens(
-                src,
-                len(ids) if causal else 0,
-                self._positions,
-                ratio=s.max_tokens_ratio,
-                slack=s.max_tokens_slack,
-            )
-            for ids, src in counts
-        ]
+        # an encoder-decoder's output has the decoder's positions to itself
+        limits = [self._max_tokens(len(ids) if causal else 0, src) for ids, src in counts]
         kwargs: dict[str, Any] = {
             "max_new_tokens": max(limits),
             "num_beams": self._beams(),
@@ -368,7 +315,7 @@ class TransformersEngine(Engine):
             row[:end] if end is not None else [t for t in row if t != pad]
             for row, end in zip(rows, ended, strict=True)
         ]
-        with self._lock:
+        with self._tokenizer_lock:
             texts = tok.batch_decode(generated, skip_special_tokens=True)
         return [
             Translation(text.strip(), truncated=self._cut(end, len(row)), tokens_out=len(ids))

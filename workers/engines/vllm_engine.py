@@ -23,90 +23,27 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
 import importlib.util
 import itertools
 import json
 import logging
-import os
 import threading
 from collections.abc import Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, get_args
 
 from mtfleet.core.errors import ConfigError, EngineError, EngineUnavailable
 from mtfleet.core.settings import Settings
-from mtfleet.workers import prompts
 from mtfleet.workers.engines.base import (
     Done,
-    Engine,
     EngineLimits,
     Translation,
     TranslationRequest,
     collect,
 )
+from mtfleet.workers.engines.hf_model import HFModelEngine, model_problem, model_revision
 
 log = logging.getLogger(__name__)
-
-
-#: Weights up to this size are hashed whole by :func:`model_revision` with ``content``.
-CONTENT_HASH_MAX_BYTES = 2 * 1024**3
-
-
-def model_revision(model: str, *, content: bool = False) -> str:
-    """What identifies the weights: config + weight file sizes for a local dir, else the name.
-
-    The same on every host that holds the same files (no times, no paths), so a pool's
-    workers share one phrase-cache fingerprint. Sizes do not change when a model is retrained
-    in place; with ``content`` (LoRA adapters: megabytes) the weight files are hashed whole
-    when they total at most :data:`CONTENT_HASH_MAX_BYTES`, so a retrained adapter gets a new
-    fingerprint and never the old one's cached translations."""
-    path = Path(model)
-    if not path.is_dir():
-        return model
-    files = [f for f in sorted(path.iterdir()) if f.suffix in WEIGHT_SUFFIXES | CONFIG_SUFFIXES]
-    weights = sum(f.stat().st_size for f in files if f.suffix in WEIGHT_SUFFIXES)
-    whole = content and weights <= CONTENT_HASH_MAX_BYTES
-    digest = hashlib.sha256()
-    for f in files:
-        digest.update(f"{f.name}:{f.stat().st_size}".encode())
-        if (f.suffix == ".json" and f.stat().st_size < 1_000_000) or (
-            whole and f.suffix in WEIGHT_SUFFIXES
-        ):
-            with f.open("rb") as fh:
-                while block := fh.read(1 << 20):
-                    digest.update(block)
-    return f"{path.name}@{digest.hexdigest()[:12]}"
-
-
-WEIGHT_SUFFIXES = {".safetensors", ".bin"}
-CONFIG_SUFFIXES = {".json", ".model", ".jinja"}
-
-
-def model_problem(model: str) -> str | None:
-    """Why ``model`` cannot be loaded, found without loading it: a folder that is not there or
-    holds no ``config.json``, or a Hugging Face id that is not in the local cache while
-    downloads are off (``HF_HUB_OFFLINE``)."""
-    path = Path(model).expanduser()
-    if model.startswith(("/", ".", "~")) or path.exists():
-        if not path.is_dir():
-            return f"MT_MODEL={model}: no such folder"
-        if not (path / "config.json").is_file():
-            return f"MT_MODEL={model}: the folder has no config.json (not a Hugging Face model)"
-        return None
-    if os.environ.get("HF_HUB_OFFLINE", "").lower() not in {"1", "true", "yes", "on"}:
-        return None  # vLLM downloads it at load
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:
-        return None
-    if not isinstance(try_to_load_from_cache(model, "config.json"), str):
-        return (
-            f"MT_MODEL={model} is not in the Hugging Face cache and HF_HUB_OFFLINE is set: "
-            f"fetch it first (huggingface-cli download {model}) or point MT_MODEL at a folder"
-        )
-    return None
 
 
 #: The ranks vLLM sizes its LoRA slots for (its ``max_lora_rank`` choices).
@@ -223,67 +160,45 @@ class _Request:
             self.task.cancel()
 
 
-class VllmEngine(Engine):
+class VllmEngine(HFModelEngine):
     name = "vllm"
     streaming = True
 
-    @property
-    def follows_instructions(self) -> bool:
-        return True
-
-    @property
-    def terms_in_prompt(self) -> bool:
-        return prompts.terms_in_prompt(self.settings.glossary_in_prompt, self.style)
-
     def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.style = prompts.resolve_style(settings.prompt_style, settings.model)
+        super().__init__(settings)
         self.llm: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
         self._ids = itertools.count()
-        # HF fast tokenizers can raise "Already borrowed" when shared across threads.
-        self._tokenizer_lock = threading.Lock()
-        # check(), count_tokens() and submit() all need a request's prompt: tokenize once.
-        self._prompt_ids = lru_cache(maxsize=8192)(self._tokenize)
-        self.tokenizer: Any = None
         self._limits = EngineLimits(max_sequences=256, max_batch_tokens=4096, max_input_tokens=0)
-        self._max_model_len = 0
-        sampling = {
-            k: getattr(settings, k)
-            for k in (
-                "temperature",
-                "top_p",
-                "top_k",
-                "repetition_penalty",
-                "seed",
-                "max_tokens_ratio",
-                "max_tokens_slack",
-                "dtype",
-            )
+        #: adapter name -> what identifies its weights (hashed once: adapters are megabytes)
+        self._adapter_revisions = {
+            name: model_revision(path, content=True)
+            for name, path in settings.lora_adapters.items()
         }
-        # what changes the output (TP/PP sizes and prefix caching do not)
-        ident = json.dumps(
-            {
-                "model": model_revision(settings.model),
-                "prompt": prompts.version(self.terms_in_prompt),
-                "style": self.style,
-                "sampling": sampling,
-                "quantization": settings.quantization,
-                "kv_cache_dtype": settings.kv_cache_dtype,
-                "vllm_args": settings.vllm_args,
-            },
-            sort_keys=True,
-            default=str,
-        )
-        self._fingerprint = "vllm-" + hashlib.sha256(ident.encode()).hexdigest()[:16]
         #: adapter name -> (vLLM's LoRA id, path, fingerprint of the base model with it)
         self._loras: dict[str, tuple[int, str, str]] = {}
-        for n, (name, path) in enumerate(sorted(settings.lora_adapters.items()), 1):
-            revision = model_revision(path, content=True)
-            digest = hashlib.sha256(f"{ident}|{revision}".encode()).hexdigest()
-            self._loras[name] = (n, str(Path(path).expanduser()), f"vllm-lora-{digest[:16]}")
         self._lora_requests: dict[str, Any] = {}
+        self._name_outputs()
+
+    def _weights(self) -> str:
+        revision = self.settings.vllm_args.get("revision")  # what vLLM loads, if not main
+        return model_revision(self.settings.model, revision=str(revision) if revision else None)
+
+    def _name_outputs(self) -> None:
+        """The fingerprints of the base model and of each adapter with it: at construction,
+        and again once loaded (a Hub id's snapshot is known once vLLM has fetched it)."""
+        s = self.settings
+        ident = self._identity(
+            dtype=s.dtype,
+            quantization=s.quantization,
+            kv_cache_dtype=s.kv_cache_dtype,
+            vllm_args=s.vllm_args,
+        )
+        self._fingerprint = self._fingerprint_of(ident)
+        for n, (name, path) in enumerate(sorted(s.lora_adapters.items()), 1):
+            adapted = self._fingerprint_of(f"{ident}|{self._adapter_revisions[name]}", "-lora")
+            self._loras[name] = (n, str(Path(path).expanduser()), adapted)
 
     # -- lifecycle -----------------------------------------------------------------------------
     def preflight(self) -> list[str]:
@@ -335,12 +250,13 @@ class VllmEngine(Engine):
             raise
         self.tokenizer = self.llm.get_tokenizer()
         cfg = self.llm.vllm_config
-        self._max_model_len = int(cfg.model_config.max_model_len)
+        self._context = int(cfg.model_config.max_model_len)
         self._limits = EngineLimits(
             max_sequences=int(cfg.scheduler_config.max_num_seqs),
             max_batch_tokens=int(cfg.scheduler_config.max_num_batched_tokens),
-            max_input_tokens=self._max_model_len // 2,
+            max_input_tokens=self._context // 2,
         )
+        self._name_outputs()
 
     def close(self) -> None:
         llm, self.llm = self.llm, None
@@ -360,51 +276,11 @@ class VllmEngine(Engine):
 
     # -- contract ------------------------------------------------------------------------------
     @property
-    def model(self) -> str:
-        return self.settings.model
-
-    @property
-    def fingerprint(self) -> str:
-        return self._fingerprint
-
-    @property
     def limits(self) -> EngineLimits:
         return self._limits
 
     def adapters(self) -> dict[str, str]:
         return {name: fingerprint for name, (_, _, fingerprint) in self._loras.items()}
-
-    def pairs(self) -> list[tuple[str, str]]:
-        return prompts.llm_pairs()
-
-    def _tokenize(self, req: TranslationRequest) -> tuple[list[int], int]:
-        with self._tokenizer_lock:
-            return prompts.encode(
-                req.text, req.source, req.target, self.style, self.tokenizer, req.guidance
-            )
-
-    def _max_tokens(self, prompt_len: int, src_tokens: int) -> int:
-        s = self.settings
-        return prompts.max_tokens(
-            src_tokens,
-            prompt_len,
-            self._max_model_len,
-            ratio=s.max_tokens_ratio,
-            slack=s.max_tokens_slack,
-        )
-
-    def count_tokens(self, request: TranslationRequest) -> int:
-        if self.tokenizer is None:
-            return super().count_tokens(request)
-        return len(self._prompt_ids(request)[0])
-
-    def check(self, request: TranslationRequest) -> str | None:
-        if self.tokenizer is None:
-            return None
-        ids, src_tokens = self._prompt_ids(request)
-        return prompts.too_long(
-            src_tokens, len(ids), self._max_model_len, self.settings.max_tokens_slack
-        )
 
     def _sampling(self, prompt_len: int, src_tokens: int) -> Any:
         from vllm import SamplingParams
@@ -427,7 +303,7 @@ class VllmEngine(Engine):
         loop = self._loop
         if self.llm is None or loop is None:
             raise EngineUnavailable("vLLM engine used before load() or after close()")
-        ids, src_tokens = self._prompt_ids(request)
+        ids, src_tokens = self._counts(request)
         params = self._sampling(len(ids), src_tokens)
         lora = None
         if request.adapter is not None:

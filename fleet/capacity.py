@@ -1,7 +1,7 @@
 """Capacity planning (``mtfleet plan``): how many GPUs, in which tensor-parallel groups, serve an
 interactive request rate within a p95 target and finish a nightly volume within its window.
 
-The engine is the step model of :mod:`mtfleet.core.gpucost` (the one the benchmarks simulate),
+The engine is the step model of :mod:`mtfleet.fleet.gpucost` (the one the benchmarks simulate),
 deployed as docs/operations.md says ("sizing the step": step tokens at the knee × the
 interactive slowdown), and the fleet around it adds what ``make bench`` measured:
 :data:`FLEET_EFFICIENCY` of the engine's bulk rate and :data:`OVERHEAD_P95_S` on an interactive
@@ -10,7 +10,7 @@ which
 
 * **the nightly volume finishes in the window** while the interactive traffic goes on: a group
   finishes bulk segments at the rate the step model keeps with work always waiting
-  (:func:`~mtfleet.core.gpucost.steady_rate` × the fleet's efficiency), less the share the
+  (:func:`~mtfleet.fleet.gpucost.steady_rate` × the fleet's efficiency), less the share the
   interactive segments take;
 * **the interactive p95 meets the target**, both on a fleet without bulk work (its requests
   share the steps with each other: the step time and the requests in flight are solved
@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass, field
 
 from mtfleet.core.errors import ConfigError
-from mtfleet.core.gpucost import (
+from mtfleet.fleet.gpucost import (
     GPUS,
     MODELS,
     PRECISIONS,

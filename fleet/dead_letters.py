@@ -13,6 +13,8 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
+from mtfleet.producer.extras import require
+
 if TYPE_CHECKING:
     from mtfleet.core.deadletters import DeadLetter, DeadLetters
 
@@ -41,6 +43,7 @@ NOT_RETRIED = {
 
 
 def _dead_letters() -> DeadLetters:
+    require("dead-letters", "server")
     from mtfleet.core.deadletters import DeadLetters
     from mtfleet.core.redis_conn import connect
     from mtfleet.core.settings import get_settings

@@ -1,5 +1,5 @@
 """``mtfleet plan``: how many GPUs, in which tensor-parallel groups, for this much work
-(:mod:`mtfleet.core.capacity`), as a table or JSON."""
+(:mod:`mtfleet.fleet.capacity`), as a table or JSON."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from mtfleet.core.capacity import Option, Plan, Workload, parse_duration, plan
 from mtfleet.core.errors import ConfigError
-from mtfleet.core.gpucost import GPUS, MODELS, PRECISIONS, CostParams
+from mtfleet.fleet.capacity import Option, Plan, Workload, parse_duration, plan
+from mtfleet.fleet.gpucost import GPUS, MODELS, PRECISIONS, CostParams
 
 # wide enough for the table in a pipe or a log, which rich would otherwise take as 80 columns
 console = Console(soft_wrap=True, width=None if Console().is_terminal else 140)

@@ -29,8 +29,8 @@ from types import FrameType
 from rich.console import Console
 from rich.table import Table
 
+from mtfleet.fleet.localfleet import LocalFleet, preferred_port, redis_reachable
 from mtfleet.producer.client import MTClient, MTClientError
-from mtfleet.producer.localfleet import LocalFleet, preferred_port, redis_reachable
 
 console = Console()
 

@@ -6,7 +6,7 @@ bound by reading the weights once (memory) or by the arithmetic on its tokens (c
 whichever is longer. :class:`CostParams` holds those figures with the engine's limits
 (``max_num_seqs``, ``max_num_batched_tokens``) and the steady-state arithmetic on them;
 ``bench/costengine.py`` sleeps through such steps (a simulated GPU) and
-:mod:`mtfleet.core.capacity` plans with them.
+:mod:`mtfleet.fleet.capacity` plans with them.
 
 **Where the figures come from.** The reference is :data:`PRESETS` ``["h200-7b"]``: a ~7B dense
 model in bf16 on one H200, 3 ms per step for the weight read (15 GB / 4.8 TB/s) and 15 µs per
@@ -60,11 +60,6 @@ class CostParams:
     def free(self) -> bool:
         """Zero cost: requests complete at once, no steps are simulated."""
         return self.step_fixed_s == 0 and self.per_token_s == 0
-
-    @property
-    def knee_tokens(self) -> float:
-        """Step tokens at which the arithmetic starts to outlast the weight read."""
-        return self.step_fixed_s / self.per_token_s if self.per_token_s else math.inf
 
     def out_tokens(self, in_tokens: int) -> int:
         return max(1, math.ceil(in_tokens * self.out_ratio))

@@ -151,20 +151,18 @@ async def _translations(
     found = None
     # a resend (a client retrying after a 429) joins its job, charged once, even once the
     # phrase cache holds the translation its job made
-    resent = await run_in_threadpool(jobs.resent, key, caller.owner)
+    resent = await jobs.resent(key, caller.owner)
     if not detection.is_auto(req.source_lang) and not resent:
         found = await jobs.answer_from_cache(req, owner=caller.owner, key=caller.key)
         if found.translations is not None:
             return list(found.translations), None, found.model_type_used
-    submitted = await run_in_threadpool(
-        lambda: jobs.submit(
-            req,
-            owner=caller.owner,
-            key=caller.key,
-            idempotency_key=key,
-            found=found,
-            idempotency_ttl_s=services.settings.dropin_retry_window_s,
-        )
+    submitted = await jobs.submit(
+        req,
+        owner=caller.owner,
+        key=caller.key,
+        idempotency_key=key,
+        found=found,
+        idempotency_ttl_s=services.settings.dropin_retry_window_s,
     )
     known = submitted.cached if submitted.created else None
     job, result = await services.results.settled(submitted.job, wait_s, known)
@@ -245,14 +243,12 @@ async def submit_document(
         **(guidance or {}),
     )
     key = retry_key(surface, request, req)
-    submitted = await run_in_threadpool(
-        lambda: services.jobs.submit(
-            req,
-            owner=caller.owner,
-            key=caller.key,
-            idempotency_key=key,
-            idempotency_ttl_s=services.settings.dropin_retry_window_s,
-        )
+    submitted = await services.jobs.submit(
+        req,
+        owner=caller.owner,
+        key=caller.key,
+        idempotency_key=key,
+        idempotency_ttl_s=services.settings.dropin_retry_window_s,
     )
     job = submitted.job
     token = await run_in_threadpool(services.store.grant_access, job.id, submitted.chars)

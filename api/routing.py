@@ -93,24 +93,20 @@ def choose_pool(
 
 
 class Routing:
-    def __init__(
-        self,
-        settings: Settings,
-        client: redis.Redis,
-        registry: Registry,
-        backlog: Backlog | None = None,
-    ) -> None:
+    def __init__(self, settings: Settings, registry: Registry, backlog: Backlog) -> None:
+        """Every read on the event loop, through the registry's asyncio client."""
+        assert registry.ar is not None, "Routing needs a Registry with an asyncio client"
         self.settings = settings
-        self.r = client
         self.registry = registry
-        self.backlog = backlog or Backlog(client, ttl_s=settings.result_ttl_s)
+        self._aclient = registry.ar
+        self.backlog = backlog
         self._pools: tuple[float, dict[str, PoolInfo]] = (0.0, {})
         self._serving: dict[tuple[str, str], tuple[float, list[str]]] = {}
         self._depths: dict[tuple[str, Lane], tuple[float, int]] = {}
         self._pairs: tuple[float, frozenset[tuple[str, str]]] = (0.0, frozenset())
 
     # -- routing -----------------------------------------------------------------------------
-    def route(
+    async def route(
         self,
         source: str,
         target: str,
@@ -118,16 +114,17 @@ class Routing:
         adapter: str | None = None,
         model_type: ModelType | None = None,
     ) -> Route:
-        """The pool a job of this pair goes to (see the module docs); 422 when there is none.
-        A job that names its ``pool`` goes there, whatever its ``model_type``."""
+        """The pool a job of this pair goes to (see the module docs); 422 when there is none,
+        503 when Redis cannot be read. A job that names its ``pool`` goes there, whatever its
+        ``model_type``. On the event loop: with the registry remembered, no round trip."""
         try:
             if pool is not None:
-                return self._named(pool, source, target, adapter, model_type)
-            serving = self.serving(source, target)  # may refresh the pools: read them after
-            found = self._pick(self.pools(), serving, source, target, adapter, model_type)
+                return await self._named(pool, source, target, adapter, model_type)
+            serving = await self.serving(source, target)  # may refresh the pools: read after
+            found = self._pick(await self.pools(), serving, source, target, adapter, model_type)
             if found is not None:
                 return found
-            served = self._served_pairs()
+            served = sorted(f"{a}->{b}" for a, b in await self.registry.aserved_pairs())
         except redis.RedisError as exc:
             raise Unavailable.because("the job store", exc) from exc
         raise UnsupportedLanguage(
@@ -135,40 +132,6 @@ class Routing:
             + (_listed(served) if served else "none yet (no worker has registered)"),
             served=served[:LISTED],
         )
-
-    async def aroute(
-        self,
-        source: str,
-        target: str,
-        pool: str | None = None,
-        adapter: str | None = None,
-        model_type: ModelType | None = None,
-    ) -> Route | None:
-        """:meth:`route` on the event loop, for the cache-only hot path: the same choice
-        (:meth:`_pick`) from the registry read on the loop; None where :meth:`route` would
-        refuse or read the registry again first (that path then goes the whole way and says
-        why)."""
-        now = time.monotonic()
-        expires, pools = self._pools
-        if expires <= now:
-            pools = await self.registry.apools()
-            self._pools = (now + REMEMBER_S, pools)
-        hit = self._serving.get((source, target))
-        if hit is not None and hit[0] > now:
-            serving = hit[1]
-        else:
-            serving = await self.registry.aserving(sorted(pools), source, target)
-            if not serving:
-                return None
-            self._serving[(source, target)] = (now + REMEMBER_S, serving)
-        try:
-            if pool is None:
-                return self._pick(pools, serving, source, target, adapter, model_type)
-            if pool not in serving or pool not in pools:
-                return None
-            return self._with_adapter(pools[pool], adapter, model_type)
-        except UnknownPool:
-            return None
 
     def _pick(
         self,
@@ -192,42 +155,43 @@ class Routing:
         )
         return self._with_adapter(pools[name], adapter, model_type)
 
-    def pools(self, *, fresh: bool = False) -> dict[str, PoolInfo]:
+    async def pools(self, *, fresh: bool = False) -> dict[str, PoolInfo]:
         """Every pool the registry knows (remembered for a second unless ``fresh``)."""
         now = time.monotonic()
         expires, pools = self._pools
         if fresh or expires <= now:
-            pools = self.registry.pools()
+            pools = await self.registry.apools()
             self._pools = (now + REMEMBER_S, pools)
         return pools
 
-    def serving(self, source: str, target: str) -> list[str]:
+    async def serving(self, source: str, target: str) -> list[str]:
         """The pools that serve a pair (remembered for a second when there are some)."""
         now = time.monotonic()
         hit = self._serving.get((source, target))
         if hit is not None and hit[0] > now:
             return hit[1]
-        serving = self.registry.serving(sorted(self.pools()), source, target)
+        serving = await self.registry.serving(sorted(await self.pools()), source, target)
         if not serving:  # a pool that registered this second is seen at once
-            serving = self.registry.serving(sorted(self.pools(fresh=True)), source, target)
+            pools = await self.pools(fresh=True)
+            serving = await self.registry.serving(sorted(pools), source, target)
         if serving:
             self._serving[(source, target)] = (now + REMEMBER_S, serving)
         return serving
 
-    def sources_into(self, target: str) -> frozenset[str]:
+    async def sources_into(self, target: str) -> frozenset[str]:
         """The languages some pool translates into ``target`` (what ``auto`` detects among;
         every pool's pairs are read at most once a second)."""
         now = time.monotonic()
         expires, pairs = self._pairs
         if expires <= now:
             try:
-                pairs = frozenset(self.registry.served_pairs())
+                pairs = frozenset(await self.registry.aserved_pairs())
             except redis.RedisError as exc:
                 raise Unavailable.because("the job store", exc) from exc
             self._pairs = (now + REMEMBER_S, pairs)
         return frozenset(source for source, into in pairs if into == target)
 
-    def _named(
+    async def _named(
         self,
         pool: str,
         source: str,
@@ -235,17 +199,17 @@ class Routing:
         adapter: str | None,
         model_type: ModelType | None,
     ) -> Route:
-        pools = self.pools()
+        pools = await self.pools()
         if pool not in pools:
-            pools = self.pools(fresh=True)
+            pools = await self.pools(fresh=True)
         if pool not in pools:
             raise UnknownPool(
                 f"the fleet has no pool {pool!r}; pools: "
                 + (", ".join(sorted(pools)) or "none yet (no worker has registered)"),
                 pools=sorted(pools),
             )
-        if pool not in self.serving(source, target):
-            served = sorted(f"{a}->{b}" for a, b in self.registry.pairs([pool])[pool])
+        if pool not in await self.serving(source, target):
+            served = sorted(f"{a}->{b}" for a, b in (await self.registry.apairs([pool]))[pool])
             raise UnknownPool(
                 f"pool {pool!r} does not serve {source}->{target}; it serves: "
                 + (_listed(served) or "no pair"),
@@ -279,11 +243,8 @@ class Routing:
             )
         return Route(pool, fingerprint, adapter, model_type)
 
-    def _served_pairs(self) -> list[str]:
-        return sorted(f"{a}->{b}" for a, b in self.registry.served_pairs())
-
     # -- backpressure ------------------------------------------------------------------------
-    def admit(self, pool: str, lane: Lane) -> None:
+    async def admit(self, pool: str, lane: Lane) -> None:
         """Backpressure: refuse new work for a pool's lane with more chunks waiting (its
         backlog and its broker queue) than its limit (429). The depth is read at most every
         0.2 s per process, so it may overshoot the limit by what the API processes accept in
@@ -297,7 +258,7 @@ class Routing:
         seen = self._depths.get((pool, lane))
         if seen is None or seen[0] < now:
             try:
-                depth = self.backlog.waiting(pool, lane.value).total
+                depth = (await self.backlog.awaiting(self._aclient, pool, lane.value)).total
             except redis.RedisError as exc:
                 raise Unavailable.because("the job store", exc) from exc
             if seen is None:  # the pool lane's first job here: its refusals count from 0

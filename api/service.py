@@ -21,6 +21,8 @@ import logging
 import time
 from dataclasses import dataclass
 
+import anyio
+import anyio.to_thread
 import redis
 from celery import Celery
 from kombu.exceptions import OperationalError
@@ -45,6 +47,7 @@ from mtfleet.core.errors import (
     JobPurged,
     QuotaExceeded,
     Unavailable,
+    UnknownPool,
     UnsupportedLanguage,
 )
 from mtfleet.core.glossary import GlossaryInfo, GlossaryStore
@@ -128,10 +131,10 @@ class JobService:
         self.celery = celery
         self.apikeys = apikeys
         self.backlog = Backlog(store.r, ttl_s=settings.result_ttl_s)
-        self.routing = Routing(settings, store.r, registry, self.backlog)
+        self.routing = Routing(settings, registry, self.backlog)
 
     # -- the whole path ----------------------------------------------------------------------
-    def submit(
+    async def submit(
         self,
         req: JobCreate,
         *,
@@ -147,28 +150,32 @@ class JobService:
         An Idempotency-Key is scoped to the owner: two keys using the same one get two jobs;
         it is remembered ``idempotency_ttl_s`` (default ``MT_IDEMPOTENCY_TTL_S``).
         ``found``: what :meth:`answer_from_cache` found for this request (its hits and route
-        are used, not looked up again)."""
+        are used, not looked up again). On the event loop: Redis through the asyncio client,
+        the rest (documents, detection, the broker) off it; a request cancelled while it waits
+        (the client went away) still gives its charge and its share back."""
         if req.callback_url is not None:
-            self.check_callback(req.callback_url, key)
-        inputs = self.texts_of(req, owner)
-        charge = self._charge(key, inputs.texts, owner, idempotency_key)
+            await self.check_callback(req.callback_url, key)
+        inputs = await self.texts_of(req, owner)
+        charge = await self._charge(key, inputs.texts, owner, idempotency_key)
         storage = self.apikeys.storage(key, self.settings.key_storage_mb) if key else None
         share = None
         try:
-            share = self._interactive_share(req, inputs.texts, owner, idempotency_key)
-            submitted = self._submit(
+            share = await self._interactive_share(req, inputs.texts, owner, idempotency_key)
+            submitted = await self._submit(
                 req, inputs, owner, idempotency_key, storage, found, idempotency_ttl_s
             )
         except BaseException:
-            if charge is not None:
-                charge.refund()
-            if share is not None:
-                share.release()
+            with anyio.CancelScope(shield=True):
+                if charge is not None:
+                    await charge.refund()
+                if share is not None:
+                    await anyio.to_thread.run_sync(share.release)
             raise
         if charge is not None and not submitted.created:
-            charge.refund()
+            await charge.refund()
         if share is not None:
-            share.bind(submitted.job.id, final=not submitted.created or submitted.job.status.final)
+            final = not submitted.created or submitted.job.status.final
+            await anyio.to_thread.run_sync(lambda: share.bind(submitted.job.id, final=final))
         submitted.chars = sum(len(t) for t in inputs.texts)
         return submitted
 
@@ -199,11 +206,9 @@ class JobService:
         if source == target or self.cache.ar is None:
             return none
         try:
-            route = await self.routing.aroute(source, target, req.pool, req.adapter, req.model_type)
-        except redis.RedisError:
-            return none  # submit() answers 503
-        if route is None:
-            return none  # submit() says why (no pool serves the pair, an unknown pool...)
+            route = await self.routing.route(source, target, req.pool, req.adapter, req.model_type)
+        except (Unavailable, UnknownPool, UnsupportedLanguage):
+            return none  # submit() says why, after the checks that come first
         norms = [normalize(t) for t in texts]
         hits = await self.cache.aget_many(
             route.fingerprint, source, target, norms, scope=self.cache_scope(owner)
@@ -212,7 +217,7 @@ class JobService:
             return FromCache(None, hits, route)
         if key is not None:
             try:
-                await self.apikeys.acharge(key, sum(len(t) for t in texts))
+                await self.apikeys.charge(key, sum(len(t) for t in texts))
             except redis.RedisError as exc:
                 raise Unavailable.because("the job store", exc) from exc
         metrics.SEGMENTS.labels(route.name, Lane.interactive.value).inc(len(texts))
@@ -221,12 +226,18 @@ class JobService:
             [rewrap(t, hits[n]) for t, n in zip(texts, norms, strict=True)], hits, route
         )
 
-    def texts_of(self, req: JobCreate, owner: str = "") -> Texts:
+    async def texts_of(self, req: JobCreate, owner: str = "") -> Texts:
         """The request as texts: a document cut into sentences, ``auto`` detected among the
-        languages the fleet translates into the target."""
+        languages the fleet translates into the target (both off the event loop: the document
+        processes, the detector)."""
         auto = detection.is_auto(req.source_lang)
         target = languages.normalize(req.target_lang) if auto else req.target_lang
-        served = self.routing.sources_into(target) if auto else frozenset()
+        served = await self.routing.sources_into(target) if auto else frozenset()
+        if req.document is None and not auto:
+            return Texts(req.texts or [], req.source_lang)
+        return await anyio.to_thread.run_sync(self._texts_of, req, owner, served, target)
+
+    def _texts_of(self, req: JobCreate, owner: str, served: frozenset[str], target: str) -> Texts:
         if req.document is not None:
             doc = documents.prepare(
                 req.document, req.source_lang, self.documents, served, target, owner
@@ -235,24 +246,24 @@ class JobService:
                 doc.texts, doc.source, doc, doc.detected, doc.segment_langs, doc.confidence
             )
         texts = req.texts or []
-        if not auto:
-            return Texts(texts, req.source_lang)
         found = detection.detect(texts, served, target)
         return Texts(texts, found.source, None, found.source, found.segment_langs, found.confidence)
 
-    def _charge(
+    async def _charge(
         self, key: ApiKey | None, texts: list[str], owner: str, idempotency_key: str | None
     ) -> Charge | None:
         if key is None:
             return None
         try:
-            return self.apikeys.charge(key, sum(len(t) for t in texts))
+            return await self.apikeys.charge(key, sum(len(t) for t in texts))
         except QuotaExceeded:
             # A replay of an earlier job (a client retrying after a lost answer) still gets
             # its job when the quota is spent: _submit answers it without creating one.
-            if idempotency_key and self._exists(self.idempotency_redis_key(idempotency_key, owner)):
+            if idempotency_key and await self.resent(idempotency_key, owner):
                 return None
             raise
+        except redis.RedisError as exc:
+            raise Unavailable.because("the job store", exc) from exc
 
     def lane_for(self, req: JobCreate, n_texts: int) -> Lane:
         """The lane a job of ``n_texts`` runs on: the one it asks for, else interactive up to
@@ -274,7 +285,7 @@ class JobService:
             ttl_s=s.result_ttl_s,
         )
 
-    def _interactive_share(
+    async def _interactive_share(
         self, req: JobCreate, texts: list[str], owner: str, idempotency_key: str | None
     ) -> Reservation | None:
         """The caller's share of the interactive lane for an interactive job of ``texts``
@@ -285,15 +296,17 @@ class JobService:
         if not owner or self.lane_for(req, len(texts)) is not Lane.interactive:
             return None
         try:
-            return self.interactive_shares.reserve(owner, len(texts))
+            return await anyio.to_thread.run_sync(
+                self.interactive_shares.reserve, owner, len(texts)
+            )
         except InteractiveShareExceeded:
-            if idempotency_key and self._exists(self.idempotency_redis_key(idempotency_key, owner)):
+            if idempotency_key and await self.resent(idempotency_key, owner):
                 return None
             raise
         except redis.RedisError as exc:
             raise Unavailable.because("the job store", exc) from exc
 
-    def _submit(
+    async def _submit(
         self,
         req: JobCreate,
         inputs: Texts,
@@ -313,13 +326,13 @@ class JobService:
         if found is not None and found.route is not None:
             route = found.route  # routed by answer_from_cache: the same pair, pool and adapter
         else:
-            route = self.routing.route(source, target, req.pool, req.adapter, req.model_type)
-        guidance = self._guidance(req, route, owner, source, target)
-        memory = self._memory(req, route, owner, source, target)
-        glossary = self._glossary(req.glossary_id, owner, source, target) if texts else None
+            route = await self.routing.route(source, target, req.pool, req.adapter, req.model_type)
+        guidance, memory, glossary = await anyio.to_thread.run_sync(
+            self._named_stores, req, route, owner, source, target, bool(texts)
+        )
         norms = [normalize(t) for t in texts]
         scope = self.cache_scope(owner)
-        cached, plan = self._plan(
+        cached, plan = await self._plan(
             texts,
             norms,
             source,
@@ -334,7 +347,7 @@ class JobService:
             self._neighbours(inputs, route),
         )
         if plan:
-            self.routing.admit(route.name, lane)
+            await self.routing.admit(route.name, lane)
         job_id = new_job_id()
         now = time.time()
         messages = [
@@ -384,15 +397,17 @@ class JobService:
         )
         ledger = {m.chunk: m.model_dump_json() for m in messages}  # also what is sent
         idem = self._idempotency(req, job_id, owner, idempotency_key, idempotency_ttl_s)
+        create = functools.partial(
+            self.store.create,
+            job,
+            cached=cached,
+            idempotency=idem,
+            ledger=ledger,
+            document=doc.content if doc is not None else None,
+            storage=storage,
+        )
         try:
-            existing = self.store.create(
-                job,
-                cached=cached,
-                idempotency=idem,
-                ledger=ledger,
-                document=doc.content if doc is not None else None,
-                storage=storage,
-            )
+            existing = await anyio.to_thread.run_sync(create)
         except redis.RedisError as exc:
             raise Unavailable.because("the job store", exc) from exc
         if existing is not None:
@@ -403,14 +418,14 @@ class JobService:
                     "this Idempotency-Key was used with a different request body"
                 )
             try:
-                return Submitted(self.store.get(old_id), created=False)
+                return Submitted(await self.store.aget(old_id), created=False)
             except JobNotFound:
                 raise JobPurged(
                     f"this Idempotency-Key made job {old_id}, which was purged (or has expired); "
                     "send the request with a new key to make another"
                 ) from None
         if messages:
-            self.release(route.name, lane)
+            await anyio.to_thread.run_sync(self.release, route.name, lane)
         metrics.JOBS.labels(route.name, lane.value).inc()
         metrics.SEGMENTS.labels(route.name, lane.value).inc(len(texts))
         metrics.CACHE_LOOKUPS.labels("hit").inc(job.cached)
@@ -435,11 +450,11 @@ class JobService:
         self.store.purge(job.id, storage)
 
     # -- the steps ---------------------------------------------------------------------------
-    def check_callback(self, url: str, key: ApiKey | None) -> None:
+    async def check_callback(self, url: str, key: ApiKey | None) -> None:
         """A job may carry ``url`` as its callback_url: it points at a public address (unless
         MT_WEBHOOK_ALLOW_PRIVATE), checked again at every attempt, and there is a secret to
         sign its webhook with (422 otherwise)."""
-        if key is not None and not self._webhook_secrets(key.id):
+        if key is not None and not await self._webhook_secrets(key.id):
             raise InvalidInput(
                 "this API key has no webhook signing secret (it was made before webhooks "
                 f"existed); the operator gives it one with: mtfleet keys rotate-webhook-secret "
@@ -450,12 +465,12 @@ class JobService:
                 "callback_url needs a signing secret: with MT_AUTH=off the operator sets "
                 "MT_WEBHOOK_SECRET (a whsec_ secret)"
             )
-        targets.check_callback(url, allow_private=self.settings.webhook_allow_private)
+        await targets.check_callback(url, allow_private=self.settings.webhook_allow_private)
 
-    def _webhook_secrets(self, key_id: str) -> list[str]:
+    async def _webhook_secrets(self, key_id: str) -> list[str]:
         """Read now, not from the key as authentication cached it: a rotation counts at once."""
         try:
-            return self.apikeys.webhook_secrets(key_id)
+            return await anyio.to_thread.run_sync(self.apikeys.webhook_secrets, key_id)
         except redis.RedisError as exc:
             raise Unavailable.because("the job store", exc) from exc
 
@@ -477,6 +492,16 @@ class JobService:
             raise InvalidInput(
                 f"texts[{i}] has {len(texts[i])} characters; the limit is {s.max_segment_chars}"
             )
+
+    def _named_stores(
+        self, req: JobCreate, route: Route, owner: str, source: str, target: str, texts: bool
+    ) -> tuple[Guidance | None, MemoryRef | None, GlossaryInfo | None]:
+        """The style rule, translation memory and glossary the request names, checked (in a
+        worker thread: their stores are the workers' too)."""
+        guidance = self._guidance(req, route, owner, source, target)
+        memory = self._memory(req, route, owner, source, target)
+        glossary = self._glossary(req.glossary_id, owner, source, target) if texts else None
+        return guidance, memory, glossary
 
     def _glossary(
         self, glossary_id: str | None, owner: str, source: str, target: str
@@ -552,7 +577,7 @@ class JobService:
             examples=route.pool.instructions,
         )
 
-    def _plan(
+    async def _plan(
         self,
         texts: list[str],
         norms: list[str],
@@ -575,7 +600,7 @@ class JobService:
         cache_keys = norms if contexts is None else list(map(keyed, norms, contexts))
         cached: dict[int, SegmentOutcome] = {}
         plan: list[tuple[str, list[ChunkSegment]]] = []
-        groups = self._source_groups(len(texts), source, target, route.name, inputs)
+        groups = await self._source_groups(len(texts), source, target, route.name, inputs)
         for src, indices in groups.items():
             if src == target:
                 for i in indices:
@@ -594,11 +619,11 @@ class JobService:
             if known is not None and src == source and variant is None and contexts is None:
                 hits = known
             else:
-                hits = self.cache.get_many(
+                hits = await self.cache.aget_many(
                     route.fingerprint,
                     src,
                     target,
-                    (cache_keys[i] for i in indices),
+                    [cache_keys[i] for i in indices],
                     glossary=variant,
                     scope=scope,
                 )
@@ -612,7 +637,7 @@ class JobService:
             plan += [(src, c) for c in chunks]
         return cached, plan
 
-    def _source_groups(
+    async def _source_groups(
         self, n: int, source: str, target: str, pool: str, inputs: Texts
     ) -> dict[str, list[int]]:
         """Text indices by the language they are translated from (mixed content: a text
@@ -623,7 +648,7 @@ class JobService:
         groups: dict[str, list[int]] = {}
         for i in range(n):
             lang = langs[i]
-            if lang and lang != target and pool not in self.routing.serving(lang, target):
+            if lang and lang != target and pool not in await self.routing.serving(lang, target):
                 lang = None  # the pool does not serve it: translate from the job's language
             groups.setdefault(lang or source, []).append(i)
         return groups
@@ -653,14 +678,12 @@ class JobService:
         scoped = f"{owner}\n{idempotency_key}" if owner else idempotency_key
         return keys.idempotency(hashlib.sha256(scoped.encode()).hexdigest())
 
-    def resent(self, idempotency_key: str, owner: str) -> bool:
+    async def resent(self, idempotency_key: str, owner: str) -> bool:
         """Whether ``idempotency_key`` names a job already: the request is a resend, which
         joins that job (and is charged nothing) rather than being answered anew."""
-        return self._exists(self.idempotency_redis_key(idempotency_key, owner))
-
-    def _exists(self, key: str) -> bool:
+        key = self.idempotency_redis_key(idempotency_key, owner)
         try:
-            return bool(self.store.r.exists(key))
+            return bool(await self.store._async().exists(key))
         except redis.RedisError as exc:
             raise Unavailable.because("the job store", exc) from exc
 

@@ -236,15 +236,15 @@ class Storage:
 class Charge:
     """Characters taken from a key's day; :meth:`refund` gives them back (once)."""
 
-    r: redis.Redis | None
+    r: redis.asyncio.Redis | None
     counter: str
     chars: int
     used: int = 0  # the day's count after this charge
 
-    def refund(self) -> None:
-        if self.r is not None and self.chars:
-            self.r.decrby(self.counter, self.chars)
-        self.chars = 0
+    async def refund(self) -> None:
+        chars, self.chars = self.chars, 0
+        if self.r is not None and chars:
+            await self.r.decrby(self.counter, chars)
 
 
 class KeyStore:
@@ -269,9 +269,8 @@ class KeyStore:
         # (verify_cached) and worker threads (verify), and a TTLCache is not thread-safe
         self._cache: TTLCache[str, ApiKey | None] = TTLCache(_CACHE_MAX, ttl=cache_s, timer=clock)
         self._cache_lock = threading.Lock()
-        self._charge = scripts.register(r, "key_charge")
-        # for an event loop (the API's hot path: no thread-pool hop): the rate check runs only
-        # there, the charge there and in submission's thread
+        # for an event loop (the API's: no thread-pool hop): the rate check and the charge run
+        # only there
         self.ar = aclient
         self._arate = scripts.register(aclient, "key_rate") if aclient is not None else None
         self._acharge = scripts.register(aclient, "key_charge") if aclient is not None else None
@@ -505,31 +504,15 @@ class KeyStore:
         mb = key.storage_mb if key.storage_mb is not None else default_mb
         return Storage(self.r, key.id, mb * 1024 * 1024)
 
-    def charge(self, key: ApiKey, chars: int) -> Charge:
-        """Take ``chars`` from the key's UTC day, atomically; raises :class:`QuotaExceeded`
-        (``retry_after``: seconds until the day rolls over) when they do not fit."""
-        now = self._wall()
-        call = self._charge_call(key, chars, now)
-        return self._charged(key, chars, now, call, self._charge(**call))
-
-    async def acharge(self, key: ApiKey, chars: int) -> Charge:
-        """:meth:`charge` on the event loop (``aclient``)."""
+    async def charge(self, key: ApiKey, chars: int) -> Charge:
+        """Take ``chars`` from the key's UTC day, atomically, on the event loop (``aclient``);
+        raises :class:`QuotaExceeded` (``retry_after``: seconds until the day rolls over)
+        when they do not fit."""
         assert self._acharge is not None, "KeyStore built without an asyncio client"
         now = self._wall()
-        call = self._charge_call(key, chars, now)
-        return self._charged(key, chars, now, call, await self._acharge(**call))
-
-    @staticmethod
-    def _charge_call(key: ApiKey, chars: int, now: float) -> dict[str, list[Any]]:
         limit = -1 if key.chars_per_day is None else key.chars_per_day
         counter = keys.api_key_chars(key.id, utc_day(now))
-        return {"keys": [counter], "args": [chars, limit, _USAGE_TTL_S]}
-
-    def _charged(
-        self, key: ApiKey, chars: int, now: float, call: dict[str, list[Any]], reply: Any
-    ) -> Charge:
-        ok, used = reply
-        limit = int(call["args"][1])
+        ok, used = await self._acharge(keys=[counter], args=[chars, limit, _USAGE_TTL_S])
         if not ok:
             left = max(0, limit - int(used))
             why = (
@@ -545,4 +528,4 @@ class KeyStore:
                 chars_per_day=limit,
                 used_today=int(used),
             )
-        return Charge(self.r, str(call["keys"][0]), chars, int(used))
+        return Charge(self.ar, counter, chars, int(used))

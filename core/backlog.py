@@ -137,9 +137,20 @@ class Backlog:
 
     def waiting(self, pool: str, lane: str, client: Any = None) -> Waiting:
         """What waits in a pool lane now (one round trip)."""
-        pipe = (client or self.r).pipeline(transaction=False)
+        return _waiting(self._waiting_pipe(client or self.r, pool, lane).execute())
+
+    async def awaiting(self, aclient: Any, pool: str, lane: str) -> Waiting:
+        """:meth:`waiting` through an asyncio client (the API's)."""
+        return _waiting(await self._waiting_pipe(aclient, pool, lane).execute())
+
+    @staticmethod
+    def _waiting_pipe(client: Any, pool: str, lane: str) -> Any:
+        pipe = client.pipeline(transaction=False)
         pipe.hgetall(keys.backlog_sizes(pool, lane))
         pipe.llen(keys.queue(pool, lane))
-        sizes, depth = pipe.execute()
-        by_key = {str(k): int(v) for k, v in sizes.items() if int(v) > 0}
-        return Waiting(by_key, int(depth))
+        return pipe
+
+
+def _waiting(replies: list[Any]) -> Waiting:
+    sizes, depth = replies
+    return Waiting({str(k): int(v) for k, v in sizes.items() if int(v) > 0}, int(depth))

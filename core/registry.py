@@ -219,17 +219,9 @@ class Registry:
         assert self.ar is not None, "Registry built without an asyncio client"
         return _pools(await self.ar.hgetall(keys.POOLS))
 
-    def serving(self, pools: list[str], source: str, target: str) -> list[str]:
-        """Those of ``pools`` that serve the pair (one round trip)."""
-        if not pools:
-            return []
-        pipe = self.r.pipeline(transaction=False)
-        for name in pools:
-            pipe.sismember(keys.pool_pairs(name), pair_field(source, target))
-        return [name for name, hit in zip(pools, pipe.execute(), strict=True) if hit]
-
-    async def aserving(self, pools: list[str], source: str, target: str) -> list[str]:
-        """:meth:`serving` on the event loop."""
+    async def serving(self, pools: list[str], source: str, target: str) -> list[str]:
+        """Those of ``pools`` that serve the pair (one round trip, on the event loop: the
+        API's routing)."""
         assert self.ar is not None, "Registry built without an asyncio client"
         if not pools:
             return []
@@ -241,19 +233,17 @@ class Registry:
     def pairs(self, pools: list[str] | None = None) -> dict[str, set[tuple[str, str]]]:
         """The pairs each pool serves (every known pool's, or those of ``pools``)."""
         names = sorted(self.pools()) if pools is None else pools
-        if not names:
-            return {}
-        pipe = self.r.pipeline(transaction=False)
-        for name in names:
-            pipe.smembers(keys.pool_pairs(name))
-        return {
-            name: {parse_pair_field(_text(f)) for f in members}
-            for name, members in zip(names, pipe.execute(), strict=True)
-        }
+        return _pairs(names, _pairs_pipe(self.r, names).execute() if names else [])
 
-    def served_pairs(self) -> set[tuple[str, str]]:
-        """Every pair some pool serves (whichever pool)."""
-        return {pair for pairs in self.pairs().values() for pair in pairs}
+    async def apairs(self, pools: list[str] | None = None) -> dict[str, set[tuple[str, str]]]:
+        """:meth:`pairs` on the event loop (``aclient``)."""
+        assert self.ar is not None, "Registry built without an asyncio client"
+        names = sorted(await self.apools()) if pools is None else pools
+        return _pairs(names, await _pairs_pipe(self.ar, names).execute() if names else [])
+
+    async def aserved_pairs(self) -> set[tuple[str, str]]:
+        """Every pair some pool serves (whichever pool), on the event loop (``aclient``)."""
+        return {pair for pairs in (await self.apairs()).values() for pair in pairs}
 
     def forget_pool(self, name: str) -> bool:
         """An operator's: the pool is no longer part of the fleet (no job is routed to it any
@@ -267,6 +257,20 @@ class Registry:
 def _text(value: Any) -> str:
     """A Redis reply as text (clients made without ``decode_responses`` answer bytes)."""
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _pairs_pipe(client: Any, names: list[str]) -> Any:
+    pipe = client.pipeline(transaction=False)
+    for name in names:
+        pipe.smembers(keys.pool_pairs(name))
+    return pipe
+
+
+def _pairs(names: list[str], replies: list[Any]) -> dict[str, set[tuple[str, str]]]:
+    return {
+        name: {parse_pair_field(_text(f)) for f in members}
+        for name, members in zip(names, replies, strict=True)
+    }
 
 
 def _pools(raw: Any) -> dict[str, PoolInfo]:

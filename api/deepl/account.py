@@ -61,7 +61,7 @@ async def list_languages(
     kind = (await fields(request)).get("type") or "source"
     if kind not in ("source", "target"):
         raise InvalidInput("parameter 'type' must be 'source' or 'target'")
-    pairs = await run_in_threadpool(services.registry.served_pairs)
+    pairs = await services.registry.aserved_pairs()
     out: dict[str, dict[str, Any]] = {}
     if kind == "source":
         for fleet in sorted({s for s, _ in pairs}):
@@ -77,7 +77,7 @@ async def list_languages(
 @router.get("/glossary-language-pairs")
 async def glossary_pairs(services: ServicesDep, caller: DeepLCaller) -> JSONResponse:
     """The pairs a glossary can be made for: every pair the fleet serves."""
-    pairs = await run_in_threadpool(services.registry.served_pairs)
+    pairs = await services.registry.aserved_pairs()
     seen = sorted({(languages.glossary_code(s), languages.glossary_code(t)) for s, t in pairs})
     return JSONResponse(
         {"supported_languages": [{"source_lang": s, "target_lang": t} for s, t in seen]}

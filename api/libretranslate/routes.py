@@ -179,7 +179,7 @@ async def detect(request: Request, services: ServicesDep) -> JSONResponse:
 @router.get("/languages")
 async def list_languages(services: ServicesDep) -> JSONResponse:
     """Every language of a pair the fleet serves, with the languages it translates into."""
-    pairs = await run_in_threadpool(services.registry.served_pairs)
+    pairs = await services.registry.aserved_pairs()
     targets: dict[str, set[str]] = {}
     for source, target in pairs:
         targets.setdefault(source, set()).add(target)
@@ -274,7 +274,7 @@ async def download_file(job_id: str, token: str, filename: str, services: Servic
 async def frontend_settings(services: ServicesDep) -> JSONResponse:
     """What LibreTranslate's web front end reads to set itself up."""
     formats = sorted({e for fmt in core_documents.formats() for e in fmt.extensions})
-    pairs = await run_in_threadpool(services.registry.served_pairs)
+    pairs = await services.registry.aserved_pairs()
     target = sorted({t for _, t in pairs})[0] if pairs else "en"
     return JSONResponse(
         {

@@ -81,7 +81,7 @@ def visible_job(services: Services, caller: Caller, job_id: str) -> JobRecord:
 @router.post(
     "", status_code=202, response_model=JobPublic, responses={200: {"model": JobPublic}, **ERRORS}
 )
-def create_job(
+async def create_job(
     body: JobCreate,
     services: ServicesDep,
     caller: CallerDep,
@@ -103,19 +103,20 @@ def create_job(
     it is scoped to the API key. The texts' characters count against the key's daily quota
     (429 when over it).
     """
-    return _create(services, caller, response, body, idempotency_key)
+    return await _create(services, caller, response, body, idempotency_key)
 
 
-def _create(
+async def _create(
     services: Services,
     caller: Caller,
     response: Response,
     body: JobCreate,
     idempotency_key: str | None,
 ) -> JobPublic:
-    job = services.jobs.submit(
+    submitted = await services.jobs.submit(
         body, owner=caller.owner, key=caller.key, idempotency_key=idempotency_key
-    ).job
+    )
+    job = submitted.job
     response.headers["Location"] = f"/v1/jobs/{job.id}"
     if job.status is JobStatus.succeeded:
         response.status_code = 200
@@ -251,7 +252,7 @@ uploads = APIRouter(prefix="/v1", tags=["jobs"])
     response_model=JobPublic,
     responses={200: {"model": JobPublic}, **ERRORS, **documented(415)},
 )
-def upload_document(
+async def upload_document(
     services: ServicesDep,
     caller: CallerDep,
     response: Response,
@@ -289,7 +290,7 @@ def upload_document(
     """Submit a document as a multipart upload (``file`` plus form fields); the same job as
     ``POST /v1/jobs`` with ``{"document": ...}``, for clients that send files as they are."""
     name = file.filename or ""
-    content = file.file.read()
+    content = await file.read()
     fmt = core_documents.for_upload(content, name, format).name
     try:
         body = JobCreate(
@@ -314,4 +315,4 @@ def upload_document(
     except ValidationError as exc:
         msg = "; ".join(str(e.get("msg", "")).removeprefix("Value error, ") for e in exc.errors())
         raise InvalidInput(msg) from exc
-    return _create(services, caller, response, body, idempotency_key)
+    return await _create(services, caller, response, body, idempotency_key)

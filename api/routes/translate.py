@@ -6,7 +6,6 @@ import time
 from typing import Annotated
 
 from fastapi import APIRouter, Header
-from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 
 from mtfleet.api import metrics
@@ -60,8 +59,7 @@ async def translate(
                 model_type_used=found.model_type_used,
             )
             return Response(answer.model_dump_json(), media_type="application/json")  # type: ignore[return-value]
-    submitted = await run_in_threadpool(
-        services.jobs.submit,
+    submitted = await services.jobs.submit(
         req,
         owner=caller.owner,
         key=caller.key,

@@ -12,7 +12,6 @@ the resolution and the pinning stay.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import ipaddress
 import socket
 from dataclasses import dataclass, field
@@ -26,8 +25,6 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 #: How long resolving a callback URL's host may take.
 RESOLVE_TIMEOUT_S = 5.0
-
-_RESOLVER = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="resolve")
 
 
 class TargetRefused(InvalidInput):
@@ -118,24 +115,8 @@ def _judge(url: httpx.URL, found: list[IPAddress], allow_private: bool) -> IPAdd
     return found[0]
 
 
-def resolve(url: httpx.URL, timeout: float = RESOLVE_TIMEOUT_S) -> list[IPAddress]:
-    """The addresses of ``url``'s host (blocking, at most ``timeout`` seconds)."""
-    literal = _literal(url.host)
-    if literal is not None:
-        return [literal]
-    future = _RESOLVER.submit(socket.getaddrinfo, url.host, _port(url), type=socket.SOCK_STREAM)
-    try:
-        return _addresses(future.result(timeout=timeout))
-    except concurrent.futures.TimeoutError:
-        raise TargetRefused(
-            f"callback_url host {url.host!r} did not resolve within {timeout:g}s"
-        ) from None
-    except (OSError, UnicodeError):
-        return []
-
-
-async def aresolve(url: httpx.URL, timeout: float = RESOLVE_TIMEOUT_S) -> list[IPAddress]:
-    """:func:`resolve` on the event loop."""
+async def resolve(url: httpx.URL, timeout: float = RESOLVE_TIMEOUT_S) -> list[IPAddress]:
+    """The addresses of ``url``'s host (at most ``timeout`` seconds; the loop's resolver)."""
     literal = _literal(url.host)
     if literal is not None:
         return [literal]
@@ -153,10 +134,10 @@ async def aresolve(url: httpx.URL, timeout: float = RESOLVE_TIMEOUT_S) -> list[I
     return _addresses(infos)
 
 
-def check_callback(url: str, *, allow_private: bool) -> None:
+async def check_callback(url: str, *, allow_private: bool) -> None:
     """At submission: ``url`` may be a job's callback_url (else TargetRefused, a 422)."""
     parsed = httpx.URL(url)
-    _judge(parsed, resolve(parsed), allow_private)
+    _judge(parsed, await resolve(parsed), allow_private)
 
 
 @dataclass(frozen=True)
@@ -173,7 +154,7 @@ async def pin(url: str, *, allow_private: bool) -> Pinned:
     """At each attempt: resolve ``url`` again, check the address (TargetRefused) and pin the
     request to it."""
     parsed = httpx.URL(url)
-    ip = _judge(parsed, await aresolve(parsed), allow_private)
+    ip = _judge(parsed, await resolve(parsed), allow_private)
     if _literal(parsed.host) is not None:
         return Pinned(parsed)
     host = parsed.host if parsed.port is None else f"{parsed.host}:{parsed.port}"

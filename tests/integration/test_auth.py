@@ -3,13 +3,14 @@ idempotency, the daily quota and the rate (429 + Retry-After), and the purge rou
 
 from __future__ import annotations
 
+import asyncio
 import re
-import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 import redis
+import redis.asyncio
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
@@ -268,26 +269,27 @@ def test_rate_limit_is_429_with_retry_after_and_per_key(api: TestClient, store: 
         assert api.get("/v1/languages", headers=auth(free)).status_code == 200
 
 
-def test_quota_charges_are_atomic_under_concurrency(r: redis.Redis, store: KeyStore) -> None:
+def test_quota_charges_are_atomic_under_concurrency(
+    redis_url: str, r: redis.Redis, store: KeyStore
+) -> None:
     key, _ = store.create("shop1", chars_per_day=100)
     charged: list[int] = []
     refused: list[int] = []
-    start = threading.Barrier(16)
 
-    def spend() -> None:
-        start.wait()
+    async def spend(charging: KeyStore) -> None:
         for _ in range(5):
             try:
-                store.charge(key, 7)
+                await charging.charge(key, 7)
                 charged.append(7)
             except QuotaExceeded:
                 refused.append(7)
 
-    threads = [threading.Thread(target=spend) for _ in range(16)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    async def spenders() -> None:  # 16 at once, each on a connection of its own
+        ar = redis.asyncio.Redis.from_url(redis_url, decode_responses=True)
+        await asyncio.gather(*(spend(KeyStore(r, aclient=ar)) for _ in range(16)))
+        await ar.aclose()
+
+    asyncio.run(spenders())
     assert len(charged) == 100 // 7 and len(refused) == 16 * 5 - 100 // 7
     assert store.used_today([key.id]) == {key.id: 7 * (100 // 7)}
 

@@ -187,7 +187,8 @@ class Markup(HTMLParser):
 def cache_has(r: redis.Redis, text: str) -> bool:
     registry = Registry(r)
     pools = registry.pools()
-    (name,) = registry.serving(sorted(pools), "en", "es")  # each fleet here is one pool
+    served = registry.pairs(sorted(pools))
+    (name,) = [p for p in pools if ("en", "es") in served[p]]  # each fleet here is one pool
     return bool(r.exists(PhraseCache.key(pools[name].fingerprint, "en", "es", normalize(text))))
 
 

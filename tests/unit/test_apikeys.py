@@ -3,9 +3,12 @@ in-process cache, the daily quota and its day boundary."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import re
 import time
+from collections.abc import Awaitable
+from typing import TypeVar
 
 import fakeredis
 import pytest
@@ -23,9 +26,26 @@ class Clock:
         return self.t
 
 
+T = TypeVar("T")
+
+
 @pytest.fixture
 def r() -> fakeredis.FakeRedis:
-    return fakeredis.FakeRedis(decode_responses=True)
+    return fakeredis.FakeRedis(server=fakeredis.FakeServer(), decode_responses=True)
+
+
+def on_loop(r: fakeredis.FakeRedis, **kw: object) -> KeyStore:
+    """A store whose charges run on the event loop (the API's), on ``r``'s server."""
+    server = r.connection_pool.connection_kwargs["server"]
+    ar = fakeredis.FakeAsyncRedis(server=server, decode_responses=True)
+    return KeyStore(r, aclient=ar, **kw)  # type: ignore[arg-type]
+
+
+def run(step: Awaitable[T]) -> T:
+    async def go() -> T:
+        return await step
+
+    return asyncio.run(go())
 
 
 def test_token_shape_and_parsing(r: fakeredis.FakeRedis) -> None:
@@ -134,12 +154,12 @@ def test_create_refuses_bad_names_and_limits(
 
 def test_list_is_oldest_first_and_delete_forgets(r: fakeredis.FakeRedis) -> None:
     wall = Clock(1_000_000.0)
-    store = KeyStore(r, wall=wall)
+    store = on_loop(r, wall=wall)
     first, _ = store.create("b-first")
     wall.t += 1
     second, _ = store.create("a-second")
     assert [k.id for k in store.list_keys()] == [first.id, second.id]
-    store.charge(first, 5)
+    run(store.charge(first, 5))
     store.delete(first.id)
     assert [k.id for k in store.list_keys()] == [second.id]
     assert store.get(first.id) is None
@@ -160,30 +180,30 @@ def test_utc_day_boundaries() -> None:
 
 def test_quota_is_charged_refused_and_refunded(r: fakeredis.FakeRedis) -> None:
     wall = Clock(20_000 * 86_400.0 + 80_000)  # 6,400 s before a UTC midnight
-    store = KeyStore(r, wall=wall)
+    store = on_loop(r, wall=wall)
     key, _ = store.create("shop1", chars_per_day=20)
-    assert store.charge(key, 12).used == 12
+    assert run(store.charge(key, 12)).used == 12
     with pytest.raises(QuotaExceeded) as exc:
-        store.charge(key, 9)
+        run(store.charge(key, 9))
     err = exc.value.as_dict()
     assert err["type"] == "quota_exceeded" and err["retry_after"] == 6_400
     assert "8 of 20 left today" in err["message"]
-    charge = store.charge(key, 8)  # exactly up to the limit
-    charge.refund()
-    charge.refund()  # once only
+    charge = run(store.charge(key, 8))  # exactly up to the limit
+    run(charge.refund())
+    run(charge.refund())  # once only
     assert store.used_today([key.id]) == {key.id: 12}
     with pytest.raises(QuotaExceeded, match="more than this API key's daily quota"):
-        store.charge(key, 21)
+        run(store.charge(key, 21))
     # a new UTC day starts from zero
     wall.t += 6_400
-    assert store.charge(key, 20).used == 20
+    assert run(store.charge(key, 20)).used == 20
 
 
 def test_keys_without_a_quota_still_count_their_characters(r: fakeredis.FakeRedis) -> None:
-    store = KeyStore(r)
+    store = on_loop(r)
     key, _ = store.create("shop1")
     for _ in range(3):
-        store.charge(key, 1_000_000)
+        run(store.charge(key, 1_000_000))
     assert store.used_today([key.id]) == {key.id: 3_000_000}
     assert store.used_today([]) == {}
 

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import fakeredis
 import pytest
 from pydantic import ValidationError
 
 from mtfleet.api.routing import Route, Routing, choose_pool
+from mtfleet.core.backlog import Backlog
 from mtfleet.core.errors import UnknownPool, UnsupportedLanguage
 from mtfleet.core.registry import PoolInfo, Registry, WorkerInfo
 from mtfleet.core.settings import Settings, default_pool
@@ -42,8 +44,20 @@ def r() -> fakeredis.FakeRedis:
     return client
 
 
-def routing(r: fakeredis.FakeRedis, **settings: object) -> Routing:
-    return Routing(Settings(**settings), r, Registry(r))  # type: ignore[arg-type]
+class Routed:
+    """A :class:`Routing` (its reads on the event loop) driven from plain test code."""
+
+    def __init__(self, r: fakeredis.FakeRedis, **settings: object) -> None:
+        ar = fakeredis.FakeAsyncRedis(server=SERVER, decode_responses=True)
+        registry = Registry(r, ar)  # type: ignore[arg-type]
+        self.routing = Routing(Settings(**settings), registry, Backlog(r, ttl_s=60))  # type: ignore[arg-type]
+
+    def route(self, *args: Any, **kw: Any) -> Route:
+        return asyncio.run(self.routing.route(*args, **kw))
+
+
+def routing(r: fakeredis.FakeRedis, **settings: object) -> Routed:
+    return Routed(r, **settings)
 
 
 @pytest.fixture
@@ -147,28 +161,6 @@ def test_a_pool_that_registers_is_routed_to_at_once(r: fakeredis.FakeRedis) -> N
     assert rt.route("en", "es").name == "apertium"  # no second's wait
 
 
-def test_the_hot_path_routes_alike_and_answers_none_where_route_refuses(
-    fleet: fakeredis.FakeRedis,
-) -> None:
-    async def check() -> None:
-        ar = fakeredis.FakeAsyncRedis(server=SERVER, decode_responses=True)
-        registry = Registry(fleet, ar)  # type: ignore[arg-type]
-        rt = Routing(Settings(routes="en-es=hunyuan"), fleet, registry)
-        route = await rt.aroute("en", "es")
-        assert route is not None and (route.name, route.fingerprint) == ("hunyuan", "fp-hunyuan")
-        legal = await rt.aroute("en", "zh", adapter="legal")
-        assert legal is not None and legal.fingerprint == "fp-l"
-        assert await rt.aroute("de", "fr") is None
-        assert await rt.aroute("en", "zh", "apertium") is None
-        assert await rt.aroute("en", "es", "apertium", adapter="legal") is None
-        pooled = Routing(Settings(routes="*=apertium"), fleet, registry)
-        adapted = await pooled.aroute("en", "es", adapter="legal")
-        assert adapted is not None and (adapted.name, adapted.fingerprint) == ("hunyuan", "fp-l")
-        assert await pooled.aroute("en", "es", adapter="shoes") is None
-
-    asyncio.run(check())
-
-
 def test_routes_pairs_and_pool_settings_are_parsed_and_checked() -> None:
     s = Settings(routes="en-zh=hunyuan, EN-*=nllb, *-zh_Hant=hunyuan, *=apertium")
     assert s.routes == {"en:zh": "hunyuan", "en:*": "nllb", "*:zh-Hant": "hunyuan", "*": "apertium"}
@@ -251,7 +243,7 @@ def marked_fleet(r: fakeredis.FakeRedis) -> fakeredis.FakeRedis:
     return r
 
 
-def test_route_and_the_hot_path_follow_the_registered_marking(
+def test_route_follows_the_registered_marking(
     marked_fleet: fakeredis.FakeRedis,
 ) -> None:
     assert Registry(marked_fleet).pools()["hunyuan"].model_type == "quality_optimized"
@@ -262,6 +254,8 @@ def test_route_and_the_hot_path_follow_the_registered_marking(
         "fp-hunyuan",
         "quality_optimized",
     )
+    prefer = rt.route("en", "es", model_type="prefer_quality_optimized")
+    assert (prefer.name, prefer.model_type_used) == ("hunyuan", "quality_optimized")
     fast = rt.route("en", "es", model_type="latency_optimized")
     assert (fast.name, fast.model_type_used) == ("marian", "latency_optimized")
     plain = rt.route("en", "es")
@@ -271,23 +265,6 @@ def test_route_and_the_hot_path_follow_the_registered_marking(
     # a job that names its pool goes there
     named = rt.route("en", "es", "marian", model_type="quality_optimized")
     assert (named.name, named.model_type_used) == ("marian", "quality_optimized")
-
-    async def hot() -> None:
-        ar = fakeredis.FakeAsyncRedis(server=SERVER, decode_responses=True)
-        registry = Registry(marked_fleet, ar)  # type: ignore[arg-type]
-        art = Routing(Settings(routes="*=marian"), marked_fleet, registry)
-        q = await art.aroute("en", "es", model_type="prefer_quality_optimized")
-        assert q is not None and (q.name, q.fingerprint, q.model_type_used) == (
-            "hunyuan",
-            "fp-hunyuan",
-            "quality_optimized",
-        )
-        plain = await art.aroute("en", "es")
-        assert plain is not None and (plain.name, plain.model_type_used) == ("marian", None)
-        named = await art.aroute("en", "es", "marian", model_type="quality_optimized")
-        assert named is not None and named.name == "marian"
-
-    asyncio.run(hot())
 
 
 def test_the_model_type_setting_is_checked() -> None:

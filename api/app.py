@@ -129,7 +129,7 @@ def build_services(settings: Settings) -> Services:
         jobs,
         Results(store, pool, waiter),
         waiter,
-        WebhookOutbox(r, kept_s=settings.result_ttl_s),
+        WebhookOutbox(r, ar, kept_s=settings.result_ttl_s),
         KeyShares(
             settings.max_waits_per_key,
             "event streams and waiting requests",

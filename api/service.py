@@ -470,7 +470,7 @@ class JobService:
     async def _webhook_secrets(self, key_id: str) -> list[str]:
         """Read now, not from the key as authentication cached it: a rotation counts at once."""
         try:
-            return await anyio.to_thread.run_sync(self.apikeys.webhook_secrets, key_id)
+            return await self.apikeys.webhook_secrets(key_id)
         except redis.RedisError as exc:
             raise Unavailable.because("the job store", exc) from exc
 

@@ -400,10 +400,12 @@ class KeyStore:
         self._forget(key_id)
         return secret
 
-    def webhook_secrets(self, key_id: str) -> list[str]:
+    async def webhook_secrets(self, key_id: str) -> list[str]:
         """The secrets a webhook of the key is signed with now: its own, and the previous one
-        while a rotation's grace period lasts (none: the key is gone or has no secret)."""
-        current, previous, until = self.r.hmget(
+        while a rotation's grace period lasts (none: the key is gone or has no secret). Read
+        on the event loop (``aclient``: submission and the webhook deliverer)."""
+        assert self.ar is not None, "KeyStore built without an asyncio client"
+        current, previous, until = await self.ar.hmget(
             keys.api_key(key_id),
             ["webhook_secret", "webhook_secret_previous", "webhook_secret_previous_until"],
         )

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 import redis
+import redis.asyncio
 
 from mtfleet.core import keys, scripts
 from mtfleet.core.schemas import JobEventData, JobLinks, WebhookEvent, WebhookPublic
@@ -72,21 +73,24 @@ def public_fields(job: JobRecord) -> dict[str, object]:
 
 
 class WebhookOutbox:
-    """Webhook events on the durable Redis (``MT_REDIS_URL``); ``r`` decodes responses."""
+    """Webhook events on the durable Redis (``MT_REDIS_URL``); both clients decode responses.
+    The deliverer's steps (claim, event, body, record) run on the event loop (``aclient``);
+    a job's view of its webhook (:meth:`public`) is read with the job (``r``)."""
 
-    def __init__(self, r: redis.Redis, *, kept_s: int) -> None:
+    def __init__(self, r: redis.Redis, aclient: redis.asyncio.Redis, *, kept_s: int) -> None:
         self.r = r
+        self.ar = aclient
         self.kept_s = kept_s  # how long an ended event stays readable (MT_RESULT_TTL_S)
-        self._claim = scripts.register(r, "webhook_claim")
-        self._attempt = scripts.register(r, "webhook_attempt")
+        self._claim = scripts.register(aclient, "webhook_claim")
+        self._attempt = scripts.register(aclient, "webhook_attempt")
 
-    def claim(self, now: float, lease_s: float, most: int) -> list[str]:
+    async def claim(self, now: float, lease_s: float, most: int) -> list[str]:
         """Job ids of events due by ``now``, leased to the caller for ``lease_s`` seconds."""
-        got = self._claim(keys=[keys.WEBHOOKS_DUE], args=[now, lease_s, most])
+        got = await self._claim(keys=[keys.WEBHOOKS_DUE], args=[now, lease_s, most])
         return [str(i) for i in got]
 
-    def event(self, job_id: str) -> StoredEvent | None:
-        raw = {str(k): str(v) for k, v in self.r.hgetall(keys.webhook(job_id)).items()}
+    async def event(self, job_id: str) -> StoredEvent | None:
+        raw = {str(k): str(v) for k, v in (await self.ar.hgetall(keys.webhook(job_id))).items()}
         if not raw:
             return None
         snapshot = {k[len(_SNAPSHOT) :]: v for k, v in raw.items() if k.startswith(_SNAPSHOT)}
@@ -103,15 +107,15 @@ class WebhookOutbox:
             body=raw.get("body"),
         )
 
-    def body(self, event: StoredEvent) -> str:
+    async def body(self, event: StoredEvent) -> str:
         """The bytes every attempt sends: stored by the first attempt that builds them (two
         deliverers racing both read back the one that was stored)."""
         if event.body is not None:
             return event.body
-        self.r.hsetnx(keys.webhook(event.job_id), "body", event.build_body())
-        return str(self.r.hget(keys.webhook(event.job_id), "body"))
+        await self.ar.hsetnx(keys.webhook(event.job_id), "body", event.build_body())
+        return str(await self.ar.hget(keys.webhook(event.job_id), "body"))
 
-    def record(
+    async def record(
         self,
         job_id: str,
         outcome: Outcome,
@@ -123,7 +127,7 @@ class WebhookOutbox:
     ) -> str:
         """Record an attempt; returns the event's state after it ('' : no such event)."""
         return str(
-            self._attempt(
+            await self._attempt(
                 keys=[keys.webhook(job_id), keys.WEBHOOKS_DUE],
                 args=[
                     job_id,

@@ -28,7 +28,6 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-import anyio.to_thread
 import httpx
 from standardwebhooks import Webhook
 
@@ -72,11 +71,15 @@ class WebhookDeliverer:
         self.lease_s = 2 * settings.webhook_timeout_s + 10
         self._tasks: set[asyncio.Task[None]] = set()
         self._loop: asyncio.Task[None] | None = None
+        self._stopping = False
 
     def start(self) -> None:
         self._loop = asyncio.create_task(self._run(), name="webhook-deliverer")
 
     async def stop(self) -> None:
+        # (a cancellation that lands inside a Redis command may come out of the client as
+        # an error, not CancelledError: the loop also stops on this)
+        self._stopping = True
         tasks = [t for t in (self._loop, *self._tasks) if t is not None]
         for task in tasks:
             task.cancel()
@@ -91,11 +94,13 @@ class WebhookDeliverer:
             limits=httpx.Limits(max_connections=self.settings.webhook_concurrency),
         ) as http:
             unavailable = False
-            while True:
+            while not self._stopping:
                 try:
                     claimed = await self._claim()
                     unavailable = False
                 except Exception as exc:  # noqa: BLE001 - Redis away: look again later
+                    if self._stopping:
+                        return
                     if not unavailable:  # said once per outage, not at every look
                         log.warning("webhook outbox unavailable: %s", exc)
                     unavailable, claimed = True, []
@@ -110,7 +115,7 @@ class WebhookDeliverer:
         free = self.settings.webhook_concurrency - len(self._tasks)
         if free <= 0:
             return []
-        return await anyio.to_thread.run_sync(self.outbox.claim, time.time(), self.lease_s, free)
+        return await self.outbox.claim(time.time(), self.lease_s, free)
 
     async def _attempt_guarded(self, http: httpx.AsyncClient, job_id: str) -> None:
         try:
@@ -122,16 +127,14 @@ class WebhookDeliverer:
     async def attempt(self, http: httpx.AsyncClient, job_id: str) -> None:
         """One attempt of a claimed event, recorded in the outbox (and in
         ``mt_webhook_attempts_total`` by how it went)."""
-        event = await anyio.to_thread.run_sync(self.outbox.event, job_id)
+        event = await self.outbox.event(job_id)
         if event is None:  # its data is gone (flushed by hand): forget its due time
-            await anyio.to_thread.run_sync(
-                lambda: self.outbox.record(job_id, "failed", now=time.time())
-            )
+            await self.outbox.record(job_id, "failed", now=time.time())
             return
         if event.state != "pending":
             return
-        body = await anyio.to_thread.run_sync(self.outbox.body, event)
-        secrets = await anyio.to_thread.run_sync(self._secrets, event.owner)
+        body = await self.outbox.body(event)
+        secrets = await self._secrets(event.owner)
         if not secrets:
             error = "no signing secret (the API key that made the job was deleted)"
             await self._record(event, "failed", "no_secret", error=error)
@@ -150,9 +153,9 @@ class WebhookDeliverer:
         else:
             await self._retry(event, got)
 
-    def _secrets(self, owner: str) -> list[str]:
+    async def _secrets(self, owner: str) -> list[str]:
         if owner:
-            return self.apikeys.webhook_secrets(owner)
+            return await self.apikeys.webhook_secrets(owner)
         secret = self.settings.webhook_secret
         return [secret.get_secret_value()] if secret is not None else []
 
@@ -218,8 +221,6 @@ class WebhookDeliverer:
         if outcome != "retry":
             metrics.WEBHOOK_EVENTS.labels(outcome).inc()
             log.info("webhook %s for job %s: %s %s", event.webhook_id, event.job_id, outcome, error)
-        await anyio.to_thread.run_sync(
-            lambda: self.outbox.record(
-                event.job_id, outcome, now=time.time(), status=status, error=error, next_at=next_at
-            )
+        await self.outbox.record(
+            event.job_id, outcome, now=time.time(), status=status, error=error, next_at=next_at
         )

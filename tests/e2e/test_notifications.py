@@ -206,7 +206,7 @@ def test_submission_refuses_private_targets_and_jobs_with_nothing_to_sign_with(
         timeout=60,
     )
     assert cli.returncode == 0, cli.stderr
-    assert cli.stdout.strip() == KeyStore(rd, cache_s=0).webhook_secrets(key_id)[0]
+    assert cli.stdout.strip() == rd.hget(keys.api_key(key_id), "webhook_secret")  # the current
     resp = api.post("/v1/jobs", json=body, headers=auth)
     assert resp.status_code == 202, resp.text
     purged = resp.json()["id"]

@@ -14,7 +14,9 @@ import json
 import random
 import re
 import time
+from collections.abc import Awaitable
 from datetime import UTC, datetime
+from typing import TypeVar
 
 import fakeredis
 import httpx
@@ -32,10 +34,28 @@ from mtfleet.core.outbox import WebhookOutbox
 from mtfleet.core.settings import Settings
 from mtfleet.core.store import JobRecord, JobStore, new_job_id
 
+T = TypeVar("T")
+SERVER = fakeredis.FakeServer()
+
 
 @pytest.fixture
 def r() -> fakeredis.FakeRedis:
-    return fakeredis.FakeRedis(decode_responses=True)
+    client = fakeredis.FakeRedis(server=SERVER, decode_responses=True)
+    client.flushall()
+    return client
+
+
+def aclient() -> fakeredis.FakeAsyncRedis:
+    return fakeredis.FakeAsyncRedis(server=SERVER, decode_responses=True)
+
+
+def run(step: Awaitable[T]) -> T:
+    """An event-loop step (the deliverer's, submission's) from plain test code."""
+
+    async def go() -> T:
+        return await step
+
+    return asyncio.run(go())
 
 
 @pytest.fixture
@@ -45,7 +65,7 @@ def store(r: fakeredis.FakeRedis) -> JobStore:
 
 @pytest.fixture
 def outbox(r: fakeredis.FakeRedis) -> WebhookOutbox:
-    return WebhookOutbox(r, kept_s=3600)
+    return WebhookOutbox(r, aclient(), kept_s=3600)  # type: ignore[arg-type]
 
 
 def make_job(
@@ -90,10 +110,10 @@ def test_a_job_with_a_callback_gets_one_event_when_it_becomes_final(
     store: JobStore, outbox: WebhookOutbox, r: fakeredis.FakeRedis
 ) -> None:
     job_id = make_job(store)
-    assert outbox.event(job_id) is None
+    assert run(outbox.event(job_id)) is None
     assert outbox.public(store.get(job_id)).state == "waiting"  # type: ignore[union-attr]
     finish(store, job_id, failed=True)
-    event = outbox.event(job_id)
+    event = run(outbox.event(job_id))
     assert event is not None
     assert event.webhook_id == f"msg_{job_id}_partial" and event.type == "job.partial"
     assert event.url == "https://hooks.example.com/mt" and event.owner == "0123456789abcdef"
@@ -101,7 +121,7 @@ def test_a_job_with_a_callback_gets_one_event_when_it_becomes_final(
     assert r.zscore(keys.WEBHOOKS_DUE, job_id) is not None
     # a redelivered chunk's write changes nothing: still one event, the same
     finish(store, job_id)
-    assert outbox.event(job_id) == event
+    assert run(outbox.event(job_id)) == event
     assert r.zcard(keys.WEBHOOKS_DUE) == 1
 
 
@@ -114,8 +134,8 @@ def test_no_callback_no_event_and_a_job_failed_for_a_503_sends_none(
     store.fail(refused, {"type": "unavailable", "message": "broker"}, notify=False)
     dead = make_job(store)  # a worker failing a job it cannot run: the client hears of it
     store.fail(dead, {"type": "dead_lettered", "message": "malformed"})
-    assert outbox.event(plain) is None and outbox.event(refused) is None
-    event = outbox.event(dead)
+    assert run(outbox.event(plain)) is None and run(outbox.event(refused)) is None
+    event = run(outbox.event(dead))
     assert event is not None and event.type == "job.failed"
     assert json.loads(event.snapshot["error"])["type"] == "dead_lettered"
     assert r.zcard(keys.WEBHOOKS_DUE) == 1
@@ -127,8 +147,8 @@ def test_cancelled_and_answered_at_submission_jobs_get_their_event(
     cancelled = make_job(store)
     store.cancel(cancelled)
     cached = make_job(store, cached=2)  # every text from the phrase cache: final at creation
-    assert outbox.event(cancelled).type == "job.cancelled"  # type: ignore[union-attr]
-    assert outbox.event(cached).type == "job.succeeded"  # type: ignore[union-attr]
+    assert run(outbox.event(cancelled)).type == "job.cancelled"  # type: ignore[union-attr]
+    assert run(outbox.event(cached)).type == "job.succeeded"  # type: ignore[union-attr]
 
 
 def test_the_body_is_built_once_and_says_what_the_receiver_needs(
@@ -136,14 +156,14 @@ def test_the_body_is_built_once_and_says_what_the_receiver_needs(
 ) -> None:
     job_id = make_job(store)
     finish(store, job_id)
-    event = outbox.event(job_id)
+    event = run(outbox.event(job_id))
     assert event is not None and event.body is None
-    body = outbox.body(event)
-    assert outbox.body(event) == body  # a second deliverer reads the stored bytes
+    body = run(outbox.body(event))
+    assert run(outbox.body(event)) == body  # a second deliverer reads the stored bytes
     # the job's data expires (its TTL runs out while the receiver is down): the event keeps
     # what it sends
     r.delete(*(k for k in keys.job_all(job_id) if k != keys.webhook(job_id)))
-    stored = outbox.event(job_id)
+    stored = run(outbox.event(job_id))
     assert stored is not None and stored.body == body
     payload = json.loads(body)
     assert payload["type"] == "job.succeeded"
@@ -164,9 +184,9 @@ def test_a_purge_takes_the_jobs_event_with_it_delivered_or_not(
 ) -> None:
     job_id = make_job(store)
     finish(store, job_id)
-    assert outbox.event(job_id) is not None and r.zscore(keys.WEBHOOKS_DUE, job_id) is not None
+    assert run(outbox.event(job_id)) is not None and r.zscore(keys.WEBHOOKS_DUE, job_id) is not None
     store.purge(job_id)
-    assert outbox.event(job_id) is None and r.zscore(keys.WEBHOOKS_DUE, job_id) is None
+    assert run(outbox.event(job_id)) is None and r.zscore(keys.WEBHOOKS_DUE, job_id) is None
 
 
 def test_claims_lease_events_and_attempts_end_them(
@@ -175,18 +195,20 @@ def test_claims_lease_events_and_attempts_end_them(
     job_id = make_job(store)
     finish(store, job_id)
     now = time.time()
-    assert outbox.claim(now, 30, 10) == [job_id]
-    assert outbox.claim(now + 1, 30, 10) == []  # leased: nobody else takes it
-    assert outbox.claim(now + 31, 30, 10) == [job_id]  # its deliverer died: due again
-    state = outbox.record(job_id, "retry", now=now, status=500, error="HTTP 500", next_at=now + 5)
+    assert run(outbox.claim(now, 30, 10)) == [job_id]
+    assert run(outbox.claim(now + 1, 30, 10)) == []  # leased: nobody else takes it
+    assert run(outbox.claim(now + 31, 30, 10)) == [job_id]  # its deliverer died: due again
+    state = run(
+        outbox.record(job_id, "retry", now=now, status=500, error="HTTP 500", next_at=now + 5)
+    )
     assert state == "pending" and r.zscore(keys.WEBHOOKS_DUE, job_id) == now + 5
     view = outbox.public(store.get(job_id))
     assert view is not None and view.attempts == 1 and view.last_status == 500
     assert view.next_attempt_at == now + 5 and view.id == f"msg_{job_id}_succeeded"
-    assert outbox.record(job_id, "delivered", now=now + 6, status=204) == "delivered"
+    assert run(outbox.record(job_id, "delivered", now=now + 6, status=204)) == "delivered"
     assert r.zscore(keys.WEBHOOKS_DUE, job_id) is None and r.ttl(keys.webhook(job_id)) > 0
     # a late failure of an attempt whose lease had run out does not bring it back
-    assert outbox.record(job_id, "retry", now=now + 7, next_at=now + 9) == "delivered"
+    assert run(outbox.record(job_id, "retry", now=now + 7, next_at=now + 9)) == "delivered"
     assert r.zscore(keys.WEBHOOKS_DUE, job_id) is None
     view = outbox.public(store.get(job_id))
     assert view is not None and view.state == "delivered" and view.delivered_at == now + 6
@@ -196,9 +218,9 @@ def test_claims_lease_events_and_attempts_end_them(
 def test_a_410_ends_the_event(store: JobStore, outbox: WebhookOutbox) -> None:
     job_id = make_job(store)
     finish(store, job_id)
-    assert outbox.record(job_id, "gone", now=time.time(), status=410) == "gone"
+    assert run(outbox.record(job_id, "gone", now=time.time(), status=410)) == "gone"
     assert outbox.pending() == 0
-    assert outbox.record(job_id, "retry", now=time.time(), next_at=time.time()) == "gone"
+    assert run(outbox.record(job_id, "retry", now=time.time(), next_at=time.time())) == "gone"
     assert outbox.pending() == 0
 
 
@@ -218,13 +240,13 @@ def test_both_secrets_sign_during_a_rotation_and_each_verifies_alone(
     r: fakeredis.FakeRedis,
 ) -> None:
     clock = [1000.0]
-    store = KeyStore(r, cache_s=0, wall=lambda: clock[0])
+    store = KeyStore(r, cache_s=0, wall=lambda: clock[0], aclient=aclient())  # type: ignore[arg-type]
     key, _ = store.create("shop")
     old = key.webhook_secret
-    assert check_webhook_secret(old) == old and store.webhook_secrets(key.id) == [old]
+    assert check_webhook_secret(old) == old and run(store.webhook_secrets(key.id)) == [old]
     new = store.rotate_webhook_secret(key.id, keep_old_s=60)
     assert new is not None and new != old
-    secrets = store.webhook_secrets(key.id)
+    secrets = run(store.webhook_secrets(key.id))
     assert secrets == [new, old]
     ts = int(time.time())
     body = '{"type":"job.succeeded"}'
@@ -237,9 +259,9 @@ def test_both_secrets_sign_during_a_rotation_and_each_verifies_alone(
     for secret in (old, new):  # a receiver on either secret accepts it
         assert Webhook(secret).verify(body, headers) == {"type": "job.succeeded"}
     clock[0] += 61
-    assert store.webhook_secrets(key.id) == [new]
+    assert run(store.webhook_secrets(key.id)) == [new]
     assert store.rotate_webhook_secret(key.id) is not None
-    assert len(store.webhook_secrets(key.id)) == 1  # no grace asked: the old one stops at once
+    assert len(run(store.webhook_secrets(key.id))) == 1  # no grace asked: the old one stops at once
     assert store.rotate_webhook_secret("f" * 16) is None
 
 
@@ -343,7 +365,7 @@ def test_an_attempt_refuses_a_target_that_now_resolves_to_a_private_address(
     job_id = make_job(store, callback="http://127.0.0.1:9/hook")
     finish(store, job_id)
     settings = Settings(webhook_secret=new_webhook_secret())  # type: ignore[arg-type]
-    keystore = KeyStore(r, cache_s=0)
+    keystore = KeyStore(r, cache_s=0, aclient=aclient())  # type: ignore[arg-type]
     r.hset(keys.api_key("0123456789abcdef"), "webhook_secret", new_webhook_secret())
     deliverer = WebhookDeliverer(settings, outbox, keystore)
     before = metrics.WEBHOOK_ATTEMPTS.labels("refused")._value.get()

@@ -169,13 +169,13 @@ class JobService:
                 if charge is not None:
                     await charge.refund()
                 if share is not None:
-                    await anyio.to_thread.run_sync(share.release)
+                    await share.release()
             raise
         if charge is not None and not submitted.created:
             await charge.refund()
         if share is not None:
             final = not submitted.created or submitted.job.status.final
-            await anyio.to_thread.run_sync(lambda: share.bind(submitted.job.id, final=final))
+            await share.bind(submitted.job.id, final=final)
         submitted.chars = sum(len(t) for t in inputs.texts)
         return submitted
 
@@ -283,6 +283,7 @@ class JobService:
             segments=s.key_interactive_segments,
             jobs=s.key_interactive_jobs,
             ttl_s=s.result_ttl_s,
+            aclient=self.store.ar,
         )
 
     async def _interactive_share(
@@ -296,9 +297,7 @@ class JobService:
         if not owner or self.lane_for(req, len(texts)) is not Lane.interactive:
             return None
         try:
-            return await anyio.to_thread.run_sync(
-                self.interactive_shares.reserve, owner, len(texts)
-            )
+            return await self.interactive_shares.reserve(owner, len(texts))
         except InteractiveShareExceeded:
             if idempotency_key and await self.resent(idempotency_key, owner):
                 return None

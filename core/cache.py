@@ -106,15 +106,14 @@ class PhraseCache:
     ) -> dict[str, str]:
         """Cached translations for the texts that have one (text -> translation); ``glossary``:
         the version of the glossary applied (core.glossary), None without one; ``scope``: the
-        API key whose entries these are, None for the shared ones."""
-        unique = list(dict.fromkeys(texts))
-        if not unique:
-            return {}
+        API key whose entries these are, None for the shared ones. The workers' (a chunk
+        that waited looks itself up again); the API's is :meth:`aget_many`."""
+        unique = list(dict.fromkeys(texts))  # each asked once
+        names = _keys(fingerprint, glossary, scope, source, target, unique)
         try:
-            values = self.r.mget(_keys(fingerprint, glossary, scope, source, target, unique))
+            return _found(unique, self.r.mget(names)) if names else {}
         except redis.RedisError as exc:
             return _unavailable(exc)
-        return _found(unique, values)
 
     async def aget_many(
         self,
@@ -126,16 +125,14 @@ class PhraseCache:
         glossary: str | None = None,
         scope: str | None = None,
     ) -> dict[str, str]:
-        """:meth:`get_many` on the event loop (one ``MGET``), through ``aclient``."""
+        """:meth:`get_many` on the event loop (one ``MGET``), through ``aclient``: the API's."""
         assert self.ar is not None, "PhraseCache built without an asyncio client"
-        unique = list(dict.fromkeys(texts))
-        if not unique:
-            return {}
+        unique = list(dict.fromkeys(texts))  # each asked once
+        names = _keys(fingerprint, glossary, scope, source, target, unique)
         try:
-            values = await self.ar.mget(_keys(fingerprint, glossary, scope, source, target, unique))
+            return _found(unique, await self.ar.mget(names)) if names else {}
         except redis.RedisError as exc:
             return _unavailable(exc)
-        return _found(unique, values)
 
     def put_many(
         self,

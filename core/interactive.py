@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis
+import redis.asyncio
 
 from mtfleet.core import keys, scripts
 from mtfleet.core.errors import InteractiveShareExceeded
@@ -52,22 +53,23 @@ class Reservation:
     field: str
     segments: int
 
-    def bind(self, job_id: str, *, final: bool) -> None:
+    async def bind(self, job_id: str, *, final: bool) -> None:
         """Hold the share for the job made (``final``: answered at once, nothing held)."""
         shares, self.shares = self.shares, None
         if shares is not None:
-            shares._bind(self, None if final else job_id)
+            await shares._bind(self, None if final else job_id)
 
-    def release(self) -> None:
+    async def release(self) -> None:
         """Give the segments back (the request was refused, or it returned an earlier job)."""
         shares, self.shares = self.shares, None
         if shares is not None:
-            shares._bind(self, None)
+            await shares._bind(self, None)
 
 
 class InteractiveShares:
     """The interactive-lane shares of every API key (on the durable Redis: the job hashes
-    are read in the same script)."""
+    are read in the same script). A submission reserves and binds on the event loop
+    (``aclient``, the API's); :meth:`held` reads with ``r`` (an operator's or a test's look)."""
 
     def __init__(
         self,
@@ -76,24 +78,28 @@ class InteractiveShares:
         segments: int,
         jobs: int,
         ttl_s: int,
+        aclient: redis.asyncio.Redis | None = None,
         wall: Callable[[], float] = time.time,
     ) -> None:
         self.r = r
+        self.ar = aclient
         self.segments = segments
         self.jobs = jobs
         self.ttl_s = ttl_s  # the hash lives as long as its newest job may
         self._wall = wall
         self._take: Any = scripts.register(r, "interactive_share")
+        self._atake: Any = scripts.register(aclient, "interactive_share") if aclient else None
 
-    def reserve(self, owner: str, segments: int) -> Reservation:
+    async def reserve(self, owner: str, segments: int) -> Reservation:
         """Take ``segments`` of ``owner``'s share for a submission; raises
         :class:`InteractiveShareExceeded` when the key's interactive work not done yet would
         pass its segments or jobs (a key with none never is refused: one job is always let in).
         No owner (``MT_AUTH=off``): nothing is counted."""
         if not owner:
             return Reservation(None, owner, "", segments)
+        assert self._atake is not None, "InteractiveShares built without an asyncio client"
         field = f"r:{secrets.token_hex(8)}"
-        ok, held_segments, held_jobs = self._take(
+        ok, held_segments, held_jobs = await self._atake(
             keys=[keys.api_key_interactive(owner)],
             args=self._args(field, segments, self.segments, self.jobs),
         )
@@ -116,14 +122,14 @@ class InteractiveShares:
         limit refuses, given back at once."""
         if not owner:
             return 0, 0
-        probe = Reservation(self, owner, f"r:{secrets.token_hex(8)}", 0)
+        field = f"r:{secrets.token_hex(8)}"
         try:
             _, segments, jobs = self._take(
                 keys=[keys.api_key_interactive(owner)],
-                args=self._args(probe.field, 0, _NO_LIMIT, _NO_LIMIT),
+                args=self._args(field, 0, _NO_LIMIT, _NO_LIMIT),
             )
         finally:
-            probe.release()
+            self.r.hdel(keys.api_key_interactive(owner), field)
         return int(segments), int(jobs) - 1  # not the probe itself
 
     def _args(self, field: str, segments: int, most_segments: int, most_jobs: int) -> list[Any]:
@@ -131,11 +137,12 @@ class InteractiveShares:
         now = repr(self._wall())
         return [keys.job(""), now, GRACE_S, most_segments, most_jobs, field, segments, self.ttl_s]
 
-    def _bind(self, reservation: Reservation, job_id: str | None) -> None:
+    async def _bind(self, reservation: Reservation, job_id: str | None) -> None:
+        assert self.ar is not None, "InteractiveShares built without an asyncio client"
         key = keys.api_key_interactive(reservation.owner)
-        pipe = self.r.pipeline(transaction=True)
+        pipe = self.ar.pipeline(transaction=True)
         pipe.hdel(key, reservation.field)
         if job_id is not None:
             pipe.hset(key, job_id, f"{reservation.segments} {self._wall()!r}")
             pipe.expire(key, self.ttl_s)
-        pipe.execute()
+        await pipe.execute()

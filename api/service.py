@@ -37,7 +37,7 @@ from mtfleet.core import keys, languages
 from mtfleet.core.apikeys import ApiKey, Charge, KeyStore, Storage
 from mtfleet.core.backlog import Backlog
 from mtfleet.core.broker import release
-from mtfleet.core.cache import PhraseCache, keyed, normalize, rewrap
+from mtfleet.core.cache import PhraseCache, keyed, lookup, normalize, rewrap
 from mtfleet.core.documents.pipeline import surrounding
 from mtfleet.core.errors import (
     IdempotencyConflict,
@@ -211,7 +211,7 @@ class JobService:
             return none  # submit() says why, after the checks that come first
         norms = [normalize(t) for t in texts]
         hits = await self.cache.aget_many(
-            route.fingerprint, source, target, norms, scope=self.cache_scope(owner)
+            lookup(route.fingerprint, source, target, norms, scope=self.cache_scope(owner))
         )
         if len(hits) < len(set(norms)):
             return FromCache(None, hits, route)
@@ -619,12 +619,14 @@ class JobService:
                 hits = known
             else:
                 hits = await self.cache.aget_many(
-                    route.fingerprint,
-                    src,
-                    target,
-                    [cache_keys[i] for i in indices],
-                    glossary=variant,
-                    scope=scope,
+                    lookup(
+                        route.fingerprint,
+                        src,
+                        target,
+                        [cache_keys[i] for i in indices],
+                        glossary=variant,
+                        scope=scope,
+                    )
                 )
             for i in indices:
                 hit = hits.get(cache_keys[i])

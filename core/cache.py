@@ -18,6 +18,7 @@ import hashlib
 import logging
 import unicodedata
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import redis
@@ -67,6 +68,35 @@ def _keys(
     return [prefix + text_digest(t) for t in texts]
 
 
+@dataclass(frozen=True)
+class Lookup:
+    """One read of the cache: the distinct texts asked (normalised, each once) and their keys,
+    built once by :func:`lookup` for the worker's read and the API's alike."""
+
+    texts: list[str]
+    keys: list[str]
+
+    def found(self, values: list[Any]) -> dict[str, str]:
+        return _found(self.texts, values)
+
+
+def lookup(
+    fingerprint: str,
+    source: str,
+    target: str,
+    texts: Iterable[str],
+    *,
+    glossary: str | None = None,
+    scope: str | None = None,
+) -> Lookup:
+    """The read of ``texts`` (normalised) in one model's, pair's, glossary variant's and
+    scope's entries: ``glossary``, the variant of the glossary and guidance applied
+    (:func:`mtfleet.core.guidance.cache_variant`), None without; ``scope``, the API key whose
+    entries these are, None for the shared ones."""
+    unique = list(dict.fromkeys(texts))
+    return Lookup(unique, _keys(fingerprint, glossary, scope, source, target, unique))
+
+
 class PhraseCache:
     def __init__(
         self,
@@ -94,43 +124,19 @@ class PhraseCache:
     ) -> str:
         return _keys(fingerprint, glossary, scope, source, target, [text])[0]
 
-    def get_many(
-        self,
-        fingerprint: str,
-        source: str,
-        target: str,
-        texts: Iterable[str],
-        *,
-        glossary: str | None = None,
-        scope: str | None = None,
-    ) -> dict[str, str]:
-        """Cached translations for the texts that have one (text -> translation); ``glossary``:
-        the version of the glossary applied (core.glossary), None without one; ``scope``: the
-        API key whose entries these are, None for the shared ones. The workers' (a chunk
-        that waited looks itself up again); the API's is :meth:`aget_many`."""
-        unique = list(dict.fromkeys(texts))  # each asked once
-        names = _keys(fingerprint, glossary, scope, source, target, unique)
+    def get_many(self, asked: Lookup) -> dict[str, str]:
+        """Cached translations of the texts ``asked`` that have one (text -> translation): the
+        workers' read (a chunk that waited looks itself up again)."""
         try:
-            return _found(unique, self.r.mget(names)) if names else {}
+            return asked.found(self.r.mget(asked.keys)) if asked.keys else {}
         except redis.RedisError as exc:
             return _unavailable(exc)
 
-    async def aget_many(
-        self,
-        fingerprint: str,
-        source: str,
-        target: str,
-        texts: Iterable[str],
-        *,
-        glossary: str | None = None,
-        scope: str | None = None,
-    ) -> dict[str, str]:
+    async def aget_many(self, asked: Lookup) -> dict[str, str]:
         """:meth:`get_many` on the event loop (one ``MGET``), through ``aclient``: the API's."""
         assert self.ar is not None, "PhraseCache built without an asyncio client"
-        unique = list(dict.fromkeys(texts))  # each asked once
-        names = _keys(fingerprint, glossary, scope, source, target, unique)
         try:
-            return _found(unique, await self.ar.mget(names)) if names else {}
+            return asked.found(await self.ar.mget(asked.keys)) if asked.keys else {}
         except redis.RedisError as exc:
             return _unavailable(exc)
 

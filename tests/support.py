@@ -21,7 +21,7 @@ import fakeredis
 
 from mtfleet.api.chunking import plan_chunks
 from mtfleet.core import scripts
-from mtfleet.core.cache import PhraseCache, normalize
+from mtfleet.core.cache import PhraseCache, lookup, normalize
 from mtfleet.core.glossary import Glossary, GlossaryStore
 from mtfleet.core.models import ChunkMessage, JobStatus, Lane, Progress, SegmentOutcome
 from mtfleet.core.settings import Settings
@@ -249,11 +249,13 @@ class ChunkRun:
     ) -> dict[str, str]:
         """What the phrase cache holds for ``texts`` (normalised text -> translation)."""
         return self.cache.get_many(
-            FINGERPRINT,
-            source,
-            target,
-            [normalize(t) for t in texts],
-            glossary=glossary.version if glossary else None,
+            lookup(
+                FINGERPRINT,
+                source,
+                target,
+                [normalize(t) for t in texts],
+                glossary=glossary.version if glossary else None,
+            )
         )
 
     def glossary(self, g: Glossary) -> Glossary:

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from mtfleet.core.cache import PhraseCache, keyed
+from mtfleet.core.cache import PhraseCache, keyed, lookup
 from mtfleet.core.errors import Cancelled, DeadLettered, EngineUnavailable, Unfinished
 from mtfleet.core.glossary import GlossaryNotFound, GlossaryStore
 from mtfleet.core.glossary.matching import Matcher, Protected
@@ -369,12 +369,14 @@ class ChunkProcessor:
         ):
             looked = time.perf_counter()
             hits = self.cache.get_many(
-                fp,
-                msg.source,
-                msg.target,
-                (keyed(s.text, s.context) for s in segments),
-                glossary=variant,
-                scope=msg.cache_scope,
+                lookup(
+                    fp,
+                    msg.source,
+                    msg.target,
+                    (keyed(s.text, s.context) for s in segments),
+                    glossary=variant,
+                    scope=msg.cache_scope,
+                )
             )
             self.recheck.observe(len(segments), len(hits), time.perf_counter() - looked)
             if hits:

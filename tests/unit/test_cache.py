@@ -9,7 +9,7 @@ import fakeredis
 import pytest
 import redis
 
-from mtfleet.core.cache import PhraseCache, normalize, rewrap, text_digest
+from mtfleet.core.cache import PhraseCache, lookup, normalize, rewrap, text_digest
 
 FP = "model-a@1"
 JOB = "a" * 32
@@ -70,7 +70,7 @@ def test_round_trip_with_ttl(cache: PhraseCache, r: fakeredis.FakeRedis) -> None
     cache.put_many(
         FP, "en", "es", {"Red shoes": "Zapatos rojos", "Blue hat": "Sombrero azul"}, job_id=JOB
     )
-    got = cache.get_many(FP, "en", "es", ["Red shoes", "Green tie", "Blue hat"])
+    got = cache.get_many(lookup(FP, "en", "es", ["Red shoes", "Green tie", "Blue hat"]))
     assert got == {"Red shoes": "Zapatos rojos", "Blue hat": "Sombrero azul"}
     key = PhraseCache.key(FP, "en", "es", "Red shoes")
     assert 0 < r.ttl(key) <= 3600
@@ -81,20 +81,22 @@ def test_lookups_take_normalised_texts(cache: PhraseCache) -> None:
     whitespace back (core.cache.rewrap)."""
     cache.put_many(FP, "en", "es", {"Red shoes": "Zapatos rojos"}, job_id=JOB)
     text = "  Red shoes\n"
-    assert cache.get_many(FP, "en", "es", [normalize(text)]) == {"Red shoes": "Zapatos rojos"}
+    assert cache.get_many(lookup(FP, "en", "es", [normalize(text)])) == {
+        "Red shoes": "Zapatos rojos"
+    }
     assert rewrap(text, "Zapatos rojos") == "  Zapatos rojos\n"
 
 
 def test_other_model_or_pair_misses(cache: PhraseCache) -> None:
     cache.put_many(FP, "en", "es", {"Red shoes": "Zapatos rojos"}, job_id=JOB)
-    assert cache.get_many("model-b@1", "en", "es", ["Red shoes"]) == {}
-    assert cache.get_many(FP, "en", "fr", ["Red shoes"]) == {}
+    assert cache.get_many(lookup("model-b@1", "en", "es", ["Red shoes"])) == {}
+    assert cache.get_many(lookup(FP, "en", "fr", ["Red shoes"])) == {}
 
 
 def test_duplicates_and_empty_inputs(cache: PhraseCache, r: fakeredis.FakeRedis) -> None:
     cache.put_many(FP, "en", "es", {"a": "A"}, job_id=JOB)
-    assert cache.get_many(FP, "en", "es", ["a", "a", "a"]) == {"a": "A"}
-    assert cache.get_many(FP, "en", "es", []) == {}
+    assert cache.get_many(lookup(FP, "en", "es", ["a", "a", "a"])) == {"a": "A"}
+    assert cache.get_many(lookup(FP, "en", "es", [])) == {}
     cache.put_many(FP, "en", "es", {}, job_id=JOB)
     assert len(r.keys("mt:cache:model-a*")) == 1
 
@@ -128,21 +130,21 @@ def test_unreachable_cache_is_a_miss_not_an_error() -> None:
     )
     cache = PhraseCache(client, ttl_s=60)
     start = time.monotonic()
-    assert cache.get_many(FP, "en", "es", ["Red shoes"]) == {}
+    assert cache.get_many(lookup(FP, "en", "es", ["Red shoes"])) == {}
     cache.put_many(FP, "en", "es", {"Red shoes": "Zapatos rojos"}, job_id=JOB)
     assert time.monotonic() - start < 3.0
 
 
 def test_scopes_keep_their_own_entries_and_none_is_shared(cache: PhraseCache) -> None:
     cache.put_many(FP, "en", "es", {"Red shoes": "Zapatos rojos"}, job_id=JOB, scope="key-a")
-    assert cache.get_many(FP, "en", "es", ["Red shoes"], scope="key-a") == {
+    assert cache.get_many(lookup(FP, "en", "es", ["Red shoes"], scope="key-a")) == {
         "Red shoes": "Zapatos rojos"
     }
-    assert cache.get_many(FP, "en", "es", ["Red shoes"], scope="key-d") == {}
-    assert cache.get_many(FP, "en", "es", ["Red shoes"]) == {}  # the shared scope
+    assert cache.get_many(lookup(FP, "en", "es", ["Red shoes"], scope="key-d")) == {}
+    assert cache.get_many(lookup(FP, "en", "es", ["Red shoes"])) == {}  # the shared scope
     cache.put_many(FP, "en", "es", {"Blue hat": "Sombrero azul"}, job_id=JOB)
-    assert cache.get_many(FP, "en", "es", ["Blue hat"]) == {"Blue hat": "Sombrero azul"}
-    assert cache.get_many(FP, "en", "es", ["Blue hat"], scope="key-a") == {}
+    assert cache.get_many(lookup(FP, "en", "es", ["Blue hat"])) == {"Blue hat": "Sombrero azul"}
+    assert cache.get_many(lookup(FP, "en", "es", ["Blue hat"], scope="key-a")) == {}
 
 
 def test_forget_removes_the_entries_of_one_job_only(
@@ -154,8 +156,8 @@ def test_forget_removes_the_entries_of_one_job_only(
     cache.put_many(FP, "en", "es", {"Red shoes": "Zapatos rojos"}, job_id=other, scope="k")
     assert r.ttl(f"mt:cache:job:{JOB}") > 0
     cache.forget(JOB)
-    assert cache.get_many(FP, "en", "es", list(many), scope="k") == {}
-    assert cache.get_many(FP, "en", "es", ["Red shoes"], scope="k") == {
+    assert cache.get_many(lookup(FP, "en", "es", list(many), scope="k")) == {}
+    assert cache.get_many(lookup(FP, "en", "es", ["Red shoes"], scope="k")) == {
         "Red shoes": "Zapatos rojos"
     }
     assert not r.exists(f"mt:cache:job:{JOB}")

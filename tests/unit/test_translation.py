@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import pytest
 
 from mtfleet.core import keys
+from mtfleet.core.cache import lookup
 from mtfleet.core.errors import EngineError, EngineUnavailable
 from mtfleet.core.models import JobStatus, Lane, SegmentOutcome
 from mtfleet.core.settings import Settings
@@ -226,7 +227,7 @@ def test_a_chunk_naming_a_lora_adapter_is_translated_and_cached_with_it(streamin
         assert [o.translation for o in out] == ["[shoes] Red shoes", "[shoes] Blue shoes"]
         # cached under the adapter's fingerprint, never the base model's
         assert bench.cached(["Red shoes"]) == {}
-        hits = bench.cache.get_many("fp-shoes", "en", "es", ["Red shoes", "Blue shoes"])
+        hits = bench.cache.get_many(lookup("fp-shoes", "en", "es", ["Red shoes", "Blue shoes"]))
         assert hits == {"Red shoes": "[shoes] Red shoes", "Blue shoes": "[shoes] Blue shoes"}
         base = bench.run(["Red shoes"])
         assert [o.translation for o in base] == ["[None] Red shoes"]

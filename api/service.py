@@ -19,7 +19,9 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import anyio
 import anyio.to_thread
@@ -71,6 +73,7 @@ from mtfleet.core.style_rules import StyleRuleStore
 from mtfleet.core.tm import TranslationMemoryStore
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass
@@ -254,11 +257,23 @@ class JobService:
     ) -> Charge | None:
         if key is None:
             return None
+        charge = self.apikeys.charge(key, sum(len(t) for t in texts))
+        return await self._unless_replay(charge, QuotaExceeded, idempotency_key, owner)
+
+    async def _unless_replay(
+        self,
+        take: Awaitable[T],
+        refused: type[Exception],
+        idempotency_key: str | None,
+        owner: str,
+    ) -> T | None:
+        """What ``take`` takes (the key's characters, its share of the interactive lane); None
+        when it is ``refused`` for a replay of an earlier job: a client retrying after a lost
+        answer still gets its job when its quota or share is spent (:meth:`_submit` answers it
+        without creating one). 503 when Redis cannot say."""
         try:
-            return await self.apikeys.charge(key, sum(len(t) for t in texts))
-        except QuotaExceeded:
-            # A replay of an earlier job (a client retrying after a lost answer) still gets
-            # its job when the quota is spent: _submit answers it without creating one.
+            return await take
+        except refused:
             if idempotency_key and await self.resent(idempotency_key, owner):
                 return None
             raise
@@ -296,14 +311,8 @@ class JobService:
         find its job even while the key's share is full)."""
         if not owner or self.lane_for(req, len(texts)) is not Lane.interactive:
             return None
-        try:
-            return await self.interactive_shares.reserve(owner, len(texts))
-        except InteractiveShareExceeded:
-            if idempotency_key and await self.resent(idempotency_key, owner):
-                return None
-            raise
-        except redis.RedisError as exc:
-            raise Unavailable.because("the job store", exc) from exc
+        share = self.interactive_shares.reserve(owner, len(texts))
+        return await self._unless_replay(share, InteractiveShareExceeded, idempotency_key, owner)
 
     async def _submit(
         self,

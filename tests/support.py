@@ -11,7 +11,6 @@ and markup drive this, not helpers of their own.
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -26,7 +25,7 @@ from mtfleet.core.glossary import Glossary, GlossaryStore
 from mtfleet.core.models import ChunkMessage, JobStatus, Lane, Progress, SegmentOutcome
 from mtfleet.core.settings import Settings
 from mtfleet.core.store import JobRecord, JobStore, new_job_id
-from mtfleet.fleet.localfleet import free_port
+from mtfleet.fleet.localfleet import free_port, port_free
 from mtfleet.workers.chunk import ChunkProcessor
 from mtfleet.workers.engines.base import (
     Done,
@@ -54,18 +53,9 @@ def free_port_run(count: int, avoid: Collection[int] = ()) -> int:
     for _ in range(200):
         base = free_port()
         ports = range(base, base + count)
-        if not set(ports) & set(avoid) and all(_bindable(p) for p in ports[1:]):
+        if not set(ports) & set(avoid) and all(port_free(p) for p in ports[1:]):
             return base
     raise RuntimeError(f"no {count} consecutive free ports")
-
-
-def _bindable(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 def in_process(settings: Settings) -> Settings:

@@ -1,7 +1,8 @@
 """Every example in the README and docs/ runs as printed, against a real fleet.
 
-Each ```bash, ```sh and ```python block is extracted and run, in a folder holding the files the
-examples name (page.html, catalogue.txt, sheet.docx...), from a new shell that has only what
+Each ```bash, ```sh and ```python block is extracted and run, in page order, in a folder of its
+page that starts empty (the files an example uses, page.html or catalogue.txt, are made by the
+example itself or one above it: a reader has no others), from a new shell that has only what
 `make demo` tells a user to paste: its virtualenv activated, MT_API_URL, MT_API_KEY and
 MT_REDIS_URL exported. The fleet requires API keys, like a real one;
 curl runs with --fail-with-body (a .curlrc), so an HTTP error fails the example. A block that
@@ -12,7 +13,6 @@ it: ``<!-- example: not run (why) -->``.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,7 +31,6 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 RUNNABLE = {"bash", "sh", "python"}
 FENCE = re.compile(r"^```(\w*)\s*$")
 NOT_RUN = re.compile(r"^<!-- example: not run \((.+)\) -->$")
-FIXTURES = ROOT / "tests" / "fixtures" / "documents"
 
 
 @dataclass(frozen=True)
@@ -102,35 +101,30 @@ def fleet(redis_server: str) -> Iterator[LocalFleet]:
         yield f
 
 
+class Folders:
+    """A folder per page, outside the clone, holding only what a user starts with (curl's
+    settings the harness adds, and a folder named ``mtfleet``, as the clone's parent has): the
+    files a page's examples use are made by the examples themselves, in the page's order. An
+    example run alone (``-k``) first runs the ones above it on its page."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.ran: set[str] = set()
+
+    def of(self, page: str) -> Path:
+        d = self.root / page.replace("/", "_")
+        if not d.exists():
+            d.mkdir()
+            (d / "curl").mkdir()
+            (d / "curl" / ".curlrc").write_text("fail-with-body\nshow-error\n")
+            (d / "mtfleet").mkdir()  # the clone, seen from its parent folder
+            (d / "mtfleet" / "README.md").write_text("# mtfleet\n")
+        return d
+
+
 @pytest.fixture(scope="module")
-def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The files the examples name, as a user would have them."""
-    d = tmp_path_factory.mktemp("examples")
-    shutil.copy(FIXTURES / "html" / "product-page.html", d / "page.html")
-    shutil.copy(FIXTURES / "markdown" / "shipping-faq.md", d / "article.md")
-    shutil.copy(FIXTURES / "json" / "i18next-en.json", d / "strings.json")
-    shutil.copy(FIXTURES / "srt" / "product-video.srt", d / "video.srt")
-    shutil.copy(FIXTURES / "xliff" / "v12_product_sheet.xlf", d / "app.xlf")
-    shutil.copy(FIXTURES / "docx" / "product_sheet.docx", d / "sheet.docx")
-    shutil.copy(FIXTURES / "po" / "messages.po", d / "messages.po")
-    shutil.copy(FIXTURES / "android" / "shop_strings.xml", d / "strings.xml")
-    shutil.copy(
-        FIXTURES / "xcstrings" / "ultimate-portfolio-app_Localizable.xcstrings",
-        d / "Localizable.xcstrings",
-    )
-    shutil.copy(FIXTURES / "yaml" / "en.yml", d / "en.yml")
-    shutil.copy(FIXTURES / "xlsx" / "workbook_features.xlsx", d / "prices.xlsx")
-    shutil.copy(FIXTURES / "pptx" / "features.pptx", d / "deck.pptx")
-    catalogue = "The red shirt is in the house.\n\nMy sister bought a new table.\nAdd to cart\n"
-    (d / "catalogue.txt").write_text(catalogue, encoding="utf-8")
-    (d / "catalogue").mkdir()
-    (d / "catalogue" / "shoes.txt").write_text("Red running shoes\nBlue shoes\n")
-    (d / "catalogue" / "bags.txt").write_text("A small black bag\n")
-    (d / "curl").mkdir()
-    (d / "curl" / ".curlrc").write_text("fail-with-body\nshow-error\n")
-    (d / "mtfleet").mkdir()  # the clone, seen from its parent folder
-    (d / "mtfleet" / "README.md").write_text("# mtfleet\n")
-    return d
+def folders(tmp_path_factory: pytest.TempPathFactory) -> Folders:
+    return Folders(tmp_path_factory.mktemp("examples"))
 
 
 #: A new login shell's PATH on stock Debian: no virtualenv, no pyenv, no `python` (only python3).
@@ -138,11 +132,21 @@ NEW_SHELL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 @pytest.mark.parametrize("example", RUN, ids=[e.id for e in RUN])
-def test_example_runs_as_printed(example: Example, fleet: LocalFleet, folder: Path) -> None:
+def test_example_runs_as_printed(example: Example, fleet: LocalFleet, folders: Folders) -> None:
     """From a new shell that has only what `mtfleet demo` tells a user to paste (its
     :func:`~mtfleet.fleet.demo.paste_line`: the virtualenv and the fleet's address and key),
     in a folder outside the clone that holds a folder named ``mtfleet``, as the clone's parent
-    does (it once shadowed the package: ``from mtfleet import MTClient`` failed there)."""
+    does (it once shadowed the package: ``from mtfleet import MTClient`` failed there), and no
+    file the page's examples do not make."""
+    for above in RUN:
+        if above.page == example.page and above.line < example.line and above.id not in folders.ran:
+            _run(above, fleet, folders)
+    _run(example, fleet, folders)
+
+
+def _run(example: Example, fleet: LocalFleet, folders: Folders) -> None:
+    folders.ran.add(example.id)
+    folder = folders.of(example.page)
     line = paste_line(fleet.api_url, fleet.env["MT_API_KEY"], fleet.env["MT_REDIS_URL"])
     env = {
         "HOME": str(folder),

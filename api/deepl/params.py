@@ -201,17 +201,23 @@ def one_glossary(glossary_id: str | None, glossary_ids: list[str] | None) -> str
     return ids[0] if ids else None
 
 
-def int_param(value: str | None, name: str, default: int, low: int, high: int | None) -> int:
-    """A query or form parameter read as an integer within ``low``..``high`` (400 otherwise)."""
+#: The last ``page`` a list may be asked for. DeepL sets none; every list here is shorter than
+#: this many pages at any page size (a key keeps at most a few hundred style rules or memories),
+#: and past it the offset would be more than a store can take (a 503, not the caller's 400).
+MAX_PAGE = 10_000
+
+
+def int_param(value: str | None, name: str, default: int, low: int, high: int) -> int:
+    """A query or form parameter read as an integer within ``low``..``high`` (400 otherwise:
+    every integer a client sends is bounded)."""
     if value is None or value == "":
         return default
     try:
         n = int(value)
     except ValueError:
         raise InvalidInput(f"parameter '{name}' must be an integer") from None
-    if n < low or (high is not None and n > high):
-        bound = f"{low}-{high}" if high is not None else f"{low} or more"
-        raise InvalidInput(f"parameter '{name}' must be {bound}")
+    if not low <= n <= high:
+        raise InvalidInput(f"parameter '{name}' must be {low}-{high}")
     return n
 
 

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict
 from mtfleet.api.deepl.auth import DeepLCaller
 from mtfleet.api.deepl.errors import Route
 from mtfleet.api.deepl.glossaries import timestamp
-from mtfleet.api.deepl.params import bool_param, fields, int_param, parse
+from mtfleet.api.deepl.params import MAX_PAGE, bool_param, fields, int_param, parse
 from mtfleet.api.deps import Services, ServicesDep
 from mtfleet.core.errors import InvalidInput
 from mtfleet.core.style_rules import (
@@ -99,7 +99,7 @@ async def _json_object(request: Request) -> dict[str, Any]:
 @router.get("")
 def list_style_rules(request: Request, services: ServicesDep, caller: DeepLCaller) -> JSONResponse:
     q = request.query_params
-    page = int_param(q.get("page"), "page", 0, 0, None)
+    page = int_param(q.get("page"), "page", 0, 0, MAX_PAGE)
     size = int_param(q.get("page_size"), "page_size", DEFAULT_PAGE_SIZE, 1, MAX_PAGE_SIZE)
     detailed = bool_param(q.get("detailed"), "detailed")
     found = _store(services).list_for(caller.owner, page, size)

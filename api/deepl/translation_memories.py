@@ -33,7 +33,7 @@ from mtfleet.api.deepl.auth import DeepLCaller
 from mtfleet.api.deepl.errors import Route
 from mtfleet.api.deepl.glossaries import timestamp
 from mtfleet.api.deepl.glossary_ids import to_deepl
-from mtfleet.api.deepl.params import bool_param, int_param
+from mtfleet.api.deepl.params import MAX_PAGE, bool_param, int_param
 from mtfleet.api.deps import ServicesDep
 from mtfleet.api.routes import translation_memories as fleet
 from mtfleet.core.errors import InvalidInput
@@ -87,7 +87,7 @@ def list_translation_memories(
     request: Request, services: ServicesDep, caller: DeepLCaller
 ) -> JSONResponse:
     q = request.query_params
-    page = int_param(q.get("page"), "page", 0, 0, None)
+    page = int_param(q.get("page"), "page", 0, 0, MAX_PAGE)
     size = int_param(q.get("page_size"), "page_size", DEFAULT_PAGE_SIZE, 1, MAX_PAGE_SIZE)
     found = fleet.store(services).list_for(caller.owner)[page * size : (page + 1) * size]
     return JSONResponse({"translation_memories": [info(tm) for tm in found]})

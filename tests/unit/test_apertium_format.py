@@ -35,6 +35,7 @@ def test_reserved_character_is_escaped(ch: str) -> None:
         "[]",
         "  spaced  ",
         "ñandú — 中文 😀",
+        "~ a~b ~",
         "",
     ],
 )
@@ -44,6 +45,12 @@ def test_escape_round_trip(text: str) -> None:
 
 def test_newline_becomes_superblank() -> None:
     assert "[\n]" in escape("a\nb")
+
+
+def test_tilde_is_kept_in_a_superblank() -> None:
+    # as apertium-destxt does: the post-generator drops a bare ~ (its mark)
+    assert escape("Use ~ for home") == "Use [~] for home.[]"
+    assert unescape(escape("~~")) == "~~"
 
 
 def test_nul_never_reaches_the_stream() -> None:

@@ -3,8 +3,10 @@
 Each language pair runs as one persistent pipeline in *null-flush* mode (every program of the
 mode gets ``-z``): we write segments separated by NUL bytes and read one NUL-terminated answer
 per segment, so a batch costs one write and one read, segments never bleed into each other,
-and no process starts per call. Text is put into Apertium's stream format ourselves (reserved
-characters escaped, newlines as superblanks) and read back the same way.
+and no process starts per call. Text is put into Apertium's stream format ourselves, as
+``apertium-destxt`` puts it (the characters the format reserves escaped; ``~``, the
+post-generator's mark, and newlines in superblanks, which no program of a mode touches) and
+read back the same way.
 
 Each pair has two pipelines, one per lane (``parallel_lanes``): an interactive call never waits
 behind a bulk call, and the bulk pipeline runs at the lowest CPU priority (``SCHED_IDLE``,
@@ -38,7 +40,10 @@ log = logging.getLogger(__name__)
 
 MODE_DIRS = (Path("/usr/share/apertium/modes"), Path("/usr/local/share/apertium/modes"))
 _MODE_NAME = re.compile(r"^([a-z]{2,3})-([a-z]{2,3})$")
-_RESERVED = set("\\[]^$/@<>{}")
+_RESERVED = set("\\[]^$/@<>{}")  # escaped with a backslash
+#: Kept in a superblank of their own: ``~`` marks a word for the post-generator (``lt-proc -p``),
+#: which drops it; a newline ends a stream line.
+_BLANKED = set("~\n")
 # Appended to every segment so the last word is flushed through transfer (as apertium-destxt
 # does); removed from the output.
 _TAIL = ".[]"
@@ -63,8 +68,8 @@ def _escape_text(text: str) -> str:
     for ch in text:
         if ch in _RESERVED:
             out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("[\n]")
+        elif ch in _BLANKED:
+            out.append(f"[{ch}]")
         elif ch == "\0":
             out.append(" ")
         else:

@@ -702,7 +702,14 @@ class JobService:
         job's chunks are in the backlog already, stored with it: a broker that cannot be
         reached now delays them, the workers release them once it can)."""
         try:
-            release(self.celery, self.backlog, pool, lane.value, self.settings.release_ahead)
+            release(
+                self.celery,
+                self.backlog,
+                self.store,
+                pool,
+                lane.value,
+                self.settings.release_ahead,
+            )
         except (OperationalError, redis.RedisError, OSError) as exc:
             log.warning(
                 "could not release %s %s chunks now (the workers will): %s", pool, lane.value, exc

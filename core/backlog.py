@@ -58,6 +58,17 @@ def job_keys(job_id: str, pool: str, lane: str, owner: str) -> list[str]:
 
 
 @dataclass(frozen=True)
+class Released:
+    """A chunk a release took from the backlog: its entry in the lane's released hash (job,
+    chunk, owner) and its message as its job's ledger holds it (JSON, not checked yet)."""
+
+    job_id: str
+    chunk: int
+    owner: str
+    payload: str
+
+
+@dataclass(frozen=True)
 class Waiting:
     """What waits in one pool lane: chunks per API key in the backlog, and messages in the
     broker queue."""
@@ -77,9 +88,9 @@ class Backlog:
         self._release = scripts.register(client, "release")
         self._requeue = scripts.register(client, "requeue")
 
-    def release(self, pool: str, lane: str, target: int) -> list[str]:
-        """Chunk messages (JSON) taken from the backlog for the broker, so that its queue holds
-        ``target``; the caller publishes them (:func:`mtfleet.core.broker.release`)."""
+    def release(self, pool: str, lane: str, target: int) -> list[Released]:
+        """Chunks taken from the backlog for the broker, so that its queue holds ``target``;
+        the caller publishes them (:func:`mtfleet.core.broker.release`)."""
         reply = self._release(
             keys=[
                 keys.backlog_ring(pool, lane),
@@ -100,7 +111,10 @@ class Backlog:
                 RELEASE_STEPS,
             ],
         )
-        return [str(m) for m in reply]
+        return [
+            Released(str(reply[i]), int(reply[i + 1]), str(reply[i + 2]), str(reply[i + 3]))
+            for i in range(0, len(reply), 4)
+        ]
 
     def requeue(
         self,

@@ -13,13 +13,15 @@ from typing import Any
 import redis
 from celery import Celery
 from kombu import Queue
-from kombu.exceptions import OperationalError
+from pydantic import ValidationError
 
-from mtfleet.core import keys
-from mtfleet.core.backlog import Backlog
+from mtfleet.core import deadletters, keys
+from mtfleet.core.backlog import Backlog, Released
+from mtfleet.core.errors import DeadLettered
 from mtfleet.core.models import ChunkMessage
 from mtfleet.core.redis_conn import kombu_broker
 from mtfleet.core.settings import Settings
+from mtfleet.core.store import JobStore
 
 log = logging.getLogger(__name__)
 
@@ -114,24 +116,71 @@ def send_chunk(
     return task_id
 
 
-def release(app: Celery, backlog: Backlog, pool: str, lane: str, target: int) -> int:
+def release(
+    app: Celery, backlog: Backlog, store: JobStore, pool: str, lane: str, target: int
+) -> int:
     """Take what the backlog releases for a pool lane (:meth:`Backlog.release`) and publish it,
-    in one round trip to the broker; returns how many chunks were sent. Chunks that cannot be
-    published go back to the front of their key's backlog (and the error is raised): nothing
-    released is ever only in flight between the two."""
-    payloads = backlog.release(pool, lane, target)
-    if not payloads:
+    in one round trip to the broker; returns how many chunks were sent. A chunk whose message
+    cannot be sent fails alone (:func:`refuse`); the others that cannot be published go back to
+    the front of their key's backlog (and the error is raised): nothing released is ever only
+    in flight between the two."""
+    sendable: list[tuple[Released, ChunkMessage]] = []
+    for chunk in backlog.release(pool, lane, target):
+        try:
+            sendable.append((chunk, message(chunk)))
+        except ValueError as exc:
+            try:
+                refuse(store, backlog, chunk, pool, lane, str(exc))
+            except redis.RedisError as err:  # the reconciler puts it back: refused again then
+                log.warning("chunk %s of job %s stays released: %s", chunk.chunk, chunk.job_id, err)
+    if not sendable:
         return 0
-    msgs = [ChunkMessage.model_validate_json(p) for p in payloads]
     try:
         with app.producer_or_acquire() as producer, producer.batch():
-            for msg, payload in zip(msgs, payloads, strict=True):
-                send_chunk(app, msg, payload=payload, producer=producer)
-    except (OperationalError, redis.RedisError, OSError):
-        for msg in msgs:
+            for chunk, msg in sendable:
+                send_chunk(app, msg, payload=chunk.payload, producer=producer)
+    except Exception:
+        for chunk, _ in reversed(sendable):  # each to the front: in the order they were in
             try:
-                backlog.requeue(msg.job_id, msg.chunk, pool=pool, lane=lane, owner=msg.owner)
+                backlog.requeue(chunk.job_id, chunk.chunk, pool=pool, lane=lane, owner=chunk.owner)
             except redis.RedisError as exc:  # the reconciler puts it back from the released hash
-                log.warning("chunk %s of job %s stays released: %s", msg.chunk, msg.job_id, exc)
+                log.warning("chunk %s of job %s stays released: %s", chunk.chunk, chunk.job_id, exc)
         raise
-    return len(msgs)
+    return len(sendable)
+
+
+def message(chunk: Released) -> ChunkMessage:
+    """A released chunk's message, checked before it is sent: it parses, it is the chunk its
+    ledger entry stands for, and it names its pool (ValueError saying what is wrong)."""
+    try:
+        msg = ChunkMessage.model_validate_json(chunk.payload)
+    except ValidationError as exc:
+        raise ValueError(
+            f"its message is not a chunk message ({exc.error_count()} error(s)): "
+            f"{exc.errors()[0]['msg']}"
+        ) from None
+    if (msg.job_id, msg.chunk) != (chunk.job_id, chunk.chunk):
+        raise ValueError(f"its message is chunk {msg.chunk} of job {msg.job_id}")
+    if msg.pool is None:
+        raise ValueError("its message names no pool")
+    return msg
+
+
+def refuse(
+    store: JobStore, backlog: Backlog, chunk: Released, pool: str, lane: str, why: str
+) -> None:
+    """A released chunk whose message cannot be sent, alone: it is dead-lettered with the
+    reason (its message kept beside its job for an operator to look at), its job fails saying
+    why (which segments the chunk held cannot be known; a job being cancelled takes the chunk
+    as settled instead), and it leaves the lane's released hash: nothing of it waits."""
+    reason = (
+        f"chunk {chunk.chunk} of job {chunk.job_id} cannot be sent: {why}; it was dead-lettered"
+    )
+    log.error("%s", reason)
+    store.dead_letter(
+        chunk.job_id, chunk.chunk, deadletters.entry(chunk.job_id, chunk.chunk, lane, reason)
+    )
+    store.fail(chunk.job_id, DeadLettered(reason).as_dict())
+    store.record(chunk.job_id, [], chunk=chunk.chunk, pool=pool, lane=lane)
+    # (puts nothing back for a job that ended or a chunk off its ledger: only leaves the hash)
+    backlog.requeue(chunk.job_id, chunk.chunk, pool=pool, lane=lane, owner=chunk.owner)

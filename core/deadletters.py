@@ -28,6 +28,14 @@ from mtfleet.core import keys, scripts
 from mtfleet.core.backlog import job_keys
 
 
+def entry(job_id: str, chunk: int, lane: str, reason: str) -> str:
+    """A chunk's dead-letter entry (JSON), as :meth:`DeadLetters.add` lists it and
+    :meth:`DeadLetter.parse` reads it back."""
+    return json.dumps(
+        {"job_id": job_id, "chunk": chunk, "reason": reason, "at": time.time(), "lane": lane}
+    )
+
+
 @dataclass(frozen=True)
 class DeadLetter:
     """One entry, as listed (``raw``: its JSON, what a retry or purge removes)."""

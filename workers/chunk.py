@@ -19,13 +19,13 @@ budget finishes over several deliveries; it is not poison).
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from mtfleet.core import deadletters
 from mtfleet.core.cache import PhraseCache, keyed, lookup
 from mtfleet.core.errors import Cancelled, DeadLettered, EngineUnavailable, Unfinished
 from mtfleet.core.glossary import GlossaryNotFound, GlossaryStore
@@ -168,14 +168,8 @@ def dead_letter(store: JobStore, msg: ChunkMessage, indices: list[int], *, reaso
     # finish the job: whoever sees the job final finds the entry listed. A crash between the
     # two leaves the chunk unacknowledged; delivered again, it is over its limit again and its
     # results are written then (the entry is not listed twice).
-    entry = {
-        "job_id": msg.job_id,
-        "chunk": msg.chunk,
-        "reason": reason,
-        "at": time.time(),
-        "lane": msg.lane.value,
-    }
-    if store.dead_letter(msg.job_id, msg.chunk, json.dumps(entry)):
+    entry = deadletters.entry(msg.job_id, msg.chunk, msg.lane.value, reason)
+    if store.dead_letter(msg.job_id, msg.chunk, entry):
         log.error("dead-lettering job %s chunk %s: %s", msg.job_id, msg.chunk, reason)
         metrics.DEAD_LETTERED.inc()
     err = DeadLettered(reason).as_dict()

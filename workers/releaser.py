@@ -16,6 +16,7 @@ from typing import Any
 from mtfleet.core.backlog import Backlog
 from mtfleet.core.broker import release
 from mtfleet.core.settings import Settings
+from mtfleet.core.store import JobStore
 from mtfleet.workers import metrics
 from mtfleet.workers.hooks import Hook
 
@@ -25,9 +26,10 @@ log = logging.getLogger(__name__)
 class Releaser(Hook):
     name = "releaser"
 
-    def __init__(self, settings: Settings, backlog: Backlog) -> None:
+    def __init__(self, settings: Settings, backlog: Backlog, store: JobStore) -> None:
         self.settings = settings
         self.backlog = backlog
+        self.store = store
         self.app: Any = None
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -53,7 +55,7 @@ class Releaser(Hook):
         sent = 0
         pool = self.settings.pool_name
         for lane in self.settings.lanes:
-            n = release(self.app, self.backlog, pool, lane, self.settings.release_ahead)
+            n = release(self.app, self.backlog, self.store, pool, lane, self.settings.release_ahead)
             metrics.RELEASED.labels(lane).inc(n)
             sent += n
         return sent

@@ -124,7 +124,7 @@ class WorkerRuntime:
             lambda: self.engine.terms_in_prompt,
         )
         self.backlog = Backlog(self.redis, ttl_s=settings.result_ttl_s)
-        self.releaser = Releaser(settings, self.backlog)
+        self.releaser = Releaser(settings, self.backlog, self.store)
         self.hooks: list[Hook] = [
             self.heartbeat,
             self.health,

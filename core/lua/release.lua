@@ -7,7 +7,8 @@
 -- KEYS: ring, sizes, credit, released, delayed, broker queue
 -- ARGV: owner list prefix, job key prefix, ledger suffix, pending suffix, api key prefix,
 --       now, target, most steps
--- -> the chunk messages (JSON) released, in order: the caller publishes them
+-- -> job_id, chunk, owner, message (JSON, as the ledger holds it) of each chunk released, in
+--    order, flat: the caller publishes them
 local ring, sizes, credit, released, delayed = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local now = ARGV[6]
 -- what is out already: in the broker queue, or released and not started yet (being published,
@@ -26,6 +27,9 @@ end
 
 local function hand_over(owner, job_id, chunk, message)
   redis.call('HSET', released, job_id .. ':' .. chunk, owner .. '|' .. now)
+  out[#out + 1] = job_id
+  out[#out + 1] = chunk
+  out[#out + 1] = owner
   out[#out + 1] = message
   budget = budget - 1
 end

@@ -8,11 +8,16 @@ import time
 
 import pytest
 import redis
+from kombu.exceptions import OperationalError
 
 from mtfleet.core import keys
 from mtfleet.core.backlog import Backlog
+from mtfleet.core.broker import make_celery, release
 from mtfleet.core.models import ChunkMessage, ChunkSegment, JobStatus, Lane, Progress
+from mtfleet.core.settings import Settings
 from mtfleet.core.store import JobRecord, JobStore, new_job_id
+from mtfleet.fleet.localfleet import free_port
+from mtfleet.workers.reconciler import chunk_ids
 
 POOL, LANE = "apertium", "bulk"
 
@@ -65,9 +70,10 @@ def make_job(store: JobStore, owner: str, chunks: int, *, lane: str = LANE) -> s
 def released(backlog: Backlog, target: int, *, lane: str = LANE) -> list[tuple[str, str, int]]:
     """(owner, job, chunk) of each chunk one release hands over."""
     out = []
-    for raw in backlog.release(POOL, lane, target):
-        msg = ChunkMessage.model_validate_json(raw)
-        out.append((msg.owner, msg.job_id, msg.chunk))
+    for chunk in backlog.release(POOL, lane, target):
+        msg = ChunkMessage.model_validate_json(chunk.payload)
+        assert (msg.owner, msg.job_id, msg.chunk) == (chunk.owner, chunk.job_id, chunk.chunk)
+        out.append((chunk.owner, chunk.job_id, chunk.chunk))
     return out
 
 
@@ -177,3 +183,68 @@ def test_a_release_drops_what_cannot_run_without_counting_it(
     assert [c for _, _, c in released(backlog, 10)] == [0, 2]
     assert backlog.waiting(POOL, LANE).by_key == {}
     assert r.llen(keys.backlog_ring(POOL, LANE)) == 0
+
+
+# -- a release through the broker (core/broker.py release) --------------------------------------
+def corrupt(r: redis.Redis, job_id: str, chunk: int, entry: str) -> None:
+    """Replace a chunk's ledger entry (what the release hands to the broker)."""
+    r.hset(keys.job_chunks(job_id), str(chunk), entry)
+
+
+def test_a_corrupt_ledger_entry_fails_alone_and_the_rest_of_its_batch_is_sent(
+    store: JobStore, backlog: Backlog, r: redis.Redis, redis_url: str
+) -> None:
+    app = make_celery(Settings(redis_url=redis_url))
+    a, b = make_job(store, "a", 2), make_job(store, "b", 2)
+    corrupt(r, a, 1, '{"job_id": "' + a + '", "chunk": 1, "segm')  # cut short
+    assert release(app, backlog, store, POOL, LANE, 10) == 3
+    # the good chunks are in the broker queue, and only they count as released
+    sent = chunk_ids([str(m) for m in r.lrange(keys.queue(POOL, LANE), 0, -1)])
+    assert sent == {(a, 0), (b, 0), (b, 1)}
+    assert set(r.hkeys(keys.backlog_released(POOL, LANE))) == {f"{a}:0", f"{b}:0", f"{b}:1"}
+    # the bad one is dead-lettered with the reason, and its job says why it failed
+    [entry] = store.dead_letters.entries()
+    assert (entry.job_id, entry.chunk, entry.lane) == (a, 1, LANE)
+    assert "chunk 1" in entry.reason and "JSON" in entry.reason, entry.reason
+    job = store.get(a)
+    assert job.status is JobStatus.failed and job.error is not None
+    assert job.error["type"] == "dead_lettered" and "chunk 1" in job.error["message"]
+    assert store.get(b).status is JobStatus.queued
+    assert backlog.waiting(POOL, LANE).by_key == {}
+
+
+def test_a_corrupt_chunk_of_a_job_being_cancelled_settles_the_cancel(
+    store: JobStore, backlog: Backlog, r: redis.Redis, redis_url: str
+) -> None:
+    app = make_celery(Settings(redis_url=redis_url))
+    job = make_job(store, "a", 2)
+    released(backlog, 10)
+    store.start_chunk(job, 1, [1], pool=POOL, lane=LANE)
+    assert store.cancel(job) is JobStatus.cancelling  # chunk 1 was in flight: it goes round
+    assert backlog.requeue(job, 1, pool=POOL, lane=LANE, owner="a") == "backlog"
+    corrupt(r, job, 1, "[]")
+    assert release(app, backlog, store, POOL, LANE, 10) == 0
+    assert store.get(job).status is JobStatus.cancelled
+    assert [(e.job_id, e.chunk) for e in store.dead_letters.entries()] == [(job, 1)]
+    assert r.hlen(keys.backlog_released(POOL, LANE)) == 1  # (chunk 0, released before)
+    assert backlog.waiting(POOL, LANE).by_key == {}
+
+
+def test_with_the_broker_away_a_batchs_good_chunks_are_back_at_once_and_a_bad_one_fails(
+    store: JobStore, backlog: Backlog, r: redis.Redis
+) -> None:
+    """A ledger entry that parses but cannot be sent (it names no pool) fails alone, and the
+    batch's good chunks go back to the front of their keys' backlogs when the broker cannot be
+    reached: none of them stays released until the reconciler's grace period."""
+    app = make_celery(Settings(redis_url=f"redis://127.0.0.1:{free_port()}/0"))  # nobody there
+    bad, a, b = make_job(store, "x", 1), make_job(store, "a", 2), make_job(store, "b", 1)
+    entry = ChunkMessage.model_validate_json(r.hget(keys.job_chunks(bad), "0") or "")
+    corrupt(r, bad, 0, entry.model_copy(update={"pool": None}).model_dump_json())
+    with pytest.raises(OperationalError):
+        release(app, backlog, store, POOL, LANE, 10)
+    assert r.hlen(keys.backlog_released(POOL, LANE)) == 0
+    assert backlog.waiting(POOL, LANE).by_key == {"a": 2, "b": 1}
+    assert [(j, c) for _, j, c in released(backlog, 10)] == [(a, 0), (b, 0), (a, 1)]
+    [dead] = store.dead_letters.entries()
+    assert (dead.job_id, dead.chunk) == (bad, 0) and "names no pool" in dead.reason
+    assert store.get(bad).status is JobStatus.failed

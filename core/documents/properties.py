@@ -137,21 +137,25 @@ def _parse(content: bytes) -> _Parsed:
         if not body[lead:] or body[lead] in "#!":
             i += 1
             continue
-        # the logical line, with each character's offset in the file
-        logical, offsets = body[lead:], list(range(start + lead, start + len(body)))
+        # the logical line, with each character's offset in the file: its physical lines'
+        # pieces, joined once (a line ending in a backslash continues; counted per line, as
+        # Java does: the backslashes kept before it are an even run)
+        pieces, offsets = [body[lead:]], list(range(start + lead, start + len(body)))
         end = start + len(body)
-        while _continues(logical) and i + 1 < len(lines):
-            logical, offsets = logical[:-1], offsets[:-1]
+        while _continues(pieces[-1]):
+            pieces[-1] = pieces[-1][:-1]
+            offsets.pop()
+            if i + 1 == len(lines):  # a last line ending in a backslash: Java drops it
+                end -= 1
+                break
             i += 1
             nstart, nraw = lines[i]
             nbody = nraw.rstrip("\r\n")
             nlead = len(nbody) - len(nbody.lstrip(_BLANK))
-            logical += nbody[nlead:]
-            offsets += list(range(nstart + nlead, nstart + len(nbody)))
+            pieces.append(nbody[nlead:])
+            offsets.extend(range(nstart + nlead, nstart + len(nbody)))
             end = nstart + len(nbody)
-        if _continues(logical):  # a last line ending in a backslash: Java drops it
-            logical, offsets = logical[:-1], offsets[:-1]
-            end -= 1
+        logical = "".join(pieces)
         i += 1
         at = _split_key(logical)
         value, value_start = _unescape(logical, offsets, at, line_no)
@@ -185,9 +189,15 @@ def _unit(value: str, message_format: bool, key: str) -> Unit:
     pattern, arguments and quoted literals are standalone codes and ``''`` is an apostrophe."""
     pieces: list[tuple[str, str]] = []  # (kind: text, code, tag; the raw text)
     pos = 0
+    # the next match of each expression, looked for again only once passed (a value of many
+    # quotes and one tag at its end is read in linear time)
+    tag = _TAG.search(value)
+    mf = _MF_TOKEN.search(value) if message_format else None
     while pos < len(value):
-        tag = _TAG.search(value, pos)
-        mf = _MF_TOKEN.search(value, pos) if message_format else None
+        if tag is not None and tag.start() < pos:
+            tag = _TAG.search(value, pos)
+        if mf is not None and mf.start() < pos:
+            mf = _MF_TOKEN.search(value, pos)
         m = min((x for x in (tag, mf) if x is not None), key=lambda x: x.start(), default=None)
         if m is None:
             break

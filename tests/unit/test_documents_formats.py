@@ -665,6 +665,23 @@ def test_properties_translations_are_written_in_the_files_own_style() -> None:
     assert f"{key}=\\\n  Ya no se usa ‘,’\n".encode() in out
 
 
+@pytest.mark.timeout(60)  # read in linear time: about a second; quadratically, many minutes
+def test_properties_a_value_of_megabytes_is_read_in_linear_time() -> None:
+    f = for_name("properties")
+    # 2 MiB of continuation lines (each physical line once, not the logical line so far again)
+    line = "word word \\\n"
+    continued = ("key = " + line * (2 * 1024 * 1024 // len(line)) + "end\n").encode()
+    (unit,) = f.extract(continued)
+    assert unit.text == "word word " * (continued.count(b"\\\n")) + "end"
+    assert f.render(continued, [unit.text]) == continued
+    # 4 MiB of quoted apostrophes in a MessageFormat value, a tag at its end (each
+    # expression looked for again only once passed, not at every quote)
+    quotes = ("key = {0} " + "it''s ok " * (4 * 1024 * 1024 // 9) + "<b>x</b>\n").encode()
+    (unit,) = f.extract(quotes)
+    assert unit.text.startswith("<x1/> it's ok it's ok") and unit.text.endswith("<g2>x</g2>")
+    assert f.render(quotes, [unit.text]) == quotes
+
+
 def test_arb_metadata_is_kept_and_locale_names_the_target() -> None:
     f = for_name("arb")
     content = (FIXTURES / "arb" / "intl_en.arb").read_bytes()

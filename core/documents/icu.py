@@ -52,8 +52,11 @@ it, the rare doubled apostrophe shows twice (an unescaped one would swallow the 
 every ICU runtime, so ICU's reading wins).
 
 A plural made into the target's categories copies its ``other`` case; plurals nested in
-``other`` cases multiply, so a message whose rendering would pass :data:`MAX_RENDERED`
-characters is refused (DocumentError) instead of filling memory.
+``other`` cases multiply. So a message is refused (DocumentError) when it is read, whatever the
+target, if in the categories of a language with all six (Arabic) its source text alone would
+render past a quarter of :data:`MAX_RENDERED` characters (:func:`parse`): a file accepted at
+upload can be rendered, its translations having room to be four times as long; render itself
+stops at :data:`MAX_RENDERED` instead of filling memory.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from mtfleet.core.documents.base import Code, DocumentError, Unit, UnitBuilder, restore
-from mtfleet.core.documents.plurals import for_target
+from mtfleet.core.documents.plurals import CATEGORIES, for_target
 from mtfleet.core.documents.text import pair_tags
 
 #: The ICU argument types whose cases are messages.
@@ -74,6 +77,9 @@ MAX_DEPTH = 32
 #: level): each plural made into the target's categories copies its ``other`` case, so plurals
 #: nested in ``other`` would grow the message geometrically.
 MAX_RENDERED = 1_000_000
+#: What a message's source text may take when rendered in the most categories a language has
+#: (checked when it is read): the rest of :data:`MAX_RENDERED` is room for longer translations.
+MAX_READ = MAX_RENDERED // 4
 
 _SPECIAL = "{}#|"
 _ARG = re.compile(r"\s*([^\s{},#'][^{},]*)(?:,\s*([A-Za-z]+)\s*(?:,|$))?", re.S)
@@ -200,9 +206,46 @@ def parse(
     literal brace). ``codes``: the calling format's other codes, tried at the characters of
     ``starts``; a match is a token named by the regex group that matched (``tag`` for markup
     that pairs, see :func:`pieces`). The items' source texts, joined, are ``s`` exactly.
-    DocumentError for arguments nested too deep."""
+    DocumentError for arguments nested too deep, and for plurals nested so that the message
+    could not be rendered in every target's categories (:data:`MAX_READ`)."""
     r = _Reader(s, quoting, codes, starts, _braces(s, quoting))
-    return _items(r, 0, len(s), in_plural, 0)
+    items = _items(r, 0, len(s), in_plural, 0)
+    _, spent, depth = _worst(items)
+    if spent > MAX_READ:
+        raise DocumentError(
+            f"an ICU message nests plurals {depth} levels deep: in a language with "
+            f"{len(CATEGORIES)} plural categories it would grow past {MAX_READ:,} characters "
+            "(each made category copies the plural's other case); nest fewer plurals, or split "
+            "the message"
+        )
+    return items
+
+
+def _worst(items: Sequence[Item]) -> tuple[int, int, int]:
+    """What :func:`render` writes for ``items`` at most, from the source text: (the level's
+    length, the characters :func:`render` counts against :data:`MAX_RENDERED`, the depth of
+    nested plurals), each plural with one case per CLDR category besides its own cases."""
+    length = spent = depth = 0
+    for item in items:
+        if not isinstance(item, Arg):
+            length += len(item if isinstance(item, str) else item.text)
+            continue
+        cases = [(len(c.lead) + 1, *_worst(c.body)) for c in item.cases]
+        inner = sum(s for _, _, s, _ in cases)  # each case's arguments are rendered once
+        if item.kind != "select":
+            # at most one case per category, each its own or a copy of the other case (or of
+            # the last): none longer than the longest category case; other cases stay
+            categories = [k.key in CATEGORIES for k in item.cases]
+            largest = max(
+                (c for c, cat in zip(cases, categories, strict=True) if cat), default=cases[-1]
+            )
+            kept = [c for c, cat in zip(cases, categories, strict=True) if not cat]
+            cases = kept + [largest] * len(CATEGORIES)
+        own = len(item.head) + len(item.tail) + sum(lead + n for lead, n, _, _ in cases)
+        length += own
+        spent += own + inner
+        depth = max(depth, max(d for _, _, _, d in cases) + (item.kind != "select"))
+    return length, spent, depth
 
 
 def _items(r: _Reader, start: int, end: int, in_plural: bool, depth: int) -> list[Item]:

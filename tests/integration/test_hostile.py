@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import random
 import re
 import socket
@@ -32,6 +33,7 @@ DOCX = ROOT / "tests" / "fixtures" / "documents" / "docx" / "product_sheet.docx"
 DEADLINE_S = 3
 SLOW_S = 2  # body and header deadlines
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+TO_ES = {"source_lang": "en", "target_lang": "es"}
 
 
 @pytest.fixture(scope="module")
@@ -146,6 +148,22 @@ def test_markup_nested_past_the_limit_is_refused_in_every_format(api: httpx.Clie
         "invalid_document",
     )
     assert "64 levels" in message
+
+
+def test_an_icu_plural_nested_past_what_renders_is_refused_at_upload(api: httpx.Client) -> None:
+    # a plural inside a select inside a plural ... 31 deep: accepted and charged before, and its
+    # file could never be downloaded (Arabic's six categories copy each other case)
+    value = "".join(
+        "{n, plural, one {# item} other {" if i % 2 == 0 else "{g, select, male {he} other {"
+        for i in range(31)
+    )
+    content = json.dumps({"cart": value + "items" + "}}" * 31}).encode()
+    for resp in (
+        api.post("/v1/jobs", json=document_job("json", content.decode())),
+        api.post("/v1/documents", files={"file": ("cart.json", content)}, data=TO_ES),
+    ):
+        message = refused(api, resp, 422, "invalid_document")
+        assert "nests plurals 16 levels deep" in message and "250,000 characters" in message
 
 
 def test_a_document_past_the_deadline_is_refused_and_the_api_answers_meanwhile(

@@ -22,6 +22,7 @@ from babel import Locale
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mtfleet.core.documents import icu
 from mtfleet.core.documents.arb import ArbFormat
 from mtfleet.core.documents.base import TAG, DocumentError, DocumentFormat, Unit
 from mtfleet.core.documents.json_i18n import JsonI18nFormat
@@ -534,13 +535,25 @@ def test_apostrophes_braces_and_hashes_in_a_translation_stay_text() -> None:
 
 
 def test_plurals_nested_in_other_cases_cannot_grow_without_bound() -> None:
+    # refused when read, whatever the target: a file accepted at upload can be rendered
+    # (Arabic would make 6 ** 12 copies)
     nested = "{n, plural, one {x} other {" * 12 + "y" + "}}" * 12
     content = json.dumps({"v": nested}).encode()
     f = JsonI18nFormat()
-    units = f.extract(content)
-    assert f.render(content, [u.text for u in units]) == content  # no target: no growth
-    with pytest.raises(DocumentError, match="grow past"):  # Arabic: 6 ** 12 copies
-        f.render(content, [u.text for u in units], target_lang="ar")
+    for call in (lambda: f.extract(content), lambda: f.render(content, [], target_lang="ar")):
+        with pytest.raises(DocumentError, match=r"nests plurals 12 levels deep.* grow past"):
+            call()
+    # a plural inside a select inside a plural ... (31 arguments, within the depth limit)
+    mixed = "".join(
+        "{n, plural, one {x} other {" if i % 2 == 0 else "{g, select, male {y} other {"
+        for i in range(31)
+    )
+    with pytest.raises(DocumentError, match="nests plurals 16 levels deep"):
+        f.extract(json.dumps({"v": mixed + "z" + "}}" * 31}).encode())
+    # what is accepted renders in every target: the worst case is bounded from the source
+    four = json.dumps({"v": "{n, plural, one {x} other {" * 4 + "y" + "}}" * 4}).encode()
+    units = f.extract(four)
+    assert len(f.render(four, [u.text for u in units], target_lang="ar")) < icu.MAX_READ
     two = json.dumps({"v": "{n, plural, one {x} other {" * 2 + "y" + "}}" * 2}).encode()
     out = json.loads(f.render(two, [u.text for u in f.extract(two)], target_lang="ar"))
     (outer,) = args(read_icu(out["v"]))

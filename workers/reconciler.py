@@ -18,7 +18,10 @@ the client, so a worker killed between the two loses it. Every ``MT_RECONCILE_IN
 for each pool lane a live worker consumes:
 
 * the whole broker queue is read (it is shallow: at most ``MT_RELEASE_AHEAD`` chunks, plus any
-  a rescue put back) and the live workers' unacked hashes;
+  a rescue put back) and the live workers' unacked hashes, the whole released hash, and the
+  in-flight starts of about ``MAX_JOBS`` of the lane's active jobs: the next ones from where
+  the last sweep stopped (a ``ZSCAN`` cursor: every job that stays active is looked at within
+  one walk of the set, however deep fair shares keep it), and those of the suspects;
 * a released chunk older than a grace period that is in neither, and a chunk in flight longer
   than the visibility timeout that is in neither, is a suspect; still missing one grace period
   later it goes back to the front of its key's backlog.
@@ -58,7 +61,8 @@ log = logging.getLogger(__name__)
 #: Most messages read from a broker queue (it holds MT_RELEASE_AHEAD chunks, plus any a rescue
 #: put back: far fewer).
 QUEUE_READ = 10_000
-#: Most active jobs looked at per pool, lane and sweep (the oldest first).
+#: About how many of a pool lane's active jobs one sweep looks at: a cursor walks the whole set
+#: across sweeps (:meth:`Reconciler._jobs`), so the work of one stays bounded however many wait.
 MAX_JOBS = 500
 #: Messages restored from a dead instance's hash per kombu call.
 RESTORE_BATCH = 500
@@ -118,6 +122,7 @@ class Reconciler(Periodic):
         self.grace = max(2 * self.sweep_every_s, 5.0)
         self.app: Any = None
         self._swept = time.monotonic()
+        self._cursors: dict[tuple[str, str], int] = {}  # (pool, lane) -> where its walk is
 
     def ready(self, consumer: Any) -> None:
         self.app = consumer.app
@@ -185,12 +190,13 @@ class Reconciler(Periodic):
         consumed = sorted({(w.pool_name, lane) for w in live for lane in w.lanes})
         held: set[tuple[str, int]] | None = None
         missing: dict[tuple[str, int], tuple[str, str, str]] = {}  # -> pool, lane, owner
+        suspects = {str(k): float(v) for k, v in self.r.hgetall(keys.RECONCILE_SUSPECTS).items()}
+        suspected = sorted({field.partition(":")[0] for field in suspects})
         stale_start = now - self.settings.visibility_timeout_s - self.grace
         for pool, lane in consumed:
             released = self.r.hgetall(keys.backlog_released(pool, lane))
             active = keys.active(pool, lane)
-            jobs = [str(j) for j in self.r.zrange(active, 0, MAX_JOBS - 1)]
-            starts = self._stale_starts(jobs, active, stale_start)
+            starts = self._stale_starts(self._jobs(pool, lane, suspected), active, stale_start)
             due = {ref: v for ref, v in released.items() if _at(str(v)) <= now - self.grace}
             if not due and not starts:
                 continue
@@ -209,7 +215,30 @@ class Reconciler(Periodic):
             for key, owner in starts.items():
                 if key not in held and key not in queued:
                     missing[key] = (pool, lane, owner)
-        return self._settle(missing, now)
+        return self._settle(missing, suspects, now)
+
+    def _jobs(self, pool: str, lane: str, suspected: list[str]) -> list[str]:
+        """The active jobs of a pool lane this sweep looks at: about ``MAX_JOBS`` more from
+        where the last one stopped (``ZSCAN`` from a cursor kept per lane, back to the start
+        after the end), and those of ``suspected`` in the lane, looked at again at every sweep
+        until their suspect chunks are found or put back."""
+        active = keys.active(pool, lane)
+        jobs: dict[str, None] = {}
+        if suspected:
+            scores = self.r.zmscore(active, suspected)
+            jobs = dict.fromkeys(
+                j for j, at in zip(suspected, scores, strict=True) if at is not None
+            )
+        cursor = self._cursors.get((pool, lane), 0)
+        walked = 0
+        while True:
+            cursor, page = self.r.zscan(active, cursor, count=MAX_JOBS)
+            jobs.update(dict.fromkeys(str(job_id) for job_id, _ in page))
+            walked += len(page)
+            if cursor == 0 or walked >= MAX_JOBS:
+                break
+        self._cursors[(pool, lane)] = cursor
+        return list(jobs)
 
     def _stale_starts(
         self, jobs: list[str], active: str, before: float
@@ -233,10 +262,13 @@ class Reconciler(Periodic):
         return out
 
     def _settle(
-        self, missing: dict[tuple[str, int], tuple[str, str, str]], now: float
+        self,
+        missing: dict[tuple[str, int], tuple[str, str, str]],
+        suspects: dict[str, float],
+        now: float,
     ) -> list[tuple[str, int]]:
-        """Record new suspects, forget found ones, put back those missing a grace period."""
-        suspects = {k: float(v) for k, v in self.r.hgetall(keys.RECONCILE_SUSPECTS).items()}
+        """Record new suspects, forget found ones (this sweep looked at every suspect's job),
+        put back those missing a grace period."""
         keep: dict[str, float] = {}
         put_back: list[tuple[str, int]] = []
         for (job_id, chunk), where in sorted(missing.items()):

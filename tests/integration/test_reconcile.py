@@ -20,11 +20,14 @@ from fastapi.testclient import TestClient
 
 from mtfleet.core import keys
 from mtfleet.core.backlog import Backlog
+from mtfleet.core.models import SegmentOutcome
+from mtfleet.core.registry import Registry, WorkerInfo
 from mtfleet.core.settings import Settings
 from mtfleet.core.store import JobStore
 from mtfleet.fleet.localfleet import LocalFleet
-from mtfleet.workers.reconciler import Reconciler
+from mtfleet.workers.reconciler import MAX_JOBS, Reconciler
 from tests.integration.costfleet import COST_POOL, cost_fleet
+from tests.integration.test_backlog import LANE, POOL, make_job
 from tests.integration.test_faults import (
     FAULT_ENV,
     celery_children,
@@ -146,3 +149,48 @@ def test_one_reconciler_leads_and_renews_its_lease_until_it_is_gone(r: redis.Red
     r.delete(keys.RECONCILE_LOCK)  # the lease ran out
     assert second._lead() and not first._lead()
     assert r.get(keys.RECONCILE_LOCK) == "worker-b"
+
+
+def test_a_chunk_lost_in_the_newest_of_many_active_jobs_is_found(r: redis.Redis) -> None:
+    """The sweep reads a bounded number of a lane's active jobs per pass (MAX_JOBS), walking the
+    whole set across passes: a chunk lost in flight in the newest of 650 active jobs (fair
+    shares keep a lane's oldest jobs unfinished for hours) is found and put back within a few
+    passes, not hidden behind the oldest 500."""
+    settings = Settings(reconcile_interval_s=1)
+    store = JobStore(r, result_ttl_s=3600)
+    backlog = Backlog(r, ttl_s=3600)
+    reconciler = Reconciler(settings, r, store, backlog, "worker-a")
+    worker = WorkerInfo(
+        name="w@host",
+        instance="worker-a",
+        pool=POOL,
+        engine="apertium",
+        model="apertium",
+        fingerprint="apertium-x",
+        pairs=[("en", "es")],
+        lanes=[LANE],
+    )
+    Registry(r).beat(worker, ttl_s=60)
+    older = [make_job(store, "busy", 1) for _ in range(MAX_JOBS + 149)]
+    newest = make_job(store, "late", 1)
+    assert r.zcard(keys.active(POOL, LANE)) == MAX_JOBS + 150
+    # the busy key's first chunk and the late key's only one are released and taken by a
+    # worker; the late one's message is then lost (nowhere: not queued, not unacknowledged)
+    assert [(c.job_id, c.chunk) for c in backlog.release(POOL, LANE, 2)] == [
+        (older[0], 0),
+        (newest, 0),
+    ]
+    for job_id in (older[0], newest):
+        store.start_chunk(job_id, 0, [0], pool=POOL, lane=LANE)
+    store.record(
+        older[0], [(0, SegmentOutcome(translation="hecho"))], chunk=0, pool=POOL, lane=LANE
+    )
+    now = time.time() + settings.visibility_timeout_s + reconciler.grace + 1  # in flight too long
+    put_back: list[tuple[str, int]] = []
+    for _ in range(8):
+        put_back += reconciler.sweep(now)
+        now += reconciler.grace
+    assert put_back == [(newest, 0)]
+    assert resent_fields(r, newest) == {"resent:0": "1"}
+    assert not r.hexists(keys.chunk_starts(newest), "0")  # back in its key's backlog
+    assert backlog.waiting(POOL, LANE).by_key["late"] == 1

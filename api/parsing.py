@@ -37,7 +37,7 @@ from mtfleet.api import metrics
 from mtfleet.api.shares import KeyShares
 from mtfleet.core import documents
 from mtfleet.core.documents import fragments
-from mtfleet.core.documents.base import DocumentError, Unit, unit_budget
+from mtfleet.core.documents.base import DocumentError, Unit, reading, unit_budget
 from mtfleet.core.documents.pipeline import Cut, assemble, plan
 from mtfleet.core.errors import RateLimited, Unavailable
 from mtfleet.core.settings import Settings
@@ -66,17 +66,11 @@ def _extract(fmt_name: str, content: bytes, max_segments: int | None = None) -> 
     """The document's units; with ``max_segments``, the reading stops (DocumentTooLarge) once
     it has made more units than a job of that many sentences can come from."""
     fmt = documents.for_name(fmt_name)
-    try:
+    with reading(fmt.name):
         if max_segments is None:
             return fmt.extract(content)
         with unit_budget(max_segments):
             return fmt.extract(content)
-    except DocumentError:
-        raise
-    except MemoryError:
-        raise
-    except Exception as exc:
-        raise DocumentError(f"cannot read the {fmt.name} document: {exc}") from exc
 
 
 def _cut(
@@ -104,16 +98,13 @@ def _render(
         raise DocumentError(
             f"the document now has {len(p.segments)} segments, the job {len(translations)}"
         )
-    return fmt.render(content, assemble(p, translations), target_lang=target_lang)
+    with reading(fmt.name):
+        return fmt.render(content, assemble(p, translations), target_lang=target_lang)
 
 
 def _cut_fragments(texts: list[str], lang: str, how: fragments.Cutting) -> list[list[str]]:
-    try:
+    with reading(how.markup, "text"):
         return fragments.cut(texts, lang, how)
-    except (DocumentError, MemoryError):
-        raise
-    except Exception as exc:
-        raise DocumentError(f"cannot read this {how.markup}: {exc}") from exc
 
 
 def _warm() -> None:
@@ -128,7 +119,8 @@ def _render_fragments(
     how: fragments.Cutting,
     translations: list[list[str | None]],
 ) -> list[str]:
-    return fragments.render(texts, lang, how, translations)
+    with reading(how.markup, "text"):
+        return fragments.render(texts, lang, how, translations)
 
 
 # --- the pool, in the API process ----------------------------------------------------------------

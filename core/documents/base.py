@@ -93,6 +93,45 @@ class DocumentError(InvalidInput):
     code = "invalid_document"
 
 
+#: A document error's message at most, in characters (a parser's message may quote the input
+#: whole: polib's quoted a 3 MB keyword), and one word of it (an excerpt of the input).
+MESSAGE_CHARS = 300
+EXCERPT_CHARS = 40
+
+
+def _short(message: str) -> str:
+    """``message`` on one line, each word (an excerpt of the input) cut to
+    :data:`EXCERPT_CHARS` and the whole to :data:`MESSAGE_CHARS`, a cut marked ``…``."""
+    words = [w if len(w) <= EXCERPT_CHARS else w[:EXCERPT_CHARS] + "…" for w in message.split()]
+    text = " ".join(words)
+    return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 1].rstrip() + "…"
+
+
+@contextmanager
+def reading(name: str, noun: str = "document") -> Iterator[None]:
+    """Read or render a ``name`` document (a format's name; a request's ``html`` text: ``noun``
+    "text"): whatever fails in the block comes out as the DocumentError its caller reads,
+    phrased here and nowhere else (the document processes run every format's extract and
+    render in it). The message is one short sentence naming the format, with the line or
+    position where the parser gave one and at most a short excerpt of the input; a parser's
+    own exception becomes such a sentence too, never a 500; MemoryError passes (the document
+    processes answer it)."""
+    what = f"the {name} {noun}"
+    try:
+        yield
+    except MemoryError:
+        raise
+    except DocumentError as exc:
+        message = exc.message
+        if type(exc) is DocumentError and not re.search(rf"\b{re.escape(name)}\b", message, re.I):
+            message = f"{what}: {message}"
+        raise type(exc)(_short(message), **exc.details) from None
+    except RecursionError:
+        raise DocumentError(f"{what} nests too deeply to be read") from None
+    except Exception as exc:  # noqa: BLE001 - a parser's failure is the document's refusal
+        raise DocumentError(_short(f"{what} cannot be read: {exc or type(exc).__name__}")) from None
+
+
 class DocumentTooLarge(DocumentError):
     """A document with more sentences than one job may carry, refused as soon as that is
     known (HTTP 422)."""

@@ -166,6 +166,16 @@ def test_an_icu_plural_nested_past_what_renders_is_refused_at_upload(api: httpx.
         assert "nests plurals 16 levels deep" in message and "250,000 characters" in message
 
 
+def test_a_parse_error_is_a_short_sentence_not_the_input_echoed(api: httpx.Client) -> None:
+    # polib's message quoted the unknown keyword whole: a 3 MB answer before
+    po = 'msgid "Cart"\nmsgstr ""\n\n#| ' + "k" * 3_000_000 + ' "x"\n'
+    message = refused(
+        api, api.post("/v1/jobs", json=document_job("po", po)), 422, "invalid_document"
+    )
+    assert len(message) <= 300, message[:400]
+    assert "PO" in message and "line 4" in message and "kkkkk…" in message
+
+
 def test_a_document_past_the_deadline_is_refused_and_the_api_answers_meanwhile(
     api: httpx.Client, ops: httpx.Client
 ) -> None:

@@ -40,6 +40,8 @@ from mtfleet.core.documents.text import check_count, decode_document
 _WS = " \t\n\r"
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _LITERALS = ("true", "false", "null")
+#: Levels of objects and arrays a JSON file may nest (a locale file nests a few).
+MAX_DEPTH = 64
 
 #: Everything that is a code inside a value, except ICU arguments (brace-matched by hand).
 _CODE = re.compile(
@@ -82,7 +84,7 @@ def _strings(text: str) -> list[_Value]:
             pos += 1
         return pos
 
-    def value(pos: int, path: str, skip: bool) -> int:
+    def value(pos: int, path: str, skip: bool, depth: int) -> int:
         c = text[pos]
         if c == '"':
             s, end = scanstring(text, pos + 1)
@@ -90,6 +92,8 @@ def _strings(text: str) -> list[_Value]:
                 out.append(_Value(pos, end, s, path or "/"))
             return end
         if c in "{[":
+            if depth == MAX_DEPTH:  # this object or array would be one level more
+                raise too_deep()
             close = "}" if c == "{" else "]"
             pos = ws(pos + 1)
             index = 0
@@ -98,9 +102,9 @@ def _strings(text: str) -> list[_Value]:
                     key, pos = scanstring(text, pos + 1)
                     pos = ws(pos)  # at ':'
                     pos = ws(pos + 1)
-                    pos = value(pos, _pointer(path, key), skip or key.startswith("@"))
+                    pos = value(pos, _pointer(path, key), skip or key.startswith("@"), depth + 1)
                 else:
-                    pos = value(pos, _pointer(path, index), skip)
+                    pos = value(pos, _pointer(path, index), skip, depth + 1)
                 index += 1
                 pos = ws(pos)
                 if text[pos] == ",":
@@ -114,26 +118,37 @@ def _strings(text: str) -> list[_Value]:
                 return pos + len(lit)
         raise DocumentError(f"unexpected {c!r} at offset {pos}")  # json.loads would have said so
 
-    value(ws(0), "", False)
+    value(ws(0), "", False, 0)
     return out
 
 
-def _parse(content: bytes) -> tuple[str, str, list[_Value]]:
-    bom, text = decode_document(content, "JSON")
+def too_deep() -> DocumentError:
+    return DocumentError(f"invalid JSON: it nests objects and arrays more than {MAX_DEPTH} levels")
 
-    def no_constants(name: str) -> Any:
-        raise DocumentError(f"invalid JSON: {name} is not a JSON value")
 
+def _no_constant(name: str) -> Any:
+    raise DocumentError(f"invalid JSON: {name} is not a JSON value")
+
+
+def loads(text: str, **hooks: Any) -> Any:
+    """``json.loads`` of a document (``hooks``: its keyword arguments), refused as JSON
+    refuses it, at its line and column; NaN and Infinity are not JSON values; past
+    :data:`MAX_DEPTH` levels (json.loads stops only near Python's recursion limit, the
+    scanners of spans at MAX_DEPTH) it nests too deeply."""
     try:
-        json.loads(text, parse_constant=no_constants)
-        values = _strings(text)
+        return json.loads(text, parse_constant=_no_constant, **hooks)
     except json.JSONDecodeError as exc:
         raise DocumentError(
             f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from None
     except RecursionError:
-        raise DocumentError("invalid JSON: nested too deeply") from None
-    return bom, text, values
+        raise too_deep() from None
+
+
+def _parse(content: bytes) -> tuple[str, str, list[_Value]]:
+    bom, text = decode_document(content, "JSON")
+    loads(text)
+    return bom, text, _strings(text)
 
 
 # --- inside a value: placeholders, tags, ICU messages ------------------------------------------

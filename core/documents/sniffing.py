@@ -9,11 +9,15 @@ LibreTranslate's ``/translate_file``, ``mtfleet submit``, the web page) asks
    gettext ``.po``, Android ``strings.xml``...) and the formats the fleet reads: translated as
    plain text, a localization file comes back with its keys, msgids and header translated;
 2. a file without one (no name, or a name like ``file``, ``blob`` or ``upload``: DeepL's client
-   names a nameless file object ``file``) is told by its first bytes: DOCX, XLSX and PPTX are
-   ZIPs holding ``word/document.xml``, ``xl/workbook.xml`` or ``ppt/presentation.xml``; XLIFF,
-   HTML, Android ``<resources>``, a ``.stringsdict`` plist, JSON, ARB, a String Catalog, SRT,
-   WebVTT, gettext PO, Apple ``.strings`` (UTF-16, or ``"key" = "value";`` lines), YAML
-   (``key: value`` lines) and Java properties (``key = value`` lines) by how they start;
+   names a nameless file object ``file``) is told by its first :data:`HEAD_BYTES` bytes, never
+   parsed (the API sniffs on its event loop; the file is read in a document process, where a
+   file that is not what its head says is refused): DOCX, XLSX and PPTX are ZIPs whose central
+   directory (at their end, where a ZIP lists its members) names ``word/document.xml``,
+   ``xl/workbook.xml`` or ``ppt/presentation.xml``; XLIFF, HTML, Android ``<resources>``, a
+   ``.stringsdict`` plist, JSON (ARB when a key starts with ``@``, a String Catalog when
+   ``sourceLanguage`` and ``strings`` are keys), SRT, WebVTT, gettext PO, Apple ``.strings``
+   (UTF-16, or ``"key" = "value";`` lines), YAML (``key: value`` lines) and Java properties
+   (``key = value`` lines) by how they start;
 3. bytes that look like a structured format the fleet does not read (another ZIP, other XML,
    binary data) are refused, never read as plain text;
 4. anything else is plain text (Markdown cannot be told from text by its first bytes: name the
@@ -22,10 +26,7 @@ LibreTranslate's ``/translate_file``, ``mtfleet submit``, the web page) asks
 
 from __future__ import annotations
 
-import io
-import json
 import re
-import zipfile
 from collections.abc import Iterable
 
 from mtfleet.core.documents.base import DocumentError
@@ -142,7 +143,7 @@ def sniff(content: bytes, extensions: dict[str, str]) -> str:
         if root is not None:
             raise refuse(_xml_kind(root), extensions)
     if head.startswith(("{", "[")):
-        return _json(content, extensions)
+        return _json(head, extensions)
     if _SRT_START.match(head):
         return "srt"
     if re.match(r"WEBVTT(?:[ \t\r\n]|$)", head):
@@ -172,19 +173,33 @@ def _read_or_refuse(name: str, what: str, extensions: dict[str, str]) -> str:
     raise refuse(what, extensions)
 
 
+#: A ZIP's end of central directory record, and how far from the end it may start (its 22
+#: bytes and a comment of at most 65,535).
+_END = b"PK\x05\x06"
+_END_SPAN = 22 + 65_535
+#: What a member's name in the central directory says the archive is.
+_ZIP_KINDS = (
+    (b"word/document.xml", "docx", "the file is a Word document (DOCX)"),
+    (b"xl/workbook.xml", "xlsx", "the file is an Excel workbook (XLSX)"),
+    (b"ppt/presentation.xml", "pptx", "the file is a PowerPoint deck (PPTX)"),
+)
+
+
 def _zip(content: bytes, extensions: dict[str, str]) -> str:
-    try:
-        with zipfile.ZipFile(io.BytesIO(content)) as archive:
-            names = set(archive.namelist())
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError):
-        raise refuse("the file is a damaged ZIP archive", extensions) from None
-    if "word/document.xml" in names:
-        return _read_or_refuse("docx", "the file is a Word document (DOCX)", extensions)
-    if "xl/workbook.xml" in names:
-        return _read_or_refuse("xlsx", "the file is an Excel workbook (XLSX)", extensions)
-    if "ppt/presentation.xml" in names:
-        return _read_or_refuse("pptx", "the file is a PowerPoint deck (PPTX)", extensions)
-    kind = "an OpenDocument file" if "content.xml" in names else "a ZIP archive"
+    """An Office document's format, from the members its central directory names: the
+    directory ends at the end record and takes the size that record says (the whole file
+    before it for a ZIP64), looked through for names and nothing inflated."""
+    end = content.rfind(_END, max(0, len(content) - _END_SPAN))
+    if end < 0 or len(content) < end + 22:
+        raise refuse("the file is a damaged ZIP archive", extensions)
+    size = int.from_bytes(content[end + 12 : end + 16], "little")
+    start = max(0, end - size - 76)  # a ZIP64's end records lie between (56 + 20 bytes)
+    for name, fmt, what in _ZIP_KINDS:
+        if content.find(name, start, end) >= 0:
+            return _read_or_refuse(fmt, what, extensions)
+    kind = (
+        "an OpenDocument file" if content.find(b"content.xml", start, end) >= 0 else "a ZIP archive"
+    )
     raise refuse(f"the file is {kind}, not an Office document", extensions)
 
 
@@ -211,20 +226,23 @@ def _xml_kind(root: str) -> str:
     return f"the file is {kinds.get(root, f'XML (<{root}>) that is neither XLIFF nor HTML')}"
 
 
-def _json(content: bytes, extensions: dict[str, str]) -> str:
-    try:
-        data = json.loads(content)
-    except ValueError:
-        raise refuse("the file starts like JSON but is not valid JSON", extensions) from None
-    if isinstance(data, dict):
-        if "@@locale" in data or any(str(k).startswith("@") for k in data):
-            return _read_or_refuse(
-                "arb", "the file is a Flutter ARB file (JSON with @-metadata)", extensions
-            )
-        if "sourceLanguage" in data and "strings" in data:
-            return _read_or_refuse(
-                "xcstrings", "the file is an Apple String Catalog (.xcstrings)", extensions
-            )
+#: In the first bytes of a JSON object: a key that starts with ``@`` (ARB's metadata and
+#: ``@@locale``), and a String Catalog's keys.
+_ARB_KEY = re.compile(r'[{,]\s*"@')
+_CATALOG_KEYS = (re.compile(r'[{,]\s*"sourceLanguage"\s*:'), re.compile(r'[{,]\s*"strings"\s*:'))
+
+
+def _json(head: str, extensions: dict[str, str]) -> str:
+    """JSON, ARB or a String Catalog, from the keys in the file's first bytes (whether it is
+    valid JSON is for the format's reader to say)."""
+    if _ARB_KEY.search(head):
+        return _read_or_refuse(
+            "arb", "the file is a Flutter ARB file (JSON with @-metadata)", extensions
+        )
+    if all(key.search(head) for key in _CATALOG_KEYS):
+        return _read_or_refuse(
+            "xcstrings", "the file is an Apple String Catalog (.xcstrings)", extensions
+        )
     return "json"
 
 

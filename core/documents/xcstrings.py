@@ -44,6 +44,7 @@ from typing import Any
 from mtfleet.core.documents import register
 from mtfleet.core.documents.apple_strings import _SPECIFIER
 from mtfleet.core.documents.base import TAG, DocumentError, DocumentFormat, Unit, restore
+from mtfleet.core.documents.json_i18n import MAX_DEPTH, loads, too_deep
 from mtfleet.core.documents.plurals import for_target
 from mtfleet.core.documents.text import check_count, coded_unit, decode_document
 
@@ -60,7 +61,6 @@ CODE = re.compile(
 
 _WS = " \t\n\r"
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
-_MAX_DEPTH = 64
 
 
 # --- the JSON text, with spans ------------------------------------------------------------------
@@ -87,12 +87,12 @@ def _spans(text: str) -> _Node:
         return pos
 
     def value(pos: int, depth: int) -> _Node:
-        if depth > _MAX_DEPTH:
-            raise DocumentError(f"not a String Catalog: nested more than {_MAX_DEPTH} levels")
         c = text[pos]
         if c == '"':
             return _Node(pos, scanstring(text, pos + 1)[1])
         if c in "{[":
+            if depth == MAX_DEPTH:  # this object or array would be one level more
+                raise too_deep()
             node = _Node(pos, -1)
             close = "}" if c == "{" else "]"
             pos = ws(pos + 1)
@@ -230,21 +230,10 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _no_constant(name: str) -> Any:
-    raise DocumentError(f"invalid JSON: {name} is not a JSON value")
-
-
 def _parse(content: bytes) -> _Catalogue:
     bom, text = decode_document(content, ".xcstrings")
-    try:
-        data = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
-        root = _spans(text)
-    except json.JSONDecodeError as exc:
-        raise DocumentError(
-            f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        ) from None
-    except RecursionError:
-        raise DocumentError("invalid JSON: nested too deeply") from None
+    data = loads(text, object_pairs_hook=_no_duplicates)
+    root = _spans(text)
     if not isinstance(data, dict) or not isinstance(data.get("sourceLanguage"), str):
         raise DocumentError('not a String Catalog: no "sourceLanguage"')
     strings = data.get("strings")

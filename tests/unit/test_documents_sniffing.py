@@ -163,5 +163,26 @@ def test_binary_and_damaged_archives_are_refused() -> None:
         documents.for_upload(archive("a.txt"), None)
     with pytest.raises(UnsupportedFormat, match="damaged ZIP"):
         documents.for_upload(b"PK\x03\x04 not really a zip", None)
-    with pytest.raises(UnsupportedFormat, match="not valid JSON"):
-        documents.for_upload(b'{"a": "b",', None)
+
+
+def test_a_nameless_upload_is_told_from_its_head_and_read_by_its_format() -> None:
+    """Sniffing never parses (the API does it on its event loop): JSON nested 100,000 deep is
+    JSON at once, and a file that is not what its head says is the reader's to refuse."""
+    deep = b'{"a": ' * 100_000 + b'"x"' + b"}" * 100_000
+    assert documents.for_upload(deep, None).name == "json"
+    with pytest.raises(documents.DocumentError, match="more than 64 levels"):
+        documents.for_name("json").extract(deep)
+    cut = b'{"title": "Sale", "body": ' + b'"x", ' * 5_000  # broken past the head
+    assert documents.for_upload(cut, "file").name == "json"
+    arb = b'{"@@locale": "en", "title": "Sale"' + b", " * 5_000 + b"}"
+    assert documents.for_upload(arb, None).name == "arb"
+    # a DOCX is told by its central directory, at its end, however large what comes first
+    docx = (FIXTURES / "docx" / "product_sheet.docx").read_bytes()
+    with zipfile.ZipFile(io.BytesIO(docx)) as src:
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as dst:
+            dst.writestr("media/padding.bin", b"\0" * 200_000)  # before every named member
+            for info in src.infolist():
+                dst.writestr(info, src.read(info))
+            dst.comment = b"PK\x05\x06 a comment that looks like an end record"
+    assert documents.for_upload(buf.getvalue(), None).name == "docx"

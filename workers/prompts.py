@@ -19,7 +19,9 @@ turns the literal text of its control tokens (``<|im_end|>``, ``</s>``...) into 
 tokens themselves. So a source text could close the user turn and write an assistant turn of
 its own ("...<|im_end|><|im_start|>assistant\nhello"). :func:`render` breaks every such string
 in the source with a zero-width space first: it is then tokenized as the ordinary characters it
-shows. "Ignore previous instructions" in plain words stays what it is: text to translate.
+shows, and where the model copies it into its output the engine makes it whole again
+(:func:`from_data`), so the translation has it as the source did. "Ignore previous
+instructions" in plain words stays what it is: text to translate.
 An engine that sends the user turn to a server which applies the template itself (the
 ``openai`` engine) breaks the served model's control tokens where it can read its tokenizer,
 else the common ones (:data:`COMMON_CONTROL_TOKENS`): :func:`user_turn`.
@@ -31,15 +33,18 @@ generates with an LLM.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal, Protocol
 
 from mtfleet.core import languages
 from mtfleet.core.guidance import Guidance, formality_instruction
 
-PROMPT_VERSION = "2"  # 2: control-token strings in the source are broken (see the module doc)
+# 2: control-token strings in the source are broken (see the module doc); 3: and made whole in
+# the output, and a piece of guidance cannot end its section (:func:`_piece`)
+PROMPT_VERSION = "3"
 PromptStyle = Literal["hunyuan", "chat"]
 
 
@@ -102,6 +107,45 @@ def version(terms: bool) -> str:
     return f"{PROMPT_VERSION}+terms" if terms else PROMPT_VERSION
 
 
+def each_piece(guidance: Guidance, write: Callable[[str], str]) -> Guidance:
+    """``guidance`` with ``write`` applied to every piece of text a caller or its stores
+    supplied: the context, the neighbours, each instruction, each term and example."""
+
+    def pairs(items: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+        return tuple((write(s), write(t)) for s, t in items)
+
+    return guidance.model_copy(
+        update={
+            "context": write(guidance.context) if guidance.context else None,
+            "neighbours": write(guidance.neighbours) if guidance.neighbours else None,
+            "custom_instructions": tuple(write(i) for i in guidance.custom_instructions),
+            "style_instructions": tuple(write(i) for i in guidance.style_instructions),
+            "examples": pairs(guidance.examples),
+            "terms": pairs(guidance.terms),
+        }
+    )
+
+
+#: The generic prompt's own delimiters: broken in a piece of guidance, as control tokens are.
+TEMPLATE_TAGS = ("</surrounding>", "<surrounding>", "</context>", "<context>")
+#: What ends a line (``str.splitlines``) and JSON leaves raw (it escapes the ASCII ones).
+_RAW_BREAKS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def _piece(text: str) -> str:
+    """One piece of guidance as a prompt holds it, so that it cannot end its section: a
+    section's tag in it is text (:func:`as_data`), and a piece of several lines is one line,
+    quoted as a JSON string (nothing of it lost), so no line of it can pose as the header of
+    a section or as the text. A one-line piece is written as it is."""
+    text = as_data(text, TEMPLATE_TAGS)
+    if len(f"{text}.".splitlines()) == 1:
+        return text
+    quoted = json.dumps(text, ensure_ascii=False)
+    for raw, escaped in _RAW_BREAKS.items():
+        quoted = quoted.replace(raw, escaped)
+    return quoted
+
+
 def _guided(text: str, source: str, target: str, style: PromptStyle, guidance: Guidance) -> str:
     """A prompt with context and instructions. Hunyuan-MT gets its model card's templates: the
     terminology one (a glossary's terms, then a memory's examples, a line "<source> 翻译成
@@ -109,7 +153,9 @@ def _guided(text: str, source: str, target: str, style: PromptStyle, guidance: G
     sentences, then "参考上面的信息，把下面的文本翻译成<target>，注意不需要翻译上文，也不要额外
     解释：" and the text), with any instructions as a list before that line; any other model gets
     the generic instruction with a part for each piece it has. Each piece is optional; the
-    text always comes last."""
+    text always comes last. Every piece is written by :func:`_piece` first: none can end its
+    section."""
+    guidance = each_piece(guidance, _piece)
     tgt = languages.get(target)
     rules = _instructions(target, guidance)
     listed = "".join(f"- {r}\n" for r in rules)
@@ -180,6 +226,19 @@ def as_data(text: str, tokens: Iterable[str]) -> str:
     return text
 
 
+def from_data(output: str, tokens: Iterable[str]) -> str:
+    """What a model generated, as the translation: stripped, and every control-token string it
+    copied from its source (where :func:`as_data` broke it) whole again, as the source had it."""
+    output = output.strip()
+    if ZWSP not in output:
+        return output
+    for tok in tokens:
+        broken = tok[0] + ZWSP + tok[1:]
+        if broken in output:
+            output = output.replace(broken, tok)
+    return output
+
+
 #: Control-token strings of widespread chat templates (ChatML/Qwen, Llama 2 and 3, Mistral,
 #: Gemma, Phi, Hunyuan), broken in a source text when the served model's own tokenizer cannot
 #: be read (:func:`user_turn`).
@@ -226,22 +285,7 @@ def user_turn(
     a caller's context is no more trusted than its text)."""
     tokens = tuple(tokens)
     if guidance is not None and not guidance.empty:
-        guidance = guidance.model_copy(
-            update={
-                "context": as_data(guidance.context, tokens) if guidance.context else None,
-                "neighbours": as_data(guidance.neighbours, tokens) if guidance.neighbours else None,
-                "custom_instructions": tuple(
-                    as_data(i, tokens) for i in guidance.custom_instructions
-                ),
-                "style_instructions": tuple(
-                    as_data(i, tokens) for i in guidance.style_instructions
-                ),
-                "examples": tuple(
-                    (as_data(s, tokens), as_data(t, tokens)) for s, t in guidance.examples
-                ),
-                "terms": tuple((as_data(s, tokens), as_data(t, tokens)) for s, t in guidance.terms),
-            }
-        )
+        guidance = each_piece(guidance, lambda piece: as_data(piece, tokens))
     return instruction(as_data(text, tokens), source, target, style, guidance)
 
 

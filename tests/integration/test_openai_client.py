@@ -352,7 +352,8 @@ def test_the_request_carries_the_prompt_sampling_and_limits(server: FakeServer) 
         too_long = engine.check(req(" ".join(["word"] * 40)))
     finally:
         engine.close()
-    assert [t.text for t in out] == ["ES Wear <\u200b|im_end|> shoes", "ES Tiny"]
+    # the control token is broken in the prompt, and whole again in the translation
+    assert [t.text for t in out] == ["ES Wear <|im_end|> shoes", "ES Tiny"]
     body = next(b for b in server.bodies if "Wear" in str(b))  # the two race to the server
     # the model's root names Hunyuan-MT: its model card's template, as the vllm engine sends it
     assert body["messages"] == [

@@ -15,14 +15,24 @@ zero-width joiners, NBSP, the RTL/LTR marks) through each shipped engine's wrapp
 from __future__ import annotations
 
 import string
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from transformers import AutoTokenizer
 
+from mtfleet.core.cache import normalize
 from mtfleet.core.settings import Settings
+from mtfleet.workers import prompts
 from mtfleet.workers.engines.apertium import ApertiumEngine, discover_modes
 from mtfleet.workers.engines.base import TranslationRequest
+from mtfleet.workers.engines.transformers_engine import TransformersEngine
+from mtfleet.workers.engines.vllm_engine import VllmEngine
+from tests.conftest import tiny_model_path
+from tests.integration.test_openai_client import FakeServer, engine_for
+from tests.integration.test_transformers_engine import tiny_seq2seq
 
 #: Every ASCII punctuation character and the symbols a shop or a chat writes.
 SYMBOLS = [
@@ -48,7 +58,10 @@ PLACES = ["Use {} for home", "{}", "a{}b", "{}{}", "{} price {}"]
 
 
 def texts_with(ch: str) -> list[str]:
-    return [p.replace("{}", ch) for p in PLACES]
+    """The texts with ``ch`` in each place, as an engine gets them (normalised: no outer
+    whitespace; a text of only whitespace is never sent)."""
+    texts = [normalize(p.replace("{}", ch)) for p in PLACES]
+    return [t for t in texts if t]
 
 
 @pytest.fixture(scope="module")
@@ -106,3 +119,93 @@ def test_symbols_anywhere_in_a_batch_come_back_from_apertium(
 ) -> None:
     texts = [t.strip() for t in texts if t.strip()] or ["~"]
     assert lost(apertium, texts, pair, SYMBOLS) == []
+
+
+# --- the LLM engines: their control tokens -------------------------------------------------------
+#: What a prompt format reserves: the control tokens of the tiny model's tokenizer (ChatML) and
+#: the common ones the openai engine breaks when it cannot read the served model's tokenizer.
+CONTROL = ["<|im_start|>", "<|im_end|>", "</s>", "<s>", "<|eot_id|>", "[INST]"]
+
+
+def llm_texts() -> list[str]:
+    return [t for ch in [*SYMBOLS, *CONTROL] for t in texts_with(ch)] + [
+        normalize("".join(SYMBOLS))
+    ]
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    fake = FakeServer()  # answers "ES " + the segment: an echo
+    yield fake
+    fake.stop()
+
+
+def test_every_symbol_and_control_token_comes_back_from_the_openai_engine(
+    server: FakeServer,
+) -> None:
+    engine = engine_for(server, openai_concurrency=16)
+    engine.load()
+    texts = llm_texts()
+    try:
+        out = engine.translate([TranslationRequest(t, "en", "es") for t in texts])
+    finally:
+        engine.close()
+    sent = {c.removeprefix("ES ") for c in server.contents()}
+    # the server was given no control token of the text: each is broken in the prompt
+    assert not [t for t in sent if any(tok in t for tok in CONTROL)]
+    assert [o.text for o in out] == [f"ES {t}" for t in texts]
+
+
+def echo_of(tok: Any, ids: list[int]) -> str:
+    """What a model that copies its text generates: the segment of a decoded chat prompt (the
+    user turn, after the instruction's blank line)."""
+    turn = tok.decode(ids).split("<|im_start|>user\n", 1)[1].split("<|im_end|>", 1)[0]
+    return turn.split("\n\n", 1)[1]
+
+
+def specials(tok: Any, ids: list[int]) -> list[int]:
+    """The control tokens among ``ids`` (an unknown character's ``<unk>`` is none)."""
+    control = set(tok.all_special_ids) - {tok.unk_token_id}
+    return [i for i in ids if i in control]
+
+
+def test_the_vllm_prompt_holds_the_text_as_data_and_its_echo_comes_back() -> None:
+    """The token ids the vLLM engine gives vLLM (built by the engine with the tiny model's
+    tokenizer, as after its load) hold every character of the text and none of its control
+    tokens as control tokens; a model's echo of it is, after the engine's output parsing, the
+    text itself."""
+    engine = VllmEngine(Settings(engine="vllm", model=tiny_model_path()))
+    engine.tokenizer = tok = AutoTokenizer.from_pretrained(tiny_model_path())
+    template = specials(tok, engine._counts(TranslationRequest("plain", "en", "es"))[0])
+    for text in llm_texts():
+        ids, _ = engine._counts(TranslationRequest(text, "en", "es"))
+        assert specials(tok, ids) == template, text
+        assert engine._output(f" {echo_of(tok, ids)}\n") == text
+
+
+@pytest.fixture(scope="module", params=["causal", "marian"])
+def transformers(request: pytest.FixtureRequest) -> Iterator[TransformersEngine]:
+    model = tiny_model_path() if request.param == "causal" else tiny_seq2seq("marian")
+    engine = TransformersEngine(Settings(engine="transformers", model=model, temperature=0))
+    engine.load()
+    yield engine
+    engine.close()
+
+
+def test_the_transformers_input_holds_the_text_as_data_and_its_echo_comes_back(
+    transformers: TransformersEngine,
+) -> None:
+    """A decoder-only model's prompt as the vLLM engine's (above); an encoder-decoder model's
+    input (its own tokenizer's, which knows few of these characters) holds a ``</s>`` of the
+    text as text, not as the end of the input. A copy of the text, as the input has it, comes
+    back from the engine's output parsing as the text."""
+    engine, tok = transformers, transformers.tokenizer
+    causal = engine.family.name == "causal"
+    template = specials(tok, engine._counts(TranslationRequest("plain", "en", "es"))[0])
+    for text in llm_texts():
+        ids, _ = engine._counts(TranslationRequest(text, "en", "es"))
+        assert specials(tok, ids) == template, text
+        copied = echo_of(tok, ids) if causal else prompts.as_data(text, prompts.control_tokens(tok))
+        assert engine._output(copied) == text
+    [out] = engine.translate([TranslationRequest("a </s> b", "en", "es")])
+    assert out.text  # generate ran on the input

@@ -175,6 +175,15 @@ class HFModelEngine(Engine):
                 req.text, req.source, req.target, self.style, self.tokenizer, req.guidance
             )
 
+    def _control(self) -> tuple[str, ...]:
+        """What the prompt format reserves: the strings the model's tokenizer turns into its
+        control tokens (broken in a source text, :func:`prompts.as_data`)."""
+        return prompts.control_tokens(self.tokenizer) if self.tokenizer is not None else ()
+
+    def _output(self, generated: str) -> str:
+        """A generated text as the translation (:func:`prompts.from_data`)."""
+        return prompts.from_data(generated, self._control())
+
     def _sizes(self, req: TranslationRequest) -> tuple[int, int] | None:
         """(prompt tokens, source tokens) of one request; None before there is a tokenizer."""
         if self.tokenizer is None:

@@ -66,7 +66,6 @@ class OpenAIEngine(HFModelEngine):
             timeout_s=settings.openai_timeout_s,
             retries=settings.openai_retries,
         )
-        self._control: tuple[str, ...] = prompts.COMMON_CONTROL_TOKENS
         self._context = settings.max_model_len or 0
         self._loop = LoopThread("openai-loop")
         self._estimates = lru_cache(maxsize=8192)(self._estimate)
@@ -95,8 +94,6 @@ class OpenAIEngine(HFModelEngine):
                 self.settings.prompt_style, f"{self.settings.model} {root}"
             )
             self.tokenizer = self._tokenizer(root)
-            if self.tokenizer is not None:
-                self._control = prompts.control_tokens(self.tokenizer)
         except BaseException:
             self.close()
             raise
@@ -164,6 +161,11 @@ class OpenAIEngine(HFModelEngine):
             max_input_tokens=self._context // 2,
         )
 
+    def _control(self) -> tuple[str, ...]:
+        """The served model's control tokens where its tokenizer can be read, else the common
+        ones (:data:`prompts.COMMON_CONTROL_TOKENS`)."""
+        return super()._control() or prompts.COMMON_CONTROL_TOKENS
+
     def _sizes(self, req: TranslationRequest) -> tuple[int, int]:
         """(prompt tokens, source tokens): the tokenizer's, or estimates without one."""
         return super()._sizes(req) or self._estimates(req)
@@ -181,7 +183,7 @@ class OpenAIEngine(HFModelEngine):
             request.source,
             request.target,
             self.style,
-            self._control,
+            self._control(),
             request.guidance,
         )
         body: dict[str, Any] = {
@@ -208,7 +210,8 @@ class OpenAIEngine(HFModelEngine):
 
         async def translate() -> Translation:
             out: Completion = await self.server.chat(body, priority)
-            return Translation(out.text, truncated=out.truncated, tokens_out=out.tokens_out)
+            text = self._output(out.text)
+            return Translation(text, truncated=out.truncated, tokens_out=out.tokens_out)
 
         return self._loop.submit(translate, done)
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from mtfleet.core.errors import EngineError, EngineUnavailable
 from mtfleet.core.settings import Settings
+from mtfleet.workers import prompts
 from mtfleet.workers.batching import split_by_length
 from mtfleet.workers.engines.base import EngineLimits, Translation, TranslationRequest
 from mtfleet.workers.engines.hf_families import Family, family_of
@@ -225,8 +226,14 @@ class TransformersEngine(HFModelEngine):
         if self.follows_instructions:
             return super()._count(req)
         with self._tokenizer_lock:
-            ids = self.tokenizer(self.family.source_text(req.text, req.target))["input_ids"]
+            ids = self.tokenizer(self._source(req))["input_ids"]
         return list(ids), len(ids)
+
+    def _source(self, req: TranslationRequest) -> str:
+        """An encoder's input: the text with the tokenizer's control-token strings broken
+        (a ``</s>`` in it is text, not the end of the input: :func:`prompts.as_data`) after
+        the family's target prefix, if any."""
+        return self.family.source_text(prompts.as_data(req.text, self._control()), req.target)
 
     def check(self, request: TranslationRequest) -> str | None:
         """A prompt needs room for its answer too; an encoder's input only has to fit."""
@@ -274,7 +281,7 @@ class TransformersEngine(HFModelEngine):
             else:
                 if source in family.src_lang:
                     tok.src_lang = family.src_lang[source]
-                texts = [family.source_text(r.text, target) for r in reqs]
+                texts = [self._source(r) for r in reqs]
                 enc = tok(texts, padding=True, return_tensors="pt")
         causal = family.name == "causal"
         prompt_len = int(enc["input_ids"].shape[1]) if causal else 0
@@ -318,7 +325,7 @@ class TransformersEngine(HFModelEngine):
         with self._tokenizer_lock:
             texts = tok.batch_decode(generated, skip_special_tokens=True)
         return [
-            Translation(text.strip(), truncated=self._cut(end, len(row)), tokens_out=len(ids))
+            Translation(self._output(text), truncated=self._cut(end, len(row)), tokens_out=len(ids))
             for text, end, row, ids in zip(texts, ended, rows, generated, strict=True)
         ]
 

@@ -366,7 +366,9 @@ class VllmEngine(HFModelEngine):
             raise EngineError("vLLM finished the request without output")
         o = final.outputs[0]
         return Translation(
-            o.text.strip(), truncated=o.finish_reason == "length", tokens_out=len(o.token_ids)
+            self._output(o.text),
+            truncated=o.finish_reason == "length",
+            tokens_out=len(o.token_ids),
         )
 
     def alive(self) -> bool:

@@ -17,6 +17,11 @@ lingua is confident in one language. The job's language is, in order:
 A text clearly in another language keeps that language: the service translates it from there,
 or keeps it when it is already in the target language. The job records the language chosen
 and lingua's confidence in it (0-1, among every language it knows: a few words score low).
+
+Detection costs the API's CPU (10,000 texts: seconds), so the API runs it through a
+:class:`Detector`: each API key has a bounded share of it (``MT_KEY_DETECTIONS`` at once per
+API process, a few more waiting, the next 429), and every text detected is counted
+(``mt_api_detected_texts_total``).
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from mtfleet.api import metrics
+from mtfleet.api.shares import KeyShares
 from mtfleet.core import langdetect, languages
 from mtfleet.core.documents.base import TAG
 from mtfleet.core.errors import InvalidInput, UnsupportedLanguage
@@ -34,6 +41,10 @@ AUTO = "auto"
 #: (lingua's relative confidence among ~35 candidates; a clear sentence scores well above it).
 SEGMENT_MIN_LETTERS = 20
 SEGMENT_MIN_CONFIDENCE = 0.5
+#: Detections of one API key that may wait for its share, per detection of it.
+QUEUED_PER_SHARE = 4
+#: Seconds a detection waits for its key's share at most (the largest takes a few).
+WAIT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -50,10 +61,30 @@ def is_auto(source_lang: str) -> bool:
     return source_lang.lower() == AUTO
 
 
-def detect(texts: list[str], served: Collection[str], target: str) -> Detected:
-    """The job's language among ``served`` (the languages some pool translates into
-    ``target``), and each text's own where it is clear and differs from the job's."""
-    found = detect_each(texts, served, target)
+class Detector:
+    """Detection as the API runs it (in worker threads): at most ``per_key`` detections of one
+    API key at once (:class:`KeyShares`; four times as many more wait for them, up to
+    :data:`WAIT_S`, the next are 429 with ``Retry-After``), so one key's flood of ``auto``
+    requests waits for itself while another key's detections run; each text counted."""
+
+    def __init__(self, per_key: int) -> None:
+        self.shares = KeyShares(
+            per_key,
+            "language detections running",
+            "MT_KEY_DETECTIONS",
+            queue=QUEUED_PER_SHARE * per_key,
+            wait_s=WAIT_S,
+        )
+
+    def each(self, texts: list[str], served: Collection[str], target: str, owner: str) -> Detected:
+        """:func:`detect_each`, within ``owner``'s share."""
+        with self.shares.hold(owner):
+            metrics.DETECTED_TEXTS.inc(len(texts))
+            return detect_each(texts, served, target)
+
+
+def differing(found: Detected) -> Detected:
+    """``found`` with each text's own language only where it differs from the job's."""
     return Detected(
         found.source,
         [lang if lang != found.source else None for lang in found.segment_langs],

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Collection
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from mtfleet.api import detection
@@ -60,28 +60,28 @@ def prepare(
     doc: DocumentIn,
     source_lang: str,
     pool: DocumentPool,
-    served: Collection[str] = (),
-    target: str = "",
+    detect: Callable[[list[str]], detection.Detected] | None = None,
     owner: str = "",
 ) -> PreparedDocument:
     """Decode, extract and cut a document (422 ``invalid_document`` when it does not parse,
     ``document_too_complex`` past the document limits). With ``source_lang: auto`` the
-    sentences are first cut by the English rules to detect the language among ``served``
-    (those some pool translates into ``target``), then by the detected language's rules
-    (detected again only if those cut the text differently). ``owner``: the API key it is
-    read for (its share of the document processes)."""
+    sentences are first cut by the English rules to ``detect`` the language of each
+    (:func:`mtfleet.api.detection.detect_each` as the service runs it), then by the detected
+    language's rules (detected again only if those cut the text differently). ``owner``: the
+    API key it is read for (its share of the document processes)."""
     fmt = documents.for_name(doc.format)
     content = decode(doc, fmt)
     detected: str | None = None
     langs: list[str | None] | None = None
     confidence: float | None = None
     if detection.is_auto(source_lang):
+        assert detect is not None, "source_lang auto needs a detect"
         units, english = pool.cut_keeping_units(fmt.name, content, "en", owner)
-        found = detection.detect_each(english.segments, served, target)
+        found = detect(english.segments)
         detected, clear, confidence = found.source, found.segment_langs, found.confidence
         cut = pool.replan(units, detected, owner) if detected != "en" else english
         if cut.segments != english.segments:
-            clear = detection.detect_each(cut.segments, served, target).segment_langs
+            clear = detect(cut.segments).segment_langs
         langs = [lang if lang != detected else None for lang in clear]
         source = detected
     else:

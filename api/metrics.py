@@ -10,7 +10,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from mtfleet.api.fleet import read_fleet
-from mtfleet.core import keys
+from mtfleet.core import keys, outbox
 from mtfleet.core.errors import ConfigError
 
 REGISTRY = CollectorRegistry(auto_describe=True)
@@ -45,6 +45,11 @@ DOCUMENT_WORK = Histogram(
     "limit, too_complex: past the deadline or the memory limit)",
     ["op", "outcome"],
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+    registry=REGISTRY,
+)
+DETECTED_TEXTS = Counter(
+    "mt_api_detected_texts_total",
+    "Texts whose language the API detected (source_lang auto), counted as each detection starts",
     registry=REGISTRY,
 )
 JOB_LATENCY = Histogram(
@@ -137,7 +142,7 @@ class FleetCollector(Collector):
         )
         try:
             fleet = read_fleet(self.r)
-            webhooks.add_metric([], self.r.zcard(keys.WEBHOOKS_DUE))
+            webhooks.add_metric([], outbox.pending(self.r))
         except redis.RedisError:
             return
         for row in fleet.lanes:

@@ -1,15 +1,19 @@
 """Job submission, the one path behind ``POST /v1/jobs``, ``POST /v1/documents`` and
 ``POST /v1/translate``.
 
-In order, each step once: the request becomes texts (a document is cut into sentences,
+In order, each step once: a request whose Idempotency-Key names a job already is answered
+with it; the request becomes texts (a document is cut into sentences,
 :mod:`mtfleet.api.documents`; ``source_lang: auto`` is detected, :mod:`mtfleet.api.detection`);
-the caller's characters are charged; the texts are validated, normalised (NFC, outer whitespace
+the texts are validated, normalised (NFC, outer whitespace
 off: :func:`mtfleet.core.cache.normalize`) and looked up in the phrase cache; the rest are
 grouped by normalised text (each translated once) and cut into chunks; the job is written to
 Redis with its chunks in its API key's backlog, in one step (:mod:`mtfleet.core.backlog`), so
-the API never answers 2xx for work that is not durably recorded; then what the pool lane's
-broker queue has room for is released to it (the rest goes as the workers take work, the keys
-taking turns). Every refusal gives the charged characters back.
+the API never answers 2xx for work that is not durably recorded, nor stores a job without its
+characters charged and its share of the interactive lane taken (one script: a request has its
+job and paid for it, or has neither, however it ends); then what the pool lane's broker queue
+has room for is released to it (the rest goes as the workers take work, the keys taking turns).
+A key whose quota is spent is refused before any of that work: its characters are checked as
+soon as they are known (a document's once it is read, an ``auto`` request's before detection).
 """
 
 from __future__ import annotations
@@ -19,15 +23,15 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
 
 import anyio
+import anyio.from_thread
 import anyio.to_thread
 import redis
 from celery import Celery
-from kombu.exceptions import OperationalError
+from kombu.exceptions import KombuError
 
 from mtfleet.api import detection, documents, metrics
 from mtfleet.api.chunking import plan_chunks
@@ -36,25 +40,23 @@ from mtfleet.api.parsing import DocumentPool
 from mtfleet.api.routing import Route, Routing
 from mtfleet.api.webhooks import targets
 from mtfleet.core import keys, languages
-from mtfleet.core.apikeys import ApiKey, Charge, KeyStore, Storage
+from mtfleet.core.apikeys import ApiKey, KeyStore, Storage
 from mtfleet.core.backlog import Backlog
 from mtfleet.core.broker import release
 from mtfleet.core.cache import PhraseCache, keyed, lookup, normalize, rewrap
 from mtfleet.core.documents.pipeline import surrounding
 from mtfleet.core.errors import (
     IdempotencyConflict,
-    InteractiveShareExceeded,
     InvalidInput,
     JobNotFound,
     JobPurged,
-    QuotaExceeded,
     Unavailable,
     UnknownPool,
     UnsupportedLanguage,
 )
 from mtfleet.core.glossary import GlossaryInfo, GlossaryStore
 from mtfleet.core.guidance import Guidance, MemoryRef, cache_variant
-from mtfleet.core.interactive import InteractiveShares, Reservation
+from mtfleet.core.interactive import InteractiveShares
 from mtfleet.core.models import (
     ChunkMessage,
     ChunkSegment,
@@ -73,7 +75,6 @@ from mtfleet.core.style_rules import StyleRuleStore
 from mtfleet.core.tm import TranslationMemoryStore
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 
 @dataclass
@@ -83,7 +84,24 @@ class Submitted:
     # the outcomes known at submission (phrase-cache hits) of a job created now: a fully cached
     # job's result needs no read from Redis
     cached: dict[int, SegmentOutcome] | None = None
-    chars: int = 0  # the characters of the job's texts (what a new job charges its key)
+
+    @property
+    def chars(self) -> int:
+        """The characters the job was charged (an earlier job's too)."""
+        return self.job.chars
+
+
+@dataclass(frozen=True)
+class IdempotencyRecord:
+    """Where the job an Idempotency-Key made is remembered (``redis_key``, scoped to its
+    owner), for which request body (``digest``), and for how long from its job's creation."""
+
+    redis_key: str
+    digest: str
+    ttl_s: int
+
+    def value(self, job_id: str) -> str:
+        return f"{job_id} {self.digest}"
 
 
 @dataclass
@@ -135,6 +153,7 @@ class JobService:
         self.apikeys = apikeys
         self.backlog = Backlog(store.r, ttl_s=settings.result_ttl_s)
         self.routing = Routing(settings, registry, self.backlog)
+        self.detector = detection.Detector(settings.key_detections)
 
     # -- the whole path ----------------------------------------------------------------------
     async def submit(
@@ -147,40 +166,27 @@ class JobService:
         found: FromCache | None = None,
         idempotency_ttl_s: int | None = None,
     ) -> Submitted:
-        """Submit as ``owner`` (the API key id, '' without auth). ``key``'s characters are
-        charged first (atomically, 429 when over its daily quota) and given back when the
-        request is refused (422, 409, 429, 503) or an Idempotency-Key returns an earlier job.
-        An Idempotency-Key is scoped to the owner: two keys using the same one get two jobs;
-        it is remembered ``idempotency_ttl_s`` (default ``MT_IDEMPOTENCY_TTL_S``).
-        ``found``: what :meth:`answer_from_cache` found for this request (its hits and route
-        are used, not looked up again). On the event loop: Redis through the asyncio client,
-        the rest (documents, detection, the broker) off it; a request cancelled while it waits
-        (the client went away) still gives its charge and its share back."""
+        """Submit as ``owner`` (the API key id, '' without auth). The job is stored with
+        ``key``'s characters charged and its share of the interactive lane taken in one step
+        (:meth:`JobStore.create`, one script; 429 past the quota or the share): a request
+        refused, failed or cancelled (its client went away) before that step holds nothing,
+        one after it has its job, paid for. A key whose quota is spent is refused before the
+        work (:meth:`texts_of`). An Idempotency-Key is scoped to the owner (two keys using the
+        same one get two jobs) and remembered ``idempotency_ttl_s`` (default
+        ``MT_IDEMPOTENCY_TTL_S``) from its job's creation: a request naming a job made already
+        gets that job at once and is charged nothing, even with its key's quota or share spent
+        (409 with another body; 410 when the job was purged); one whose record expired is a new
+        request, charged as any. ``found``: what :meth:`answer_from_cache` found for this
+        request (its hits and route are used, not looked up again). On the event loop: Redis
+        through the asyncio client, the rest (documents, detection, the store's script, the
+        broker) off it."""
+        idem = self._idempotency(req, owner, idempotency_key, idempotency_ttl_s)
+        if idem is not None and (earlier := await self._earlier(idem)) is not None:
+            return earlier
         if req.callback_url is not None:
             await self.check_callback(req.callback_url, key)
-        inputs = await self.texts_of(req, owner)
-        charge = await self._charge(key, inputs.texts, owner, idempotency_key)
-        storage = self.apikeys.storage(key, self.settings.key_storage_mb) if key else None
-        share = None
-        try:
-            share = await self._interactive_share(req, inputs.texts, owner, idempotency_key)
-            submitted = await self._submit(
-                req, inputs, owner, idempotency_key, storage, found, idempotency_ttl_s
-            )
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                if charge is not None:
-                    await charge.refund()
-                if share is not None:
-                    await share.release()
-            raise
-        if charge is not None and not submitted.created:
-            await charge.refund()
-        if share is not None:
-            final = not submitted.created or submitted.job.status.final
-            await share.bind(submitted.job.id, final=final)
-        submitted.chars = sum(len(t) for t in inputs.texts)
-        return submitted
+        inputs = await self.texts_of(req, owner, key)
+        return await self._submit(req, inputs, owner, key, idem, found)
 
     async def answer_from_cache(
         self, req: JobCreate, *, owner: str = "", key: ApiKey | None = None
@@ -229,56 +235,57 @@ class JobService:
             [rewrap(t, hits[n]) for t, n in zip(texts, norms, strict=True)], hits, route
         )
 
-    async def texts_of(self, req: JobCreate, owner: str = "") -> Texts:
-        """The request as texts: a document cut into sentences, ``auto`` detected among the
-        languages the fleet translates into the target (both off the event loop: the document
-        processes, the detector)."""
+    async def texts_of(self, req: JobCreate, owner: str = "", key: ApiKey | None = None) -> Texts:
+        """The request as texts: a document cut into sentences (in the document processes),
+        ``auto`` detected among the languages the fleet translates into the target (in a
+        worker thread, within ``owner``'s share of detection: :class:`detection.Detector`).
+        ``key``'s quota is checked as soon as the characters are known, before detection: a
+        key whose day is spent is refused (429) before the work, which is free to it."""
         auto = detection.is_auto(req.source_lang)
-        target = languages.normalize(req.target_lang) if auto else req.target_lang
-        served = await self.routing.sources_into(target) if auto else frozenset()
         if req.document is None and not auto:
-            return Texts(req.texts or [], req.source_lang)
-        return await anyio.to_thread.run_sync(self._texts_of, req, owner, served, target)
+            inputs = Texts(req.texts or [], req.source_lang)
+        else:
+            target = languages.normalize(req.target_lang) if auto else req.target_lang
+            served = await self.routing.sources_into(target) if auto else frozenset()
+            detect = functools.partial(self._detect, key, owner, served, target)
+            inputs = await anyio.to_thread.run_sync(self._texts_of, req, owner, detect)
+        if not auto:
+            await self._check_quota(key, inputs.texts)
+        return inputs
 
-    def _texts_of(self, req: JobCreate, owner: str, served: frozenset[str], target: str) -> Texts:
+    def _texts_of(
+        self, req: JobCreate, owner: str, detect: Callable[[list[str]], detection.Detected]
+    ) -> Texts:
         if req.document is not None:
-            doc = documents.prepare(
-                req.document, req.source_lang, self.documents, served, target, owner
-            )
+            doc = documents.prepare(req.document, req.source_lang, self.documents, detect, owner)
             return Texts(
                 doc.texts, doc.source, doc, doc.detected, doc.segment_langs, doc.confidence
             )
         texts = req.texts or []
-        found = detection.detect(texts, served, target)
+        found = detection.differing(detect(texts))
         return Texts(texts, found.source, None, found.source, found.segment_langs, found.confidence)
 
-    async def _charge(
-        self, key: ApiKey | None, texts: list[str], owner: str, idempotency_key: str | None
-    ) -> Charge | None:
-        if key is None:
-            return None
-        charge = self.apikeys.charge(key, sum(len(t) for t in texts))
-        return await self._unless_replay(charge, QuotaExceeded, idempotency_key, owner)
-
-    async def _unless_replay(
+    def _detect(
         self,
-        take: Awaitable[T],
-        refused: type[Exception],
-        idempotency_key: str | None,
+        key: ApiKey | None,
         owner: str,
-    ) -> T | None:
-        """What ``take`` takes (the key's characters, its share of the interactive lane); None
-        when it is ``refused`` for a replay of an earlier job: a client retrying after a lost
-        answer still gets its job when its quota or share is spent (:meth:`_submit` answers it
-        without creating one). 503 when Redis cannot say."""
-        try:
-            return await take
-        except refused:
-            if idempotency_key and await self.resent(idempotency_key, owner):
-                return None
-            raise
-        except redis.RedisError as exc:
-            raise Unavailable.because("the job store", exc) from exc
+        served: frozenset[str],
+        target: str,
+        texts: list[str],
+    ) -> detection.Detected:
+        """Each of ``texts``' language (in a worker thread), once the key's quota has room
+        for them."""
+        anyio.from_thread.run(self._check_quota, key, texts)
+        return self.detector.each(texts, served, target, owner)
+
+    async def _check_quota(self, key: ApiKey | None, texts: list[str]) -> None:
+        """429 when ``texts`` do not fit what is left of ``key``'s day (nothing is taken: the
+        job's creation takes them)."""
+        if key is not None:
+            try:
+                await self.apikeys.check_quota(key, sum(len(t) for t in texts))
+            except redis.RedisError as exc:
+                raise Unavailable.because("the job store", exc) from exc
 
     def lane_for(self, req: JobCreate, n_texts: int) -> Lane:
         """The lane a job of ``n_texts`` runs on: the one it asks for, else interactive up to
@@ -298,31 +305,16 @@ class JobService:
             segments=s.key_interactive_segments,
             jobs=s.key_interactive_jobs,
             ttl_s=s.result_ttl_s,
-            aclient=self.store.ar,
         )
-
-    async def _interactive_share(
-        self, req: JobCreate, texts: list[str], owner: str, idempotency_key: str | None
-    ) -> Reservation | None:
-        """The caller's share of the interactive lane for an interactive job of ``texts``
-        (:mod:`mtfleet.core.interactive`: 429 past ``MT_KEY_INTERACTIVE_SEGMENTS`` or
-        ``MT_KEY_INTERACTIVE_JOBS``); None for a bulk job, and for a replay of an earlier job
-        (its Idempotency-Key names one: it queues nothing, and a drop-in client's resend must
-        find its job even while the key's share is full)."""
-        if not owner or self.lane_for(req, len(texts)) is not Lane.interactive:
-            return None
-        share = self.interactive_shares.reserve(owner, len(texts))
-        return await self._unless_replay(share, InteractiveShareExceeded, idempotency_key, owner)
 
     async def _submit(
         self,
         req: JobCreate,
         inputs: Texts,
         owner: str,
-        idempotency_key: str | None,
-        storage: Storage | None,
+        key: ApiKey | None,
+        idem: IdempotencyRecord | None,
         found: FromCache | None = None,
-        idempotency_ttl_s: int | None = None,
     ) -> Submitted:
         texts = inputs.texts
         source = languages.normalize(inputs.source)
@@ -402,17 +394,23 @@ class JobService:
             segment_langs=inputs.segment_langs,
             model_type_used=route.model_type_used,
             callback_url=req.callback_url,
+            chars=sum(len(t) for t in texts),
         )
         ledger = {m.chunk: m.model_dump_json() for m in messages}  # also what is sent
-        idem = self._idempotency(req, job_id, owner, idempotency_key, idempotency_ttl_s)
+        # what pays for it is taken in the step that stores it: the key's characters, and its
+        # share of the interactive lane while the job has work there
         create = functools.partial(
             self.store.create,
             job,
             cached=cached,
-            idempotency=idem,
+            idempotency=(idem.redis_key, idem.value(job_id), idem.ttl_s) if idem else None,
             ledger=ledger,
             document=doc.content if doc is not None else None,
-            storage=storage,
+            storage=self.apikeys.storage(key, self.settings.key_storage_mb) if key else None,
+            charge=self.apikeys.charge_of(key, job.chars) if key is not None else None,
+            share=self.interactive_shares.share(owner, len(texts))
+            if lane is Lane.interactive and not final
+            else None,
         )
         try:
             existing = await anyio.to_thread.run_sync(create)
@@ -420,18 +418,7 @@ class JobService:
             raise Unavailable.because("the job store", exc) from exc
         if existing is not None:
             assert idem is not None
-            old_id, old_digest = existing.split(" ", 1)
-            if old_digest != idem[1].split(" ", 1)[1]:
-                raise IdempotencyConflict(
-                    "this Idempotency-Key was used with a different request body"
-                )
-            try:
-                return Submitted(await self.store.aget(old_id), created=False)
-            except JobNotFound:
-                raise JobPurged(
-                    f"this Idempotency-Key made job {old_id}, which was purged (or has expired); "
-                    "send the request with a new key to make another"
-                ) from None
+            return await self._joined(existing, idem)
         if messages:
             await anyio.to_thread.run_sync(self.release, route.name, lane)
         metrics.JOBS.labels(route.name, lane.value).inc()
@@ -666,19 +653,18 @@ class JobService:
     def _idempotency(
         self,
         req: JobCreate,
-        job_id: str,
         owner: str,
         idempotency_key: str | None,
         ttl_s: int | None = None,
-    ) -> tuple[str, str, int] | None:
-        """(Redis key, "<job id> <body digest>", ttl) for an Idempotency-Key, else None."""
+    ) -> IdempotencyRecord | None:
+        """Where the job made for ``idempotency_key`` is remembered, with the request's body
+        digest (None without a key)."""
         if not idempotency_key:
             return None
         body = json.dumps(req.model_dump(mode="json"), sort_keys=True).encode()
-        digest = hashlib.sha256(body).hexdigest()[:32]
-        return (
+        return IdempotencyRecord(
             self.idempotency_redis_key(idempotency_key, owner),
-            f"{job_id} {digest}",
+            hashlib.sha256(body).hexdigest()[:32],
             ttl_s or self.settings.idempotency_ttl_s,
         )
 
@@ -687,6 +673,28 @@ class JobService:
         """Where the job made for an Idempotency-Key is remembered (scoped to ``owner``)."""
         scoped = f"{owner}\n{idempotency_key}" if owner else idempotency_key
         return keys.idempotency(hashlib.sha256(scoped.encode()).hexdigest())
+
+    async def _earlier(self, idem: IdempotencyRecord) -> Submitted | None:
+        """The job the Idempotency-Key made already (None: none, or its record expired)."""
+        try:
+            existing = await self.store._async().get(idem.redis_key)
+        except redis.RedisError as exc:
+            raise Unavailable.because("the job store", exc) from exc
+        return await self._joined(str(existing), idem) if existing is not None else None
+
+    async def _joined(self, existing: str, idem: IdempotencyRecord) -> Submitted:
+        """The earlier job ``existing`` (the key's record: "<job id> <body digest>") names:
+        409 when it was made for another body, 410 when it is gone."""
+        old_id, old_digest = existing.split(" ", 1)
+        if old_digest != idem.digest:
+            raise IdempotencyConflict("this Idempotency-Key was used with a different request body")
+        try:
+            return Submitted(await self.store.aget(old_id), created=False)
+        except JobNotFound:
+            raise JobPurged(
+                f"this Idempotency-Key made job {old_id}, which was purged (or has expired); "
+                "send the request with a new key to make another"
+            ) from None
 
     async def resent(self, idempotency_key: str, owner: str) -> bool:
         """Whether ``idempotency_key`` names a job already: the request is a resend, which
@@ -710,7 +718,7 @@ class JobService:
                 lane.value,
                 self.settings.release_ahead,
             )
-        except (OperationalError, redis.RedisError, OSError) as exc:
+        except (KombuError, redis.RedisError, OSError) as exc:  # (a batch publish: KombuError)
             log.warning(
                 "could not release %s %s chunks now (the workers will): %s", pool, lane.value, exc
             )

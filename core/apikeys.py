@@ -12,9 +12,9 @@ Hot path: :meth:`KeyStore.verify` reads a key at most once per ``cache_s`` secon
 (``MT_AUTH_CACHE_S``). The cache is a ``cachetools.TTLCache``: an entry leaves when its
 ``cache_s`` is over, and a full cache (a flood of made-up key ids) drops its least recently
 used entries, not every key the process knows. The rate check (a GCRA in Lua, one round trip,
-only for keys with a rate) and the quota charge (check and INCRBY in one Lua script, only when
-jobs are submitted) are atomic in Redis, so any number of API processes share one budget per
-key.
+only for keys with a rate) and the quota charge (checked and counted in the script that stores
+the job it pays for, :class:`Charge`) are atomic in Redis, so any number of API processes share
+one budget per key.
 """
 
 from __future__ import annotations
@@ -234,17 +234,37 @@ class Storage:
 
 @dataclass
 class Charge:
-    """Characters taken from a key's day; :meth:`refund` gives them back (once)."""
+    """Characters a request takes from its key's UTC day, taken in the step that stores what
+    they pay for: its job (``core/lua/create_job.lua``), or the answer of a request that makes
+    none (:meth:`KeyStore.charge`). Never taken apart from that, so never given back but with
+    a job the caller was told was not accepted (:meth:`mtfleet.core.store.JobStore.fail`)."""
 
-    r: redis.asyncio.Redis | None
-    counter: str
+    counter: str  # the day's count (keys.api_key_chars)
     chars: int
-    used: int = 0  # the day's count after this charge
+    limit: int  # -1: none
+    now: float
 
-    async def refund(self) -> None:
-        chars, self.chars = self.chars, 0
-        if self.r is not None and chars:
-            await self.r.decrby(self.counter, chars)
+    @property
+    def ttl_s(self) -> int:
+        """How long the day's count is kept (it is read for ``mtfleet keys list``)."""
+        return _USAGE_TTL_S
+
+    def exceeded(self, used: int) -> QuotaExceeded:
+        """The refusal of these characters with ``used`` spent today."""
+        left = max(0, self.limit - used)
+        why = (
+            f"this request has {self.chars} characters, more than this API key's daily quota "
+            f"of {self.limit}"
+            if self.chars > self.limit
+            else f"daily character quota of this API key reached: {self.chars} characters "
+            f"asked, {left} of {self.limit} left today; it resets at 00:00 UTC"
+        )
+        return QuotaExceeded(
+            why,
+            retry_after=seconds_to_utc_midnight(self.now),
+            chars_per_day=self.limit,
+            used_today=used,
+        )
 
 
 class KeyStore:
@@ -506,28 +526,36 @@ class KeyStore:
         mb = key.storage_mb if key.storage_mb is not None else default_mb
         return Storage(self.r, key.id, mb * 1024 * 1024)
 
-    async def charge(self, key: ApiKey, chars: int) -> Charge:
-        """Take ``chars`` from the key's UTC day, atomically, on the event loop (``aclient``);
-        raises :class:`QuotaExceeded` (``retry_after``: seconds until the day rolls over)
-        when they do not fit."""
-        assert self._acharge is not None, "KeyStore built without an asyncio client"
+    def charge_of(self, key: ApiKey, chars: int) -> Charge:
+        """What ``chars`` characters take from the key's UTC day (taken by whoever stores what
+        they pay for)."""
         now = self._wall()
         limit = -1 if key.chars_per_day is None else key.chars_per_day
-        counter = keys.api_key_chars(key.id, utc_day(now))
-        ok, used = await self._acharge(keys=[counter], args=[chars, limit, _USAGE_TTL_S])
+        return Charge(keys.api_key_chars(key.id, utc_day(now)), chars, limit, now)
+
+    async def check_quota(self, key: ApiKey, chars: int) -> None:
+        """Raises :class:`QuotaExceeded` when ``chars`` do not fit what is left of the key's
+        day now; takes nothing (the job's creation does). Asked before the work a request
+        costs the API (detecting its language), so a key whose quota is spent is refused
+        before it, for free."""
+        if key.chars_per_day is None:
+            return
+        assert self.ar is not None, "KeyStore built without an asyncio client"
+        charge = self.charge_of(key, chars)
+        used = int(await self.ar.get(charge.counter) or 0)
+        if used + chars > charge.limit:
+            raise charge.exceeded(used)
+
+    async def charge(self, key: ApiKey, chars: int) -> int:
+        """Take ``chars`` from the key's UTC day for an answer that makes no job (a job's are
+        taken when it is stored), atomically, on the event loop (``aclient``); the day's count
+        after. Raises :class:`QuotaExceeded` (``retry_after``: seconds until the day rolls
+        over) when they do not fit."""
+        assert self._acharge is not None, "KeyStore built without an asyncio client"
+        charge = self.charge_of(key, chars)
+        ok, used = await self._acharge(
+            keys=[charge.counter], args=[chars, charge.limit, charge.ttl_s]
+        )
         if not ok:
-            left = max(0, limit - int(used))
-            why = (
-                f"this request has {chars} characters, more than this API key's daily quota "
-                f"of {limit}"
-                if chars > limit
-                else f"daily character quota of this API key reached: {chars} characters "
-                f"asked, {left} of {limit} left today; it resets at 00:00 UTC"
-            )
-            raise QuotaExceeded(
-                why,
-                retry_after=seconds_to_utc_midnight(now),
-                chars_per_day=limit,
-                used_today=int(used),
-            )
-        return Charge(self.ar, counter, chars, int(used))
+            raise charge.exceeded(int(used))
+        return int(used)

@@ -10,139 +10,82 @@ business: :meth:`mtfleet.api.service.JobService.lane_for`.)
 
 The state is one hash per key (:func:`mtfleet.core.keys.api_key_interactive`), and nothing
 counts into it: each check reads what is left of every job listed there from the job's own
-hash, and drops the jobs that are final, cancelling or gone (``core/lua/interactive_share.lua``).
-So the share is exact whichever way work ends — a chunk finished or failed, a job cancelled,
-dead-lettered, expired or purged — without any worker script knowing about it, and it heals
-itself: nothing can leak but a reservation whose API process died before binding it, and that
-lapses after :data:`GRACE_S`.
+hash, and drops the jobs that are final, cancelling or gone (``share_held`` in
+``core/lua/lib.lua``). So the share is exact whichever way work ends — a chunk finished or
+failed, a job cancelled, dead-lettered, expired or purged — without any worker script knowing
+about it, and it heals itself.
 
-A submission takes its share in two steps, like its characters (:class:`~mtfleet.core.apikeys
-.Charge`): :meth:`InteractiveShares.reserve` before the job is written (atomic, across every API
-process), :meth:`Reservation.bind` to the job made (or :meth:`Reservation.release` when the
-request was refused or returned an earlier job). Without API keys nothing is counted.
+A job takes its share in the step that stores it (:class:`Share`, ``core/lua/create_job.lua``,
+with its characters): a request refused or cancelled before that step holds nothing, and a job
+stored holds its share until it ends. A job answered whole at submission (the phrase cache)
+holds none. Without API keys nothing is counted.
 """
 
 from __future__ import annotations
 
-import secrets
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import redis
-import redis.asyncio
 
 from mtfleet.core import keys, scripts
 from mtfleet.core.errors import InteractiveShareExceeded
 
-#: Seconds a reservation counts before it is bound to its job: far longer than a submission
-#: takes between the two steps (the job is written, its chunks sent).
-GRACE_S = 60.0
 #: Seconds a refused key is told to wait (interactive work takes about that long).
 RETRY_AFTER_S = 1
-_NO_LIMIT = 1 << 50
 
 
 @dataclass
-class Reservation:
-    """Segments of a key's interactive share held for one submission under way."""
+class Share:
+    """``segments`` of a key's interactive share, for the job about to be stored: taken in the
+    step that stores it unless the key's interactive work not done yet would pass
+    ``most_segments`` or ``most_jobs`` (a key with none is never refused: one job is always
+    let in)."""
 
-    shares: InteractiveShares | None
-    owner: str
-    field: str
+    redis_key: str  # keys.api_key_interactive
     segments: int
+    most_segments: int
+    most_jobs: int
+    ttl_s: int  # the hash lives as long as its newest job may
 
-    async def bind(self, job_id: str, *, final: bool) -> None:
-        """Hold the share for the job made (``final``: answered at once, nothing held)."""
-        shares, self.shares = self.shares, None
-        if shares is not None:
-            await shares._bind(self, None if final else job_id)
-
-    async def release(self) -> None:
-        """Give the segments back (the request was refused, or it returned an earlier job)."""
-        shares, self.shares = self.shares, None
-        if shares is not None:
-            await shares._bind(self, None)
+    def exceeded(self, segments: int, jobs: int) -> InteractiveShareExceeded:
+        """The refusal, with the key holding ``segments`` in ``jobs``."""
+        return InteractiveShareExceeded(
+            f"this API key has {segments} interactive segments in {jobs} jobs "
+            f"queued or being translated; it may hold {self.most_segments} segments in "
+            f"{self.most_jobs} jobs at once (MT_KEY_INTERACTIVE_SEGMENTS, "
+            "MT_KEY_INTERACTIVE_JOBS). Retry when some of them are done, or send large "
+            'work as a bulk job (POST /v1/jobs with "lane": "bulk")',
+            retry_after=RETRY_AFTER_S,
+            interactive_segments=segments,
+            interactive_jobs=jobs,
+        )
 
 
 class InteractiveShares:
-    """The interactive-lane shares of every API key (on the durable Redis: the job hashes
-    are read in the same script). A submission reserves and binds on the event loop
-    (``aclient``, the API's); :meth:`held` reads with ``r`` (an operator's or a test's look)."""
+    """The interactive-lane shares of every API key (on the durable Redis: the job hashes are
+    read in the same script)."""
 
-    def __init__(
-        self,
-        r: redis.Redis,
-        *,
-        segments: int,
-        jobs: int,
-        ttl_s: int,
-        aclient: redis.asyncio.Redis | None = None,
-        wall: Callable[[], float] = time.time,
-    ) -> None:
+    def __init__(self, r: redis.Redis, *, segments: int, jobs: int, ttl_s: int) -> None:
         self.r = r
-        self.ar = aclient
         self.segments = segments
         self.jobs = jobs
-        self.ttl_s = ttl_s  # the hash lives as long as its newest job may
-        self._wall = wall
-        self._take: Any = scripts.register(r, "interactive_share")
-        self._atake: Any = scripts.register(aclient, "interactive_share") if aclient else None
+        self.ttl_s = ttl_s
+        self._held: Any = scripts.register(r, "interactive_share")
 
-    async def reserve(self, owner: str, segments: int) -> Reservation:
-        """Take ``segments`` of ``owner``'s share for a submission; raises
-        :class:`InteractiveShareExceeded` when the key's interactive work not done yet would
-        pass its segments or jobs (a key with none never is refused: one job is always let in).
-        No owner (``MT_AUTH=off``): nothing is counted."""
+    def share(self, owner: str, segments: int) -> Share | None:
+        """What a job of ``segments`` takes of ``owner``'s share (None without an owner:
+        ``MT_AUTH=off`` counts nothing)."""
         if not owner:
-            return Reservation(None, owner, "", segments)
-        assert self._atake is not None, "InteractiveShares built without an asyncio client"
-        field = f"r:{secrets.token_hex(8)}"
-        ok, held_segments, held_jobs = await self._atake(
-            keys=[keys.api_key_interactive(owner)],
-            args=self._args(field, segments, self.segments, self.jobs),
+            return None
+        return Share(
+            keys.api_key_interactive(owner), segments, self.segments, self.jobs, self.ttl_s
         )
-        if not int(ok):
-            raise InteractiveShareExceeded(
-                f"this API key has {held_segments} interactive segments in {held_jobs} jobs "
-                f"queued or being translated; it may hold {self.segments} segments in "
-                f"{self.jobs} jobs at once (MT_KEY_INTERACTIVE_SEGMENTS, "
-                "MT_KEY_INTERACTIVE_JOBS). Retry when some of them are done, or send large "
-                'work as a bulk job (POST /v1/jobs with "lane": "bulk")',
-                retry_after=RETRY_AFTER_S,
-                interactive_segments=int(held_segments),
-                interactive_jobs=int(held_jobs),
-            )
-        return Reservation(self, owner, field, segments)
 
     def held(self, owner: str) -> tuple[int, int]:
-        """(segments, jobs) of the key's interactive work not done yet, read the way a
-        reservation reads it (and so tidied the same way): a reservation of nothing, that no
-        limit refuses, given back at once."""
+        """(segments, jobs) of the key's interactive work not done yet, read as a new job is
+        checked against it (and so tidied the same way): an operator's or a test's look."""
         if not owner:
             return 0, 0
-        field = f"r:{secrets.token_hex(8)}"
-        try:
-            _, segments, jobs = self._take(
-                keys=[keys.api_key_interactive(owner)],
-                args=self._args(field, 0, _NO_LIMIT, _NO_LIMIT),
-            )
-        finally:
-            self.r.hdel(keys.api_key_interactive(owner), field)
-        return int(segments), int(jobs) - 1  # not the probe itself
-
-    def _args(self, field: str, segments: int, most_segments: int, most_jobs: int) -> list[Any]:
-        """The script's arguments (core/lua/interactive_share.lua)."""
-        now = repr(self._wall())
-        return [keys.job(""), now, GRACE_S, most_segments, most_jobs, field, segments, self.ttl_s]
-
-    async def _bind(self, reservation: Reservation, job_id: str | None) -> None:
-        assert self.ar is not None, "InteractiveShares built without an asyncio client"
-        key = keys.api_key_interactive(reservation.owner)
-        pipe = self.ar.pipeline(transaction=True)
-        pipe.hdel(key, reservation.field)
-        if job_id is not None:
-            pipe.hset(key, job_id, f"{reservation.segments} {self._wall()!r}")
-            pipe.expire(key, self.ttl_s)
-        await pipe.execute()
+        segments, jobs = self._held(keys=[keys.api_key_interactive(owner)], args=[keys.job("")])
+        return int(segments), int(jobs)

@@ -181,10 +181,19 @@ def webhook(job_id: str) -> str:
     return f"{PREFIX}webhook:{job_id}"
 
 
-#: Sorted set: job id -> when its webhook event's next attempt is due (the outbox). A deliverer
-#: that claims an event moves it to the end of its lease, so one that dies mid-attempt leaves it
-#: due again (core/lua/webhook_claim.lua); it leaves when delivered or given up.
+#: Sorted set: API key ('' : MT_AUTH=off) -> when its turn at the webhook outbox comes: no later
+#: than its earliest due event (:func:`webhooks_due`), and the time it was last served while it
+#: has more due, so keys with events due take turns (core/lua/webhook_claim.lua). A key leaves
+#: when it has no event left.
 WEBHOOKS_DUE = f"{PREFIX}webhooks:due"
+
+
+def webhooks_due(owner: str) -> str:
+    """Sorted set: job id -> when its webhook event's next attempt is due, for one API key
+    ('' : MT_AUTH=off; the scripts name it ``WEBHOOKS_DUE .. ':' .. key``, lib.lua). A deliverer
+    that claims an event moves it to the end of its lease, so one that dies mid-attempt leaves
+    it due again; it leaves when delivered or given up."""
+    return f"{WEBHOOKS_DUE}:{owner or '-'}"
 
 #: List (newest first): chunks that exhausted their deliveries, as JSON {job_id, chunk, reason,
 #: at, lane}. At most ``MT_DEAD_LETTER_MAX`` entries, none older than ``MT_DEAD_LETTER_TTL_S``
@@ -302,7 +311,7 @@ def api_key_chars(key_id: str, day: str) -> str:
 def api_key_interactive(key_id: str) -> str:
     """Hash (expires with the key's newest interactive job): the key's interactive work not
     done yet, for its share of the interactive lane (:mod:`mtfleet.core.interactive`). Field: a
-    job id, or ``r:<token>`` for a submission under way; value ``"<segments> <added at>"``. An
+    job id (added by the script that stores the job); value ``"<segments> <added at>"``. An
     entry leaves once its job is final, cancelling or gone (read from the job's hash)."""
     return f"{PREFIX}apikey:{key_id}:interactive"
 

@@ -659,6 +659,14 @@ class Settings(BaseSettings):
     webhook_concurrency: int = Field(
         16, ge=1, le=1024, description="Webhook attempts an API process makes at once."
     )
+    webhook_key_concurrency: int = Field(
+        4,
+        ge=1,
+        le=1024,
+        description="Webhook attempts of one API key an API process makes at once (at most "
+        "MT_WEBHOOK_CONCURRENCY): a key whose receiver is slow holds no more of the slots, and "
+        "the keys with events due take turns for the others.",
+    )
     webhook_poll_s: float = Field(
         1.0,
         gt=0,
@@ -788,6 +796,16 @@ class Settings(BaseSettings):
         description="Interactive jobs one API key may have queued or being translated at once, "
         "fleet-wide; past it an interactive request is 429 with Retry-After (send large work "
         "as a bulk job).",
+    )
+    key_detections: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Language detections (source_lang auto) one API key may have running at "
+        "once per API process (one of 10,000 texts takes seconds of the API's CPU); four times "
+        "as many more of its requests wait for them, the next are 429 with Retry-After, so one "
+        "tenant's detections never slow another's requests. A key whose daily quota is spent "
+        "is refused before its texts are detected.",
     )
 
     # --- glossaries / checks -----------------------------------------------------------------

@@ -32,10 +32,11 @@ import redis.asyncio
 from pydantic import Field, TypeAdapter
 
 from mtfleet.core import keys, scripts
-from mtfleet.core.apikeys import Storage
+from mtfleet.core.apikeys import Charge, Storage
 from mtfleet.core.backlog import job_keys as backlog_keys
 from mtfleet.core.deadletters import DeadLetters
 from mtfleet.core.errors import JobNotFound, NotReplicated
+from mtfleet.core.interactive import Share
 from mtfleet.core.models import JobStatus, Progress, SegmentOutcome
 from mtfleet.core.schemas import ChunksPublic, JobPublic
 from mtfleet.core.settings import Settings
@@ -50,6 +51,7 @@ class JobRecord(JobPublic):
     segment_langs: list[str | None] | None = Field(
         None, description="With source_lang 'auto': the language detected per text."
     )
+    chars: int = Field(0, description="Characters its key was charged for it.")
 
 
 def _plain_text(annotation: Any) -> bool:
@@ -166,8 +168,11 @@ class JobStore:
         ledger: dict[int, str] | None = None,
         document: bytes | None = None,
         storage: Storage | None = None,
+        charge: Charge | None = None,
+        share: Share | None = None,
     ) -> str | None:
-        """Store a new job atomically. Returns None, or the idempotency key's earlier value.
+        """Store a new job atomically, paid for. Returns None, or the idempotency key's earlier
+        value (then nothing is written, nothing charged).
 
         ``cached`` holds the outcomes known at submission (phrase-cache hits).
         ``idempotency`` is (redis key, value to store, ttl); when the key already exists nothing
@@ -176,13 +181,17 @@ class JobStore:
         the broker lost can be sent again (:mod:`mtfleet.workers.reconciler`). ``document``:
         a document job's original file, written with the job. ``storage``: the owner's storage
         quota; the job is refused (StorageQuotaExceeded, nothing written) when what it stores
-        does not fit.
+        does not fit. ``charge``: the owner's characters for it, ``share``: its share of the
+        owner's interactive lane, taken in the same step (QuotaExceeded,
+        InteractiveShareExceeded and nothing written when they do not fit): a request has its
+        job and paid for it, or has neither.
 
         With ``min_replicas``, the job is written and then ``WAIT``-ed for on the same
         connection (a pipeline): a job that fewer replicas acknowledged in time is failed (its
-        idempotency key released) and :class:`~mtfleet.core.errors.NotReplicated` raised, so
-        the caller never accepts a job that a failover to a replica could lose
-        (docs/reliability.md, "Redis high availability").
+        idempotency key released, its characters given back) and
+        :class:`~mtfleet.core.errors.NotReplicated` raised, so the caller never accepts a job
+        that a failover to a replica could lose (docs/reliability.md, "Redis high
+        availability").
         """
         flat_meta = [x for kv in job_to_hash(job).items() for x in kv]
         flat_results = [str(x) for i, o in cached.items() for x in (i, encode_outcome(o))]
@@ -208,6 +217,8 @@ class JobStore:
                     if ledger and job.pool
                     else [""] * 5
                 ),
+                charge.counter if charge is not None else "",
+                share.redis_key if share is not None else "",
             ],
             args=[
                 self.ttl,
@@ -221,18 +232,30 @@ class JobStore:
                 doc,
                 job.id,
                 job.owner,
+                *((charge.chars, charge.limit, charge.ttl_s) if charge is not None else (0, -1, 0)),
+                keys.job(""),
+                *(
+                    (share.segments, share.most_segments, share.most_jobs, share.ttl_s)
+                    if share is not None
+                    else (0, 0, 0, 0)
+                ),
                 *flat_meta,
                 *flat_results,
                 *flat_ledger,
             ],
         )
-        existing = reply if pipe is None else self._replicated(pipe, job.id, idem_key)
+        existing = reply if pipe is None else self._replicated(pipe, job.id, idem_key, charge)
         if isinstance(existing, list):
-            assert storage is not None
-            raise storage.exceeded(stored, int(existing[1]))
+            what, *found = existing
+            if what == "quota" and charge is not None:
+                raise charge.exceeded(int(found[0]))
+            if what == "share" and share is not None:
+                raise share.exceeded(int(found[0]), int(found[1]))
+            assert what == "storage" and storage is not None, existing
+            raise storage.exceeded(stored, int(found[0]))
         return str(existing) if existing else None
 
-    def _replicated(self, pipe: Any, job_id: str, idem_key: str) -> Any:
+    def _replicated(self, pipe: Any, job_id: str, idem_key: str, charge: Charge | None) -> Any:
         """Run the create script queued on ``pipe`` and ``WAIT`` for the replicas; the
         script's reply."""
         pipe.execute_command("WAIT", self.min_replicas, self.replica_timeout_ms)
@@ -244,7 +267,7 @@ class JobStore:
             f"replica(s) within {self.replica_timeout_ms} ms ({acked} did); it was not "
             "accepted, retry shortly"
         )
-        self.fail(job_id, error.as_dict(), idempotency_key=idem_key, notify=False)
+        self.fail(job_id, error.as_dict(), idempotency_key=idem_key, notify=False, refund=charge)
         raise error
 
     def placement(self, job_id: str) -> tuple[str, str, str] | None:
@@ -282,13 +305,14 @@ class JobStore:
         idempotency_key: str = "",
         *,
         notify: bool = True,
+        refund: Charge | None = None,
     ) -> None:
         """Fail a whole job that cannot run (e.g. its chunks could not be enqueued).
 
         ``idempotency_key`` (the Redis key) is released if it still points at this job, so a
         client retrying after the 503 gets a new job rather than this failed one. ``notify``:
         whether its webhook (a ``callback_url``) gets the event; not for a job the client was
-        told was not accepted.
+        told was not accepted, whose characters ``refund`` gives back in the same step.
         """
         where = self.placement(job_id)
         self._fail(
@@ -300,6 +324,7 @@ class JobStore:
                 keys.webhook(job_id) if notify else "",
                 keys.WEBHOOKS_DUE,
                 *(backlog_keys(job_id, *where) if where else [""] * 5),
+                refund.counter if refund is not None else "",
             ],
             args=[
                 job_id,
@@ -307,6 +332,7 @@ class JobStore:
                 keys.JOB_DONE_CHANNEL,
                 json.dumps(error),
                 where[2] if where else "",
+                refund.chars if refund is not None else 0,
             ],
         )
 
@@ -357,9 +383,10 @@ class JobStore:
         exists). Its webhook event goes too, delivered or not: the client that purged the job
         needs no word of its end. Raises JobNotFound when it does not exist."""
         self.cancel(job_id)
+        owner = str(self.r.hget(keys.job(job_id), "owner") or "")
         pipe = self.r.pipeline(transaction=False)  # a DEL must work with Redis over maxmemory
         pipe.delete(*keys.job_all(job_id))
-        pipe.zrem(keys.WEBHOOKS_DUE, job_id)
+        pipe.zrem(keys.webhooks_due(owner), job_id)
         pipe.execute()
         if storage is not None:
             storage.release(job_id)

@@ -46,10 +46,29 @@ end
 -- written here, by the script that makes it final, so that no crash between the two can lose
 -- it: the event hash (keys.webhook) with its webhook-id (the same on every attempt), its type
 -- and a snapshot of the job's public fields (the body is built from it once), and its due time
--- (keys.WEBHOOKS_DUE). Written once per job; event_key '' writes nothing.
+-- (webhook_due). Written once per job; event_key '' writes nothing.
 local SNAPSHOT = {'id', 'status', 'lane', 'source_lang', 'target_lang', 'done', 'failed',
   'total', 'cached', 'created_at', 'started_at', 'finished_at', 'error', 'document_format',
   'detected_source_lang', 'callback_url', 'owner', 'pool', 'adapter'}
+
+-- When each event is due, per API key: the key's own sorted set (keys.webhooks_due: the due key
+-- .. ':' .. the key, '-' for none), and the key's turn in the due key itself (keys.WEBHOOKS_DUE:
+-- never later than its earliest due event; webhook_claim.lua moves it on as it serves the key).
+local function webhook_events(due_key, owner)
+  return due_key .. ':' .. (owner == '' and '-' or owner)
+end
+
+local function webhook_due(due_key, owner, job_id, at)
+  redis.call('ZADD', webhook_events(due_key, owner), at, job_id)
+  redis.call('ZADD', due_key, 'LT', at, owner)
+end
+
+-- (a key with other events keeps its turn: the claim that comes to it moves it on)
+local function webhook_drop(due_key, owner, job_id)
+  local events = webhook_events(due_key, owner)
+  redis.call('ZREM', events, job_id)
+  if redis.call('EXISTS', events) == 0 then redis.call('ZREM', due_key, owner) end
+end
 
 local function outbox_add(job_key, event_key, due_key, job_id, now)
   if event_key == '' then return end
@@ -66,7 +85,7 @@ local function outbox_add(job_key, event_key, due_key, job_id, now)
     end
   end
   redis.call('HSET', event_key, unpack(fields))
-  redis.call('ZADD', due_key, now, job_id)
+  webhook_due(due_key, redis.call('HGET', job_key, 'owner') or '', job_id, now)
 end
 
 -- ``outbox``: {event key, due key} of the job's webhook (or nil: none).
@@ -107,6 +126,42 @@ local function storage_release(zset, hash, member)
   if bytes > 0 then redis.call('HINCRBY', hash, 'total', -bytes) end
   redis.call('HDEL', hash, member)
   redis.call('ZREM', zset, member)
+end
+
+-- An API key's characters for the day (core/apikeys.py, Charge): ``counter`` counts them.
+-- -> true and the count after ``chars`` more, or false and the count now when those would pass
+-- ``limit`` (-1: none). Nothing is written: charge_take takes them, in the same script.
+local function charge_fits(counter, chars, limit)
+  local used = tonumber(redis.call('GET', counter) or '0')
+  if limit >= 0 and used + chars > limit then return false, used end
+  return true, used + chars
+end
+
+local function charge_take(counter, chars, ttl)
+  local used = redis.call('INCRBY', counter, chars)
+  redis.call('EXPIRE', counter, ttl)
+  return used
+end
+
+-- An API key's share of the interactive lane (core/interactive.py): its hash lists its
+-- interactive jobs (field: job id). What each has left is read from its job's hash (total -
+-- done - failed, at job_prefix .. id), and an entry whose job is final, cancelling or gone
+-- leaves here, so the share comes back however a job ends, whichever process ends it.
+-- -> the segments and jobs held.
+local function share_held(hash, job_prefix)
+  local entries = redis.call('HKEYS', hash)
+  local segments, jobs = 0, 0
+  for i = 1, #entries do
+    local job = redis.call('HMGET', job_prefix .. entries[i], 'status', 'total', 'done', 'failed')
+    if job[1] == 'queued' or job[1] == 'running' then
+      segments = segments + math.max(0, (tonumber(job[2]) or 0) - (tonumber(job[3]) or 0)
+        - (tonumber(job[4]) or 0))
+      jobs = jobs + 1
+    else
+      redis.call('HDEL', hash, entries[i])
+    end
+  end
+  return segments, jobs
 end
 
 -- The backlog (core/backlog.py): where a pool lane's chunks wait until they are released to the
@@ -162,7 +217,7 @@ local function reopen(job_key, active_key, job_id, event_key, due_key)
     redis.call('ZADD', active_key, created, job_id)
   end
   redis.call('DEL', event_key)
-  redis.call('ZREM', due_key, job_id)
+  webhook_drop(due_key, redis.call('HGET', job_key, 'owner') or '', job_id)
 end
 
 -- The dead-letter list (keys.DEAD_LETTER; LPUSH: the newest first) keeps at most max_entries,

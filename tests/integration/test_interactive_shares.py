@@ -13,13 +13,10 @@ expiry).
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import time
 from collections.abc import Iterator
 from typing import Any
 
-import anyio
 import pytest
 import redis
 from fastapi.testclient import TestClient
@@ -27,9 +24,8 @@ from fastapi.testclient import TestClient
 from mtfleet.api.app import create_app
 from mtfleet.core import keys
 from mtfleet.core.apikeys import KeyStore
-from mtfleet.core.interactive import GRACE_S, InteractiveShares
+from mtfleet.core.interactive import InteractiveShares
 from mtfleet.core.models import SegmentOutcome
-from mtfleet.core.schemas import JobCreate
 from mtfleet.core.settings import Settings
 from mtfleet.core.store import JobStore
 from tests.integration.registered import register_pair
@@ -192,10 +188,8 @@ def test_the_share_counts_segments_and_comes_back_however_work_ends(
     r.delete(keys.job(last))  # its data expired (MT_RESULT_TTL_S)
     assert shares.held(owner) == (0, 0)
 
-    # an API process that died between the two steps holds its reservation for GRACE_S only
+    # an entry naming no job (an earlier version's reservation) holds nothing and goes
     r.hset(keys.api_key_interactive(owner), "r:dead", f"5 {time.time() - 1:.3f}")
-    assert shares.held(owner) == (5, 1)
-    r.hset(keys.api_key_interactive(owner), "r:dead", f"5 {time.time() - GRACE_S - 1:.3f}")
     assert shares.held(owner) == (0, 0)
     assert r.hlen(keys.api_key_interactive(owner)) == 0  # nothing left behind
 
@@ -224,41 +218,3 @@ def test_a_key_without_a_rate_has_the_default_and_none_has_none(
     assert listed["plain"].rate == 2 and listed["plain"].rate_default
     assert listed["made-before"].rate == 2 and listed["made-before"].rate_default
     assert listed["unlimited"].rate is None and not listed["unlimited"].rate_default
-
-
-def test_a_submission_cancelled_while_it_waits_gives_its_charge_and_share_back(
-    api: TestClient, tokens: tuple[str, str], r: redis.Redis
-) -> None:
-    """The client goes away (the request's task is cancelled) after the key was charged and
-    its share reserved, while submission waits on Redis: both come back."""
-    a, _ = tokens
-    services = api.app.state.services  # type: ignore[attr-defined]
-    key = services.apikeys.verify(a)
-    jobs = services.jobs
-    routed = jobs.routing.route
-
-    async def submit_and_cancel() -> None:
-        waiting = asyncio.Event()
-
-        async def slow_route(*args: Any, **kw: Any) -> Any:  # a Redis that does not answer
-            waiting.set()
-            await asyncio.Event().wait()
-
-        jobs.routing.route = slow_route
-        try:
-            body = JobCreate(texts=["Red shoe.", "Blue hat."], source_lang="en", target_lang="es")
-            # as Starlette cancels a request whose client left: its cancel scope stays
-            # cancelled, so every await after it is cancelled too (but shielded ones)
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(functools.partial(jobs.submit, body, owner=key.id, key=key))
-                await waiting.wait()
-                assert services.apikeys.used_today([key.id]) == {key.id: 18}  # charged
-                assert r.hlen(keys.api_key_interactive(key.id)) == 1  # reserved
-                tg.cancel_scope.cancel()
-        finally:
-            jobs.routing.route = routed
-
-    api.portal.call(submit_and_cancel)  # type: ignore[union-attr]
-    assert services.apikeys.used_today([key.id]) == {key.id: 0}
-    assert r.hlen(keys.api_key_interactive(key.id)) == 0
-    assert not list(r.scan_iter(keys.job("*")))  # and no job was written

@@ -3,6 +3,7 @@ scripts that stay under Lua's unpack limit (measured here on the server)."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 
@@ -10,7 +11,15 @@ import pytest
 import redis
 
 from mtfleet.core import keys, scripts
-from mtfleet.core.errors import JobNotFound
+from mtfleet.core.apikeys import Charge, Storage
+from mtfleet.core.errors import (
+    InteractiveShareExceeded,
+    JobNotFound,
+    NotReplicated,
+    QuotaExceeded,
+    StorageQuotaExceeded,
+)
+from mtfleet.core.interactive import InteractiveShares, Share
 from mtfleet.core.models import JobStatus, Lane, Progress, SegmentOutcome
 from mtfleet.core.store import JobRecord, JobStore, new_job_id
 from tests.support import script_names
@@ -252,3 +261,59 @@ def test_a_redelivered_chunk_looks_up_ten_thousand_indices(store: JobStore) -> N
     assert pending == set(range(1, 10_000, 2))
     store.record(job_id, [(i, ok("y")) for i in sorted(pending)], chunk=0)
     assert store.get(job_id).status is JobStatus.succeeded
+
+
+def test_a_job_is_stored_paid_for_or_not_at_all(store: JobStore, r: redis.Redis) -> None:
+    """One script checks the key's characters, its interactive share and its storage, and
+    writes the job with all three taken, or writes nothing: never a charge without its job,
+    nor a job without its charge. A job no replica confirms gives its characters back."""
+    wall = time.time()
+    charge = Charge(keys.api_key_chars("k", "day"), 9, 20, wall)
+    share = Share(keys.api_key_interactive("k"), 2, 3, 5, 600)
+    storage = Storage(r, "k", 10_000)
+
+    def create(chars: int, segments: int, *, on: JobStore = store, room: Storage = storage) -> None:
+        job_id = new_job_id()
+        job = JobRecord(
+            id=job_id, status=JobStatus.queued, source_lang="en", target_lang="es",
+            lane=Lane.interactive, progress=Progress(done=0, failed=0, total=segments),
+            cached=0, created_at=wall, chunks=1, owner="k", chars=chars,
+        )  # fmt: skip
+        on.create(
+            job,
+            cached={},
+            idempotency=(keys.idempotency(job_id), f"{job_id} body", 60),
+            ledger={0: "{}"},
+            storage=room,
+            charge=dataclasses.replace(charge, chars=chars),
+            share=dataclasses.replace(share, segments=segments),
+        )
+
+    def held() -> tuple[int, set[str], set[str], set[str], int]:
+        jobs = {str(k).split(":")[2] for k in r.scan_iter(keys.job("*")) if str(k).count(":") == 2}
+        named = {str(r.get(k)).split(" ")[0] for k in r.scan_iter(keys.idempotency("*"))}
+        shared = set(r.hkeys(share.redis_key))
+        return int(r.get(charge.counter) or 0), jobs, named, shared, storage.used()
+
+    create(9, 2)
+    used, jobs, named, shared, stored = before = held()
+    assert used == 9 and len(jobs) == 1 and jobs == named == shared and stored > 0
+    with pytest.raises(QuotaExceeded, match="12 characters asked, 11 of 20 left"):
+        create(12, 1)
+    assert held() == before  # nothing charged, held, remembered or stored
+    with pytest.raises(InteractiveShareExceeded, match="2 interactive segments in 1 jobs"):
+        create(1, 2)  # 2 held + 2 > 3
+    assert held() == before
+    with pytest.raises(StorageQuotaExceeded):
+        create(1, 1, room=dataclasses.replace(storage, limit=stored + 1))
+    assert held() == before
+
+    # written, but no replica confirms it: failed, and its characters back, in one step
+    lonely = JobStore(r, result_ttl_s=600, min_replicas=1, replica_timeout_ms=10)
+    with pytest.raises(NotReplicated):
+        create(5, 1, on=lonely)
+    used, after, named, _, _ = held()
+    assert used == 9 and named == jobs
+    assert InteractiveShares(r, segments=3, jobs=5, ttl_s=600).held("k") == (2, 1)  # not it
+    (failed,) = after - jobs
+    assert store.get(failed).status is JobStatus.failed

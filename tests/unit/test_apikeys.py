@@ -178,25 +178,26 @@ def test_utc_day_boundaries() -> None:
     )
 
 
-def test_quota_is_charged_refused_and_refunded(r: fakeredis.FakeRedis) -> None:
+def test_quota_is_checked_charged_and_refused(r: fakeredis.FakeRedis) -> None:
     wall = Clock(20_000 * 86_400.0 + 80_000)  # 6,400 s before a UTC midnight
     store = on_loop(r, wall=wall)
     key, _ = store.create("shop1", chars_per_day=20)
-    assert run(store.charge(key, 12)).used == 12
+    assert run(store.charge(key, 12)) == 12
     with pytest.raises(QuotaExceeded) as exc:
         run(store.charge(key, 9))
     err = exc.value.as_dict()
     assert err["type"] == "quota_exceeded" and err["retry_after"] == 6_400
     assert "8 of 20 left today" in err["message"]
-    charge = run(store.charge(key, 8))  # exactly up to the limit
-    run(charge.refund())
-    run(charge.refund())  # once only
-    assert store.used_today([key.id]) == {key.id: 12}
+    run(store.check_quota(key, 8))  # a check takes nothing
+    with pytest.raises(QuotaExceeded, match="8 of 20 left today"):
+        run(store.check_quota(key, 9))
+    assert run(store.charge(key, 8)) == 20  # exactly up to the limit
+    assert store.used_today([key.id]) == {key.id: 20}
     with pytest.raises(QuotaExceeded, match="more than this API key's daily quota"):
         run(store.charge(key, 21))
     # a new UTC day starts from zero
     wall.t += 6_400
-    assert run(store.charge(key, 20)).used == 20
+    assert run(store.charge(key, 20)) == 20
 
 
 def test_keys_without_a_quota_still_count_their_characters(r: fakeredis.FakeRedis) -> None:

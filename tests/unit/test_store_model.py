@@ -41,6 +41,7 @@ def full_job(**overrides: object) -> JobRecord:
         "owner": "key-123",
         "document_name": 'a "quoted" name {not json}.html',
         "segment_langs": ["en", None, "fr"],
+        "chars": 42,
         "callback_url": "https://hooks.example.com/mt?shop=1&x=%20y",
         "pool": "hunyuan-fp8",
         "adapter": "legal.v2",

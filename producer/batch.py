@@ -25,11 +25,11 @@ from pydantic import BaseModel, Field
 
 from mtfleet.core import documents
 from mtfleet.core.documents import sniffing
+from mtfleet.core.documents.text import LineDocument, parse_lines
 from mtfleet.core.guidance import Guidance
 from mtfleet.core.models import ModelType
 from mtfleet.core.schemas import JobResultPublic
 from mtfleet.producer.client import Job, MTClient
-from mtfleet.producer.lines import LineDocument, parse_lines
 
 MANIFEST = ".mtfleet-jobs.json"
 

@@ -36,6 +36,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from typer.core import TyperGroup
 
+from mtfleet.core.documents.text import parse_lines
 from mtfleet.core.errors import InvalidInput
 from mtfleet.core.guidance import Guidance
 from mtfleet.core.models import ModelType
@@ -51,7 +52,6 @@ from mtfleet.producer.client import (
     RetryPolicy,
 )
 from mtfleet.producer.extras import require
-from mtfleet.producer.lines import parse_lines
 
 
 def _prose(text: str | None) -> str | None:

@@ -1,10 +1,18 @@
-"""Plain text: a unit per paragraph (lines up to a blank line).
+"""Plain text: a unit per line, the one rule of every surface that takes a text file.
 
-Every byte outside the paragraphs' text stays as it is: blank lines, indentation, trailing
-spaces, CRLF or LF line endings, a UTF-8 byte-order mark. Inside a paragraph a line break is a
-plain ``\\n`` in the unit's text; on render the k-th ``\\n`` of the translation gets back the k-th
-break of the source (with the indentation of the line after it), so a hard-wrapped paragraph
-keeps its shape, and extra breaks reuse the paragraph's last one.
+Line i of the translation is line i of the file, translated: the API's documents
+(``POST /v1/documents``, DeepL's ``/v2/document``, LibreTranslate's ``/translate_file``, the web
+page) and ``mtfleet submit`` (which sends a ``.txt`` file's lines as texts) read lines with
+:func:`parse_lines`. A line ends at any boundary ``str.splitlines`` knows (``\\n``, ``\\r\\n``,
+``\\r``, a form feed, U+2028, ...). Each line with text is a unit (the pipeline cuts it into
+sentences, within the line); blank and whitespace-only lines, every line ending, the white space
+around a line's text and a UTF-8 byte-order mark come back byte for byte. A line break the
+engine writes into a translation becomes a space: a translation cannot add a line.
+
+A paragraph hard-wrapped over several lines is translated line by line, like any other lines:
+joining lines would let words move between them, and the lines of a catalogue or a list (one
+product per line) cannot be told from a wrapped paragraph. Flowing prose goes one paragraph per
+line, or as Markdown (``.md``), whose paragraphs are translated whole.
 
 :func:`decode_document` (UTF-8 with an optional BOM, a clear error otherwise) is shared by the
 other text-based formats.
@@ -22,9 +30,8 @@ from mtfleet.core.documents.base import DocumentError, DocumentFormat, Unit, Uni
 
 BOM = "\ufeff"
 _UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
-#: A line break inside a paragraph and the whitespace around it (trailing and leading).
-_BREAK = re.compile(r"[ \t]*(?:\r\n|\r|\n)[ \t]*")
+#: A run of line boundaries (every one ``str.splitlines`` knows) and the blanks around it.
+_BREAKS = re.compile(r"[ \t]*(?:\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029])+[ \t]*")
 
 
 def decode_document(content: bytes, what: str) -> tuple[str, str]:
@@ -69,52 +76,49 @@ def newline_escape(breaks: Sequence[str], extra: str = " ") -> Callable[[str], s
     return esc
 
 
-@dataclass
-class _Span:
-    start: int
-    end: int
-    breaks: list[str]
-    unit: Unit
+@dataclass(frozen=True)
+class LineDocument:
+    """A plain-text file as lines (:func:`parse_lines`)."""
+
+    bom: str  # a UTF-8 byte-order mark the text started with, or ""
+    lines: list[str]  # without their endings
+    endings: list[str]  # each line's own ending ("" for a last line without one)
+    segment_lines: list[int]  # the lines with text, in order: one segment (unit) each
+
+    @property
+    def segments(self) -> list[str]:
+        return [self.lines[i] for i in self.segment_lines]
+
+    def render(self, translations: Sequence[str | None]) -> str:
+        """The text with each line of text replaced by its translation (None keeps the
+        line); a line break in a translation becomes a space."""
+        if len(translations) != len(self.segment_lines):
+            raise ValueError(
+                f"{len(translations)} translations for {len(self.segment_lines)} segments"
+            )
+        lines = list(self.lines)
+        for at, text in zip(self.segment_lines, translations, strict=True):
+            if text is not None:
+                lines[at] = one_line(text)
+        return self.bom + "".join(map(str.__add__, lines, self.endings))
 
 
-def _paragraphs(text: str) -> list[_Span]:
-    spans: list[_Span] = []
-    block_start: int | None = None
-    block_end = 0
-    pos = 0
-    for m in _LINE.finditer(text):
-        line = m.group(0)
-        if not line:
-            break
-        if line.strip():
-            if block_start is None:
-                block_start = m.start()
-            block_end = m.end()
-        elif block_start is not None:
-            spans.append(_span(text, block_start, block_end, len(spans)))
-            block_start = None
-        pos = m.end()
-    if block_start is not None:
-        spans.append(_span(text, block_start, block_end, len(spans)))
-    assert pos == len(text)
-    return spans
+def one_line(text: str) -> str:
+    """``text`` on one line: each run of line breaks (and the blanks around it) a space."""
+    return _BREAKS.sub(" ", text)
 
 
-def _span(text: str, start: int, end: int, index: int) -> _Span:
-    block = text[start:end]
-    lead = len(block) - len(block.lstrip())
-    core = block.strip()
-    start += lead
-    b = UnitBuilder(f"paragraph {index + 1}")
-    breaks: list[str] = []
-    pos = 0
-    for m in _BREAK.finditer(core):
-        b.text(core[pos : m.start()])
-        b.text("\n")
-        breaks.append(m.group(0))
-        pos = m.end()
-    b.text(core[pos:])
-    return _Span(start, start + len(core), breaks, b.build())
+def parse_lines(text: str) -> LineDocument:
+    """``text`` as lines: every line boundary ``str.splitlines`` knows ends one and is kept as
+    that line's ending; a line with more than white space is a segment."""
+    bom = BOM if text.startswith(BOM) else ""
+    lines: list[str] = []
+    endings: list[str] = []
+    for raw in text[len(bom) :].splitlines(keepends=True):
+        body = raw.splitlines()[0] if raw.splitlines() else ""
+        lines.append(body)
+        endings.append(raw[len(body) :])
+    return LineDocument(bom, lines, endings, [i for i, line in enumerate(lines) if line.strip()])
 
 
 class TextFormat(DocumentFormat):
@@ -122,23 +126,23 @@ class TextFormat(DocumentFormat):
     extensions = (".txt",)
 
     def extract(self, content: bytes) -> list[Unit]:
-        _, text = decode_document(content, "text")
-        return [s.unit for s in _paragraphs(text)]
+        doc = parse_lines("".join(decode_document(content, "text")))
+        return [_unit(doc.lines[at], at) for at in doc.segment_lines]
 
     def render(
         self, content: bytes, translations: Sequence[str], *, target_lang: str | None = None
     ) -> bytes:
-        bom, text = decode_document(content, "text")
-        spans = _paragraphs(text)
-        check_count(self.name, spans, translations)
-        out: list[str] = [bom]
-        pos = 0
-        for span, translation in zip(spans, translations, strict=True):
-            out.append(text[pos : span.start])
-            out.append(restore(translation, span.unit.codes, newline_escape(span.breaks)).text)
-            pos = span.end
-        out.append(text[pos:])
-        return "".join(out).encode("utf-8")
+        doc = parse_lines("".join(decode_document(content, "text")))
+        check_count(self.name, doc.segment_lines, translations)
+        units = [_unit(doc.lines[at], at) for at in doc.segment_lines]
+        restored = [restore(t, u.codes).text for t, u in zip(translations, units, strict=True)]
+        return doc.render(restored).encode("utf-8")
+
+
+def _unit(line: str, at: int) -> Unit:
+    b = UnitBuilder(f"line {at + 1}")
+    b.text(line)
+    return b.build()
 
 
 def pair_tags(tags: Sequence[tuple[bool, str] | None]) -> dict[int, int]:

@@ -362,6 +362,78 @@ def test_a_final_document_is_rendered_once_and_its_spans_were_protected_once(
         assert mt.result(job.id).document is not None
 
 
+#: A shop's catalogue as plain text: a category line above its products, one product a line,
+#: CRLF, a byte-order mark, a blank line, an indented line. Sent as one text, Apertium read
+#: "Kitchen" with the next line ("Piel / de lámpara / de mesa de cocina ..."): words moved
+#: between the lines of different products.
+CATALOGUE = (
+    "\ufeffKitchen\r\nTable lamp with a white shade\r\nLeather\r\nWallet for men\r\n\r\n"
+    "Bathroom\r\n  White\r\nSoft towels, set of 2\r\n"
+).encode()
+_BLANKS = " \t\r\n\ufeff"
+
+
+def assert_line_for_line(api: httpx.Client, source: bytes, out: bytes) -> None:
+    """``out`` has ``source``'s lines (endings, blank lines, indentation and byte-order mark
+    as they were), and line i is line i translated on its own (each line's text through
+    ``/v1/translate``, the same engine)."""
+    src = source.decode("utf-8").splitlines(keepends=True)
+    got = out.decode("utf-8").splitlines(keepends=True)
+    assert len(got) == len(src), out.decode("utf-8")
+    cores = [line.strip(_BLANKS) for line in src]
+    resp = api.post(
+        "/v1/translate",
+        json={"texts": [c for c in cores if c], "source_lang": "en", "target_lang": "es"},
+    )
+    assert resp.status_code == 200, resp.text
+    alone = iter(resp.json()["translations"])
+    for line, core, translated in zip(src, cores, got, strict=True):
+        at = line.find(core)
+        expected = line[:at] + next(alone) + line[at + len(core) :] if core else line
+        assert translated == expected, (line, translated)
+
+
+def test_a_text_file_comes_back_line_for_line_on_every_surface(
+    fleet: LocalFleet, tmp_path: Path
+) -> None:
+    """One rule for a plain-text file everywhere (the page: tests/e2e/test_pages.py): line i of
+    the translation is line i of the file, translated."""
+    import deepl
+
+    outs: dict[str, bytes] = {}
+    with httpx.Client(base_url=fleet.api_url, timeout=60) as api:
+        job = api.post(
+            "/v1/documents",
+            files={"file": ("catalogue.txt", CATALOGUE)},
+            data={"source_lang": "en", "target_lang": "es"},
+        ).json()
+        assert api.get(f"/v1/jobs/{job['id']}", params={"wait": 30}).json()["status"] == (
+            "succeeded"
+        )
+        outs["/v1/documents"] = api.get(f"/v1/jobs/{job['id']}/document").content
+        out = io.BytesIO()
+        deepl.Translator("any-key", server_url=fleet.api_url).translate_document(
+            io.BytesIO(CATALOGUE), out, source_lang="EN", target_lang="ES", filename="cat.txt"
+        )
+        outs["DeepL /v2/document"] = out.getvalue()
+        link = api.post(
+            "/libretranslate/translate_file",
+            files={"file": ("catalogue.txt", CATALOGUE)},
+            data={"source": "en", "target": "es"},
+        ).json()["translatedFileUrl"]
+        outs["LibreTranslate /translate_file"] = httpx.get(link, timeout=60).content
+        (tmp_path / "catalogue.txt").write_bytes(CATALOGUE)
+        proc = cli(
+            fleet, "submit", str(tmp_path / "catalogue.txt"), "--from", "en", "--to", "es",
+            "--out", str(tmp_path / "out"),
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        outs["mtfleet submit"] = (tmp_path / "out" / "catalogue.es.txt").read_bytes()
+        for surface, got in outs.items():
+            assert got.startswith("\ufeffCocina\r\n".encode()), (surface, got)
+            assert_line_for_line(api, CATALOGUE, got)
+
+
 UNREAD = sorted((ROOT / "tests" / "fixtures" / "documents" / "unread").iterdir())
 
 

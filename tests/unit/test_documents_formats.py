@@ -480,13 +480,24 @@ def test_empty_documents_have_no_units(fmt: str) -> None:
 # --- format specifics ---------------------------------------------------------------------------
 
 
-def test_text_keeps_crlf_and_maps_added_line_breaks_to_the_files_breaks() -> None:
+def test_text_is_a_unit_per_line_and_line_i_comes_back_as_line_i() -> None:
     f = for_name("text")
-    content = b"\xef\xbb\xbfFirst line\r\n  second line\r\n\r\nNext"
+    # a catalogue: one product per line, CRLF, a BOM, indentation, a blank line, a form feed
+    content = (
+        b"\xef\xbb\xbfRed cotton shirt\r\n  blue denim jeans \r\n\r\nGreen wool hat\x0cPage two"
+    )
     units = f.extract(content)
-    assert [u.text for u in units] == ["First line\nsecond line", "Next"]
-    out = f.render(content, ["Primera línea\nsegunda\ntercera", "Siguiente"])
-    assert out == "\ufeffPrimera línea\r\n  segunda\r\n  tercera\r\n\r\nSiguiente".encode()
+    assert [u.text for u in units] == [
+        "Red cotton shirt",
+        "  blue denim jeans ",
+        "Green wool hat",
+        "Page two",
+    ]
+    out = f.render(content, ["Camisa roja\nde algodón", "  vaqueros azules ", "Gorro", "Dos"])
+    assert out == (
+        "\ufeffCamisa roja de algodón\r\n  vaqueros azules \r\n\r\nGorro\x0cDos".encode()
+    )
+    assert f.render(content, [u.text for u in units]) == content
 
 
 def test_text_protects_literal_tags() -> None:

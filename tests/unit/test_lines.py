@@ -1,11 +1,13 @@
-"""producer/lines.py: plain-text files as segments, reassembled byte for byte."""
+"""Plain-text files as lines (:func:`mtfleet.core.documents.text.parse_lines`, the one rule of
+`mtfleet submit` and the API's text documents): one segment per line with text, the file
+reassembled byte for byte."""
 
 from __future__ import annotations
 
 import pytest
 
+from mtfleet.core.documents.text import parse_lines
 from mtfleet.core.schemas import TextsIn
-from mtfleet.producer.lines import parse_lines
 
 SHAPES = [
     "",
@@ -25,6 +27,7 @@ SHAPES = [
     "unicode ñandú\n中文\n😀",
     "form\x0cfeed\n",
     "para\u2028sep\x85nel\n",
+    "\ufeffbom\r\nfirst\r\n",
 ]
 
 
@@ -45,6 +48,18 @@ def test_segments_skip_blank_and_whitespace_lines() -> None:
     assert doc.segments == ["Hello", "\tWorld ", "Bye"]
     assert doc.segment_lines == [0, 3, 4]
     assert doc.endings == ["\n", "\n", "\n", "\r\n", ""]
+
+
+def test_a_byte_order_mark_is_no_part_of_the_first_line() -> None:
+    doc = parse_lines("\ufeffHello\nWorld\n")
+    assert doc.segments == ["Hello", "World"]
+    assert doc.render(["Hola", None]) == "\ufeffHola\nWorld\n"
+
+
+def test_a_line_break_in_a_translation_is_a_space() -> None:
+    doc = parse_lines("Red shirt\r\nBlue jeans\r\n")
+    out = doc.render(["Camisa \n\n roja", "Vaqueros\u2028azules"])
+    assert out == "Camisa roja\r\nVaqueros azules\r\n"
 
 
 def test_empty_file_has_no_segments() -> None:

@@ -397,25 +397,8 @@ class JobService:
             chars=sum(len(t) for t in texts),
         )
         ledger = {m.chunk: m.model_dump_json() for m in messages}  # also what is sent
-        # what pays for it is taken in the step that stores it: the key's characters, and its
-        # share of the interactive lane while the job has work there
-        create = functools.partial(
-            self.store.create,
-            job,
-            cached=cached,
-            idempotency=(idem.redis_key, idem.value(job_id), idem.ttl_s) if idem else None,
-            ledger=ledger,
-            document=doc.content if doc is not None else None,
-            storage=self.apikeys.storage(key, self.settings.key_storage_mb) if key else None,
-            charge=self.apikeys.charge_of(key, job.chars) if key is not None else None,
-            share=self.interactive_shares.share(owner, len(texts))
-            if lane is Lane.interactive and not final
-            else None,
-        )
-        try:
-            existing = await anyio.to_thread.run_sync(create)
-        except redis.RedisError as exc:
-            raise Unavailable.because("the job store", exc) from exc
+        content = doc.content if doc is not None else None
+        existing = await self._store(job, cached, ledger, content, key, idem)
         if existing is not None:
             assert idem is not None
             return await self._joined(existing, idem)
@@ -426,6 +409,36 @@ class JobService:
         metrics.CACHE_LOOKUPS.labels("hit").inc(job.cached)
         metrics.CACHE_LOOKUPS.labels("miss").inc(len(texts) - job.cached)
         return Submitted(job, created=True, cached=cached)
+
+    async def _store(
+        self,
+        job: JobRecord,
+        cached: dict[int, SegmentOutcome],
+        ledger: dict[int, str],
+        document: bytes | None,
+        key: ApiKey | None,
+        idem: IdempotencyRecord | None,
+    ) -> str | None:
+        """Store ``job`` paid for, in one step (:meth:`JobStore.create`'s script): ``key``'s
+        characters, its storage, and its share of the interactive lane while it has work
+        there; None, or the Idempotency-Key's record when it names a job already (nothing is
+        stored, nothing charged)."""
+        holds = job.lane is Lane.interactive and not job.status.final
+        create = functools.partial(
+            self.store.create,
+            job,
+            cached=cached,
+            idempotency=(idem.redis_key, idem.value(job.id), idem.ttl_s) if idem else None,
+            ledger=ledger,
+            document=document,
+            storage=self.apikeys.storage(key, self.settings.key_storage_mb) if key else None,
+            charge=self.apikeys.charge_of(key, job.chars) if key is not None else None,
+            share=self.interactive_shares.share(job.owner, job.progress.total) if holds else None,
+        )
+        try:
+            return await anyio.to_thread.run_sync(create)
+        except redis.RedisError as exc:
+            raise Unavailable.because("the job store", exc) from exc
 
     def cache_scope(self, owner: str) -> str | None:
         """Whose phrase-cache entries a job of ``owner`` reads and writes (None: shared)."""

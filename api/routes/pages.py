@@ -20,6 +20,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.responses import Response
 
+from mtfleet.core import documents
 from mtfleet.core.settings import Settings
 
 ASSETS = Path(__file__).resolve().parents[1] / "static" / "ui"
@@ -61,9 +62,10 @@ class Assets(StaticFiles):
 
 def render(name: str, settings: Settings) -> str:
     """A page's HTML, told whether the API asks for keys (``MT_AUTH``): with ``off`` the
-    pages skip their sign-in."""
+    pages skip their sign-in; and the formats an upload may be in, from the format registry."""
     html = (ASSETS / name).read_text(encoding="utf-8")
-    return html.replace("{{auth}}", settings.auth)
+    formats = ", ".join(f"{f.name} ({', '.join(f.extensions)})" for f in documents.formats())
+    return html.replace("{{auth}}", settings.auth).replace("{{formats}}", formats)
 
 
 def install(app: FastAPI, settings: Settings) -> None:

@@ -31,13 +31,14 @@ from playwright.sync_api import (
 )
 from playwright.sync_api import Error as PlaywrightError
 
-from mtfleet.core import keys
+from mtfleet.core import documents, keys
 from mtfleet.core.apikeys import parse_token
 from mtfleet.core.registry import Registry
 from mtfleet.fleet.localfleet import LocalFleet, free_port
 from tests.conftest import ROOT
 from tests.deployfiles import alert_exprs, dashboard_exprs, metric_names
 from tests.e2e.fleet_control import apertium_fleet, cli
+from tests.e2e.test_documents_apertium import CATALOGUE, assert_line_for_line
 from tests.support import free_port_run
 
 FLOWER_AUTH = ("admin", "pages-e2e-secret")
@@ -291,6 +292,32 @@ def test_documents_upload_show_progress_and_download_in_their_format(
     recent = page.get_by_role("region", name="Recent jobs")
     for name in ("product_sheet.docx", "catalogue.docx"):
         expect(recent.get_by_role("button", name=f"Download {name}")).to_be_visible()
+    assert console.errors == []
+
+
+def test_the_documents_hint_names_every_format_and_a_text_file_comes_back_line_for_line(
+    fleet: LocalFleet, context: BrowserContext, tmp_path: Path
+) -> None:
+    page, console = open_page(context, f"{fleet.api_url}/")
+    sign_in(page, fleet.env["USER_KEY"])
+    hint = page.locator("#drop .hint").inner_text()
+    for fmt in documents.formats():  # the registry's formats, each with its extensions
+        assert f"{fmt.name} ({', '.join(fmt.extensions)})" in hint, (fmt.name, hint)
+    page.get_by_label("Source language").select_option("en")
+    page.get_by_label("Target language").select_option("es")
+    source = tmp_path / "catalogue.txt"
+    source.write_bytes(CATALOGUE)
+    page.get_by_label("Upload documents").set_input_files(str(source))
+    uploads = page.get_by_role("list", name="Documents being translated")
+    download = uploads.get_by_role("button", name="Download catalogue.txt")
+    expect(download).to_be_visible(timeout=120_000)
+    with page.expect_download() as info:
+        download.click()
+    saved = tmp_path / "out.txt"
+    info.value.save_as(saved)
+    key = {"Authorization": f"Bearer {fleet.env['USER_KEY']}"}
+    with httpx.Client(base_url=fleet.api_url, headers=key, timeout=60) as api:
+        assert_line_for_line(api, CATALOGUE, saved.read_bytes())
     assert console.errors == []
 
 

@@ -7,12 +7,15 @@ on every attempt), the event type and a snapshot of the job; the body is built f
 snapshot by the first attempt and stored, so every attempt sends the same bytes even if the job
 is purged or the code changes meanwhile.
 
-Delivery state is a sorted set of due times (:data:`mtfleet.core.keys.WEBHOOKS_DUE`) rather
-than a Redis stream: retries need a schedule (backoff over days, ``Retry-After``), which a
+Delivery state is a sorted set of due times per API key (:func:`mtfleet.core.keys.webhooks_due`)
+rather than a Redis stream: retries need a schedule (backoff over days, ``Retry-After``), which a
 stream does not keep, while a claim that moves an event's due time to the end of a lease
 (``webhook_claim.lua``) gives what XAUTOCLAIM would, in the same structure: an event whose
-deliverer died mid-attempt is due again after the lease. Any number of deliverers (one per API
-process) can share it. :mod:`mtfleet.api.webhooks.deliverer` makes the attempts.
+deliverer died mid-attempt is due again after the lease. The keys with events due take turns
+(:data:`mtfleet.core.keys.WEBHOOKS_DUE`), and a key is passed over while it holds its share of
+the claiming process's delivery slots, so one key's thousands of events to a receiver that
+stalls delay another key's by one turn, not by all of them. Any number of deliverers (one per
+API process) can share it. :mod:`mtfleet.api.webhooks.deliverer` makes the attempts.
 """
 
 from __future__ import annotations
@@ -84,10 +87,17 @@ class WebhookOutbox:
         self._claim = scripts.register(aclient, "webhook_claim")
         self._attempt = scripts.register(aclient, "webhook_attempt")
 
-    async def claim(self, now: float, lease_s: float, most: int) -> list[str]:
-        """Job ids of events due by ``now``, leased to the caller for ``lease_s`` seconds."""
-        got = await self._claim(keys=[keys.WEBHOOKS_DUE], args=[now, lease_s, most])
-        return [str(i) for i in got]
+    async def claim(
+        self, now: float, lease_s: float, most: int, *, share: int, busy: dict[str, int]
+    ) -> list[tuple[str, str]]:
+        """(job id, API key) of up to ``most`` events due by ``now``, the keys taking turns,
+        leased to the caller for ``lease_s`` seconds; a key with ``share`` events in flight at
+        the caller (``busy``: key -> its events in flight there) gets no more."""
+        args: list[str | float | int] = [now, lease_s, most, share]
+        for owner, n in busy.items():
+            args += [owner, n]
+        got = await self._claim(keys=[keys.WEBHOOKS_DUE], args=args)
+        return [(str(got[i]), str(got[i + 1])) for i in range(0, len(got), 2)]
 
     async def event(self, job_id: str) -> StoredEvent | None:
         raw = {str(k): str(v) for k, v in (await self.ar.hgetall(keys.webhook(job_id))).items()}
@@ -118,6 +128,7 @@ class WebhookOutbox:
     async def record(
         self,
         job_id: str,
+        owner: str,
         outcome: Outcome,
         *,
         now: float,
@@ -137,6 +148,7 @@ class WebhookOutbox:
                     error[:500],
                     next_at,
                     self.kept_s,
+                    owner,
                 ],
             )
         )
@@ -167,6 +179,11 @@ class WebhookOutbox:
             delivered_at=number("delivered_at"),
         )
 
-    def pending(self) -> int:
-        """Events not yet delivered nor given up."""
-        return int(self.r.zcard(keys.WEBHOOKS_DUE))
+
+def pending(r: redis.Redis) -> int:
+    """Webhook events not yet delivered nor given up, of every API key (two round trips)."""
+    owners = [str(o) for o in r.zrange(keys.WEBHOOKS_DUE, 0, -1)]
+    pipe = r.pipeline(transaction=False)
+    for owner in owners:
+        pipe.zcard(keys.webhooks_due(owner))
+    return sum(int(n) for n in pipe.execute()) if owners else 0

@@ -1,7 +1,10 @@
 """The webhook deliverer: claims due events from the outbox and POSTs them, signed.
 
 It runs in every API process (``mtfleet api`` starts it in the background; several processes
-share the outbox safely, :mod:`mtfleet.core.outbox`). One attempt:
+share the outbox safely, :mod:`mtfleet.core.outbox`). It makes up to ``MT_WEBHOOK_CONCURRENCY``
+attempts at once, at most ``MT_WEBHOOK_KEY_CONCURRENCY`` of them for one API key: the outbox
+passes over a key that holds its share, and the keys with events due take turns for the rest.
+One attempt:
 
 1. the event's body is read (built and stored by the first attempt: identical bytes every time);
 2. the target is resolved, checked and pinned again (:mod:`mtfleet.api.webhooks.targets`);
@@ -25,6 +28,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -70,6 +74,7 @@ class WebhookDeliverer:
         # a claimed event is this process's until the lease ends: longer than any attempt
         self.lease_s = 2 * settings.webhook_timeout_s + 10
         self._tasks: set[asyncio.Task[None]] = set()
+        self._busy: Counter[str] = Counter()  # API key -> its attempts in flight here
         self._loop: asyncio.Task[None] | None = None
         self._stopping = False
 
@@ -104,32 +109,40 @@ class WebhookDeliverer:
                     if not unavailable:  # said once per outage, not at every look
                         log.warning("webhook outbox unavailable: %s", exc)
                     unavailable, claimed = True, []
-                for job_id in claimed:
-                    task = asyncio.create_task(self._attempt_guarded(http, job_id))
+                for job_id, owner in claimed:
+                    self._busy[owner] += 1
+                    task = asyncio.create_task(self._attempt_guarded(http, job_id, owner))
                     self._tasks.add(task)
                     task.add_done_callback(self._tasks.discard)
                 if not claimed:
                     await asyncio.sleep(self.settings.webhook_poll_s)
 
-    async def _claim(self) -> list[str]:
-        free = self.settings.webhook_concurrency - len(self._tasks)
+    async def _claim(self) -> list[tuple[str, str]]:
+        s = self.settings
+        free = s.webhook_concurrency - len(self._tasks)
         if free <= 0:
             return []
-        return await self.outbox.claim(time.time(), self.lease_s, free)
+        share = min(s.webhook_key_concurrency, s.webhook_concurrency)
+        busy = dict(self._busy)
+        return await self.outbox.claim(time.time(), self.lease_s, free, share=share, busy=busy)
 
-    async def _attempt_guarded(self, http: httpx.AsyncClient, job_id: str) -> None:
+    async def _attempt_guarded(self, http: httpx.AsyncClient, job_id: str, owner: str) -> None:
         try:
-            await self.attempt(http, job_id)
+            await self.attempt(http, job_id, owner)
         except Exception:  # one event's trouble must not stop the others (its lease runs
             # out and it is tried again)
             log.exception("webhook attempt for job %s failed", job_id)
+        finally:
+            self._busy[owner] -= 1
+            if self._busy[owner] <= 0:
+                del self._busy[owner]
 
-    async def attempt(self, http: httpx.AsyncClient, job_id: str) -> None:
-        """One attempt of a claimed event, recorded in the outbox (and in
-        ``mt_webhook_attempts_total`` by how it went)."""
+    async def attempt(self, http: httpx.AsyncClient, job_id: str, owner: str) -> None:
+        """One attempt of a claimed event (of API key ``owner``), recorded in the outbox (and
+        in ``mt_webhook_attempts_total`` by how it went)."""
         event = await self.outbox.event(job_id)
         if event is None:  # its data is gone (flushed by hand): forget its due time
-            await self.outbox.record(job_id, "failed", now=time.time())
+            await self.outbox.record(job_id, owner, "failed", now=time.time())
             return
         if event.state != "pending":
             return
@@ -222,5 +235,11 @@ class WebhookDeliverer:
             metrics.WEBHOOK_EVENTS.labels(outcome).inc()
             log.info("webhook %s for job %s: %s %s", event.webhook_id, event.job_id, outcome, error)
         await self.outbox.record(
-            event.job_id, outcome, now=time.time(), status=status, error=error, next_at=next_at
+            event.job_id,
+            event.owner,
+            outcome,
+            now=time.time(),
+            status=status,
+            error=error,
+            next_at=next_at,
         )

@@ -2,12 +2,13 @@
 -- schedule the next attempt or end the event (delivered, gone: the receiver answered 410, or
 -- failed: given up). A success recorded already wins over a late failure of an attempt whose
 -- lease had run out (at least once: both were sent).
--- KEYS: webhook event, webhooks due
+-- KEYS: webhook event, the keys' turns (keys.WEBHOOKS_DUE)
 -- ARGV: job_id, now, outcome ('retry', 'delivered', 'gone', 'failed'), HTTP status (or ''),
---       error (or ''), next attempt time (retry), seconds an ended event is kept
+--       error (or ''), next attempt time (retry), seconds an ended event is kept, the job's API
+--       key ('' : none)
 -- -> the event's state after the call ('' when there is no such event)
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('ZREM', KEYS[2], ARGV[1])
+  webhook_drop(KEYS[2], ARGV[8], ARGV[1])
   return ''
 end
 local state = redis.call('HGET', KEYS[1], 'state')
@@ -18,12 +19,12 @@ redis.call('HSET', KEYS[1], 'last_attempt_at', ARGV[2], 'last_status', ARGV[4],
 if ARGV[3] == 'retry' then
   if state ~= 'pending' then return state end
   redis.call('HSET', KEYS[1], 'next_attempt_at', ARGV[6])
-  redis.call('ZADD', KEYS[2], tonumber(ARGV[6]), ARGV[1])
+  webhook_due(KEYS[2], ARGV[8], ARGV[1], tonumber(ARGV[6]))
   return 'pending'
 end
 redis.call('HSET', KEYS[1], 'state', ARGV[3])
 if ARGV[3] == 'delivered' then redis.call('HSET', KEYS[1], 'delivered_at', ARGV[2]) end
 redis.call('HDEL', KEYS[1], 'next_attempt_at')
-redis.call('ZREM', KEYS[2], ARGV[1])
+webhook_drop(KEYS[2], ARGV[8], ARGV[1])
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[7]))
 return ARGV[3]

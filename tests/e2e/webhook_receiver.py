@@ -2,11 +2,13 @@
 
 Each path answers from its own script (a list of statuses, with optional headers, used one per
 request; 200 once it runs out) and records every request: headers, raw body, when, and whether
-``standardwebhooks.Webhook(secret).verify`` accepted it, as a receiver would check it.
+``standardwebhooks.Webhook(secret).verify`` accepted it, as a receiver would check it. A stalled
+path (:meth:`Receiver.stall`) holds its requests unanswered until it is released.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import defaultdict
@@ -42,6 +44,7 @@ class Receiver:
 
     def __post_init__(self) -> None:
         self._lock = threading.Condition()
+        self._stalled: dict[str, threading.Event] = {}
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -64,6 +67,16 @@ class Receiver:
         self.scripts[path] = [a if isinstance(a, tuple) else (a, {}) for a in answers]
         return self.url(path)
 
+    def stall(self, path: str) -> str:
+        """Hold ``path``'s requests unanswered (each recorded when it arrives, with the status
+        it answers once released) until :meth:`release`, at most a minute; its URL."""
+        self._stalled[path] = threading.Event()
+        return self.url(path)
+
+    def release(self, path: str) -> None:
+        """Answer ``path``'s held requests, and its next ones at once."""
+        self._stalled.pop(path).set()
+
     def _verify(self, body: bytes, headers: dict[str, str]) -> str:
         problems = []
         for secret in self.secrets:
@@ -83,11 +96,15 @@ class Receiver:
             verified = self._verify(body, headers)
             self.attempts[path].append(Attempt(path, headers, body, time.time(), verified, status))
             self._lock.notify_all()
-        handler.send_response(status)
-        for name, value in extra.items():
-            handler.send_header(name, value)
-        handler.send_header("Content-Length", "0")
-        handler.end_headers()
+            held = self._stalled.get(path)
+        if held is not None:
+            held.wait(60)
+        with contextlib.suppress(OSError):  # (a held request's sender may have given up)
+            handler.send_response(status)
+            for name, value in extra.items():
+                handler.send_header(name, value)
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
 
     def wait_for(self, ok: Callable[[], bool], timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout
@@ -101,5 +118,7 @@ class Receiver:
         return [a for a in self.attempts[path] if 200 <= a.answered < 300]
 
     def close(self) -> None:
+        for path in list(self._stalled):
+            self.release(path)
         self._server.shutdown()
         self._server.server_close()

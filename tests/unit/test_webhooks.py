@@ -30,12 +30,14 @@ from mtfleet.core import keys
 from mtfleet.core.apikeys import KeyStore, check_webhook_secret, new_webhook_secret
 from mtfleet.core.backoff import Backoff, retry_after_s
 from mtfleet.core.models import JobStatus, Lane, Progress, SegmentOutcome
-from mtfleet.core.outbox import WebhookOutbox
+from mtfleet.core.outbox import WebhookOutbox, pending
 from mtfleet.core.settings import Settings
 from mtfleet.core.store import JobRecord, JobStore, new_job_id
 
 T = TypeVar("T")
 SERVER = fakeredis.FakeServer()
+OWNER = "0123456789abcdef"  # the API key of make_job's jobs
+DUE = keys.webhooks_due(OWNER)  # its events' due times
 
 
 @pytest.fixture
@@ -74,6 +76,7 @@ def make_job(
     *,
     callback: str | None = "https://hooks.example.com/mt",
     cached: int = 0,
+    owner: str = "0123456789abcdef",
 ) -> str:
     now = time.time()
     final = cached == total
@@ -88,7 +91,7 @@ def make_job(
         created_at=now,
         finished_at=now if final else None,
         chunks=1,
-        owner="0123456789abcdef",
+        owner=owner,
         callback_url=callback,
     )
     outcomes = {i: SegmentOutcome(translation=f"t{i}", cached=True) for i in range(cached)}
@@ -116,13 +119,13 @@ def test_a_job_with_a_callback_gets_one_event_when_it_becomes_final(
     event = run(outbox.event(job_id))
     assert event is not None
     assert event.webhook_id == f"msg_{job_id}_partial" and event.type == "job.partial"
-    assert event.url == "https://hooks.example.com/mt" and event.owner == "0123456789abcdef"
+    assert event.url == "https://hooks.example.com/mt" and event.owner == OWNER
     assert event.snapshot["status"] == "partial" and event.snapshot["failed"] == "1"
-    assert r.zscore(keys.WEBHOOKS_DUE, job_id) is not None
+    assert r.zscore(DUE, job_id) is not None
     # a redelivered chunk's write changes nothing: still one event, the same
     finish(store, job_id)
     assert run(outbox.event(job_id)) == event
-    assert r.zcard(keys.WEBHOOKS_DUE) == 1
+    assert r.zcard(DUE) == 1
 
 
 def test_no_callback_no_event_and_a_job_failed_for_a_503_sends_none(
@@ -138,7 +141,7 @@ def test_no_callback_no_event_and_a_job_failed_for_a_503_sends_none(
     event = run(outbox.event(dead))
     assert event is not None and event.type == "job.failed"
     assert json.loads(event.snapshot["error"])["type"] == "dead_lettered"
-    assert r.zcard(keys.WEBHOOKS_DUE) == 1
+    assert r.zcard(DUE) == 1
 
 
 def test_cancelled_and_answered_at_submission_jobs_get_their_event(
@@ -184,9 +187,9 @@ def test_a_purge_takes_the_jobs_event_with_it_delivered_or_not(
 ) -> None:
     job_id = make_job(store)
     finish(store, job_id)
-    assert run(outbox.event(job_id)) is not None and r.zscore(keys.WEBHOOKS_DUE, job_id) is not None
+    assert run(outbox.event(job_id)) is not None and r.zscore(DUE, job_id) is not None
     store.purge(job_id)
-    assert run(outbox.event(job_id)) is None and r.zscore(keys.WEBHOOKS_DUE, job_id) is None
+    assert run(outbox.event(job_id)) is None and r.zscore(DUE, job_id) is None
 
 
 def test_claims_lease_events_and_attempts_end_them(
@@ -195,33 +198,65 @@ def test_claims_lease_events_and_attempts_end_them(
     job_id = make_job(store)
     finish(store, job_id)
     now = time.time()
-    assert run(outbox.claim(now, 30, 10)) == [job_id]
-    assert run(outbox.claim(now + 1, 30, 10)) == []  # leased: nobody else takes it
-    assert run(outbox.claim(now + 31, 30, 10)) == [job_id]  # its deliverer died: due again
+    assert claim(outbox, now) == [(job_id, OWNER)]
+    assert claim(outbox, now + 1) == []  # leased: nobody else takes it
+    assert claim(outbox, now + 31) == [(job_id, OWNER)]  # its deliverer died: due again
     state = run(
-        outbox.record(job_id, "retry", now=now, status=500, error="HTTP 500", next_at=now + 5)
+        outbox.record(
+            job_id, OWNER, "retry", now=now, status=500, error="HTTP 500", next_at=now + 5
+        )
     )
-    assert state == "pending" and r.zscore(keys.WEBHOOKS_DUE, job_id) == now + 5
+    assert state == "pending" and r.zscore(DUE, job_id) == now + 5
     view = outbox.public(store.get(job_id))
     assert view is not None and view.attempts == 1 and view.last_status == 500
     assert view.next_attempt_at == now + 5 and view.id == f"msg_{job_id}_succeeded"
-    assert run(outbox.record(job_id, "delivered", now=now + 6, status=204)) == "delivered"
-    assert r.zscore(keys.WEBHOOKS_DUE, job_id) is None and r.ttl(keys.webhook(job_id)) > 0
+    assert run(outbox.record(job_id, OWNER, "delivered", now=now + 6, status=204)) == "delivered"
+    assert r.zscore(DUE, job_id) is None and r.ttl(keys.webhook(job_id)) > 0
     # a late failure of an attempt whose lease had run out does not bring it back
-    assert run(outbox.record(job_id, "retry", now=now + 7, next_at=now + 9)) == "delivered"
-    assert r.zscore(keys.WEBHOOKS_DUE, job_id) is None
+    assert run(outbox.record(job_id, OWNER, "retry", now=now + 7, next_at=now + 9)) == "delivered"
+    assert r.zscore(DUE, job_id) is None
     view = outbox.public(store.get(job_id))
     assert view is not None and view.state == "delivered" and view.delivered_at == now + 6
     assert view.attempts == 2 and view.next_attempt_at is None
 
 
-def test_a_410_ends_the_event(store: JobStore, outbox: WebhookOutbox) -> None:
+def claim(
+    outbox: WebhookOutbox, now: float, most: int = 10, share: int = 4, **busy: int
+) -> list[tuple[str, str]]:
+    return run(outbox.claim(now, 30, most, share=share, busy=busy))
+
+
+def test_keys_take_turns_at_the_outbox_and_a_key_at_its_share_is_passed_over(
+    store: JobStore, outbox: WebhookOutbox, r: fakeredis.FakeRedis
+) -> None:
+    """Key a's 40 events were due first; key b's one is claimed in the first round all the
+    same, and while a holds its share of the caller's slots, b's are claimed and a's wait."""
+    flood = [make_job(store, total=1, cached=1, owner="a") for _ in range(40)]
+    quiet = make_job(store, total=1, cached=1, owner="b")
+    now = time.time() + 1
+    assert claim(outbox, now, most=3) == [(flood[0], "a"), (quiet, "b"), (flood[1], "a")]
+    later = [make_job(store, total=1, cached=1, owner="b") for _ in range(2)]
+    # a has 4 in flight at the caller (its share): only b's are claimed, however many of a's wait
+    assert claim(outbox, now + 1, a=4) == [(later[0], "b"), (later[1], "b")]
+    assert claim(outbox, now + 1, a=4) == []
+    assert [owner for _, owner in claim(outbox, now + 1, a=1)] == ["a"] * 3  # up to its share
+    assert pending(r) == 40 + 3
+    for job_id, owner in [(f, "a") for f in flood] + [(j, "b") for j in (quiet, *later)]:
+        run(outbox.record(job_id, owner, "delivered", now=now + 2, status=200))
+    assert pending(r) == 0 and r.zcard(keys.WEBHOOKS_DUE) == 0  # no key keeps a turn
+
+
+def test_a_410_ends_the_event(
+    store: JobStore, outbox: WebhookOutbox, r: fakeredis.FakeRedis
+) -> None:
     job_id = make_job(store)
     finish(store, job_id)
-    assert run(outbox.record(job_id, "gone", now=time.time(), status=410)) == "gone"
-    assert outbox.pending() == 0
-    assert run(outbox.record(job_id, "retry", now=time.time(), next_at=time.time())) == "gone"
-    assert outbox.pending() == 0
+    assert run(outbox.record(job_id, OWNER, "gone", now=time.time(), status=410)) == "gone"
+    assert pending(r) == 0
+    assert (
+        run(outbox.record(job_id, OWNER, "retry", now=time.time(), next_at=time.time())) == "gone"
+    )
+    assert pending(r) == 0
 
 
 # -- signatures and secrets ----------------------------------------------------------------------
@@ -366,13 +401,13 @@ def test_an_attempt_refuses_a_target_that_now_resolves_to_a_private_address(
     finish(store, job_id)
     settings = Settings(webhook_secret=new_webhook_secret())  # type: ignore[arg-type]
     keystore = KeyStore(r, cache_s=0, aclient=aclient())  # type: ignore[arg-type]
-    r.hset(keys.api_key("0123456789abcdef"), "webhook_secret", new_webhook_secret())
+    r.hset(keys.api_key(OWNER), "webhook_secret", new_webhook_secret())
     deliverer = WebhookDeliverer(settings, outbox, keystore)
     before = metrics.WEBHOOK_ATTEMPTS.labels("refused")._value.get()
 
     async def attempt() -> None:
         async with httpx.AsyncClient() as http:
-            await deliverer.attempt(http, job_id)
+            await deliverer.attempt(http, job_id, OWNER)
 
     asyncio.run(attempt())
     view = outbox.public(store.get(job_id))

@@ -3,7 +3,8 @@
 1. **Parse and render per MB**: each format's ``extract`` and ``render`` (an identity
    translation, into Russian where the format writes plural forms or a language) on the real
    localization files under ``tests/fixtures/documents/``, in seconds per MB of file, in this
-   process (no fleet).
+   process (no fleet); and a ``.properties`` value continued over every line of 256 KiB and of
+   2 MiB, whose seconds per MB must stay alike (read in linear time).
 2. **Fleet throughput on big Office files**: a 5 MB XLSX (text cells among many numbers), a
    300-slide PPTX (title, bullets and speaker notes on each) and a DOCX report of as many
    sentences as the deck (headings, bold words), each sent to
@@ -63,6 +64,22 @@ def _per_mb(ctx: Context) -> dict[str, dict[str, float]]:
         out[fmt.name] = {"extract_s_per_mb": extract_s / mb, "render_s_per_mb": render_s / mb}
         ctx.log(f"documents: {fmt.name}: extract {extract_s / mb:.3f} s/MB, render "
                 f"{render_s / mb:.3f} s/MB over {len(files)} file(s)")  # fmt: skip
+    return out
+
+
+def _continued_properties(ctx: Context) -> dict[str, float]:
+    """Seconds per MB of reading a ``.properties`` value continued over every line (a
+    backslash at each line's end), at 256 KiB and at 2 MiB: linear, the two are alike (the
+    logical line copied at each continuation took 4.5 s for 256 KiB)."""
+    fmt = documents.for_name("properties")
+    line = "word word \\\n"
+    out: dict[str, float] = {}
+    for kib in (256, ctx.n(2048, 1024)):
+        content = ("key = " + line * (kib * 1024 // len(line)) + "end\n").encode()
+        t0 = time.perf_counter()
+        fmt.extract(content)
+        out[f"{kib} KiB"] = (time.perf_counter() - t0) / (len(content) / 1e6)
+        ctx.log(f"documents: properties continued over {kib} KiB: {out[f'{kib} KiB']:.3f} s/MB")
     return out
 
 
@@ -152,6 +169,7 @@ def _send(api_url: str, path: Path) -> dict[str, Any]:
 
 def documents_scenario(ctx: Context) -> Outcome:
     per_mb = _per_mb(ctx)
+    continued = _continued_properties(ctx)
     slides = ctx.n(300, 30)
     # each file its own sentences: a sentence one file shares with another would be answered
     # from the phrase cache, and the later file would look faster than it is
@@ -190,13 +208,18 @@ def documents_scenario(ctx: Context) -> Outcome:
     total = {k: v["extract_s_per_mb"] + v["render_s_per_mb"] for k, v in per_mb.items()}
     slowest = max(total, key=total.__getitem__)
     figures["slowest format (extract+render s/MB)"] = f"{slowest} {total[slowest]:.2f}"
+    short, long = continued.values()
+    figures["properties continued value (s/MB)"] = ", ".join(
+        f"{k} {v:.3f}" for k, v in continued.items()
+    )
     return Outcome(
         figures=figures,
         checks=[
             Check("xlsx / docx per segment", runs["xlsx"]["ms_per_segment"] / docx_ms, "<=", 1.5),
             Check("pptx / docx per segment", runs["pptx"]["ms_per_segment"] / docx_ms, "<=", 1.5),
+            Check("properties continued: s/MB long / 256 KiB", long / short, "<=", 2.0),
         ],
-        raw={"per_mb": per_mb, "fleet": runs, "slides": slides},
+        raw={"per_mb": per_mb, "fleet": runs, "slides": slides, "continued": continued},
         notes=[
             "per-MB figures: "
             + ", ".join(

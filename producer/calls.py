@@ -19,7 +19,7 @@ from typing import Any, Generic, TypedDict, TypeVar, Unpack
 
 import httpx
 
-from mtfleet.core.backoff import Backoff
+from mtfleet.core.backoff import Backoff, retry_after_s
 from mtfleet.core.guidance import Guidance
 from mtfleet.core.models import ModelType
 from mtfleet.core.schemas import (
@@ -34,6 +34,10 @@ from mtfleet.core.schemas import (
 DEFAULT_URL = "http://127.0.0.1:8000"
 #: Statuses that mean "the API (or a proxy in front of it) is restarting": worth another try.
 RETRY_STATUSES = frozenset({502, 503, 504})
+#: "Too many requests": the API refused the request before doing anything with it (the key's
+#: rate, its interactive share, a lane's depth, its quota), so any request may be sent again,
+#: when the answer's ``Retry-After`` says when.
+REFUSED = 429
 #: The longest the API holds a /v1/translate request before it answers 202 with the job.
 SERVER_WAIT_MAX_S = 300.0
 
@@ -106,13 +110,18 @@ class Call(Generic[T]):
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How a client rides out an API restart or a proxy's 502/503/504: exponential backoff
-    with jitter, ``first_s`` doubling up to ``max_s``, for at most ``budget_s`` in all.
+    """How a client rides out an API restart, a proxy's 502/503/504 and the API's own "not
+    now" (429 or 503 with ``Retry-After``: the key's rate, a busy lane): exponential backoff
+    with jitter, ``first_s`` doubling up to ``max_s``, added to the server's ``Retry-After``
+    when it gives one, for at most ``budget_s`` in all.
 
-    A request that never reached the API (connection refused, connect timeout) is tried again
-    whatever it is; one that may have reached it only when it is :attr:`Call.idempotent`.
-    A client that has never had an answer gives up after ``first_contact_s``: a wrong URL or an
-    API that is not started is said at once, not after the whole budget."""
+    A request that never reached the API (connection refused, connect timeout) or that it
+    refused with a 429 is tried again whatever it is; one that may have reached it (a transport
+    error after sending, a 502/503/504) only when it is :attr:`Call.idempotent`. A 429 without
+    ``Retry-After``, or whose ``Retry-After`` is past the budget (a day's quota spent), is the
+    caller's error at once. A client that has never had an answer gives up after
+    ``first_contact_s``: a wrong URL or an API that is not started is said at once, not after
+    the whole budget."""
 
     budget_s: float = 30.0
     first_s: float = 0.25
@@ -124,8 +133,7 @@ class RetryPolicy:
         return Backoff(self.first_s, self.max_s, jitter="equal")
 
     def attempts(self, call: Call[Any], url: str, *, contacted: bool) -> Attempts:
-        budget = self.budget_s if contacted else min(self.budget_s, self.first_contact_s)
-        return Attempts(self, call, url, budget)
+        return Attempts(self, call, url, contacted)
 
 
 #: Errors raised before the request left this machine: always safe to send again.
@@ -140,14 +148,22 @@ class Attempts:
     policy: RetryPolicy
     call: Call[Any]
     url: str
-    budget_s: float
+    contacted: bool  # whether the API has answered this client (the whole budget is its)
     started: float = field(default_factory=time.monotonic)
     tries: int = 0
 
-    def _delay(self, cause: str) -> float:
+    @property
+    def budget_s(self) -> float:
+        if self.contacted:
+            return self.policy.budget_s
+        return min(self.policy.budget_s, self.policy.first_contact_s)
+
+    def _delay(self, cause: str, server_s: float = 0.0) -> float:
+        """The next wait: the server's ``server_s`` plus the backoff of this try (its jitter
+        keeps clients refused together from coming back together)."""
         self.tries += 1
         elapsed = time.monotonic() - self.started
-        delay = self.policy.backoff.wait_s(self.tries - 1)
+        delay = server_s + self.policy.backoff.wait_s(self.tries - 1)
         if elapsed + delay > self.budget_s:
             raise APIUnreachable(self.url, cause, self.tries, elapsed)
         return delay
@@ -158,10 +174,16 @@ class Attempts:
         return self._delay(f"{type(exc).__name__}: {exc}".rstrip(": "))
 
     def after_response(self, resp: httpx.Response) -> float | None:
-        if resp.status_code not in RETRY_STATUSES or not self.call.idempotent:
+        self.contacted = True
+        status = resp.status_code
+        server_s = retry_after_s(resp.headers.get("Retry-After"), time.time())
+        if status == REFUSED:
+            if server_s is None:
+                return None  # the server does not say it is worth another try
+        elif status not in RETRY_STATUSES or not self.call.idempotent:
             return None
         try:
-            return self._delay(f"HTTP {resp.status_code}")
+            return self._delay(f"HTTP {status}", server_s or 0.0)
         except APIUnreachable:
             return None  # the last answer stands: the caller reads its error
 

@@ -151,8 +151,9 @@ class _Operations:
 
 class MTClient(_Operations):
     """The API at ``url`` (default: ``MT_API_URL``, else http://127.0.0.1:8000) with
-    ``api_key`` (default: ``MT_API_KEY``). An API restart or a proxy's 502/503/504 is ridden out
-    as ``retry`` says; past its budget :class:`APIUnreachable` names the URL tried."""
+    ``api_key`` (default: ``MT_API_KEY``). An API restart, a proxy's 502/503/504 and a 429 or
+    503 with ``Retry-After`` (the key's rate) are ridden out as ``retry`` says; past its budget
+    :class:`APIUnreachable` names the URL tried (a refusal: its error)."""
 
     def __init__(
         self,
@@ -347,6 +348,8 @@ class AsyncMTClient(_Operations):
                     headers=follow.headers(),
                     timeout=follow.http_timeout(),
                 ) as source:
+                    if not follow.is_stream(source.response):
+                        await source.response.aread()
                     opened = follow.opened(source.response)
                     if opened == "final":
                         yield await self.get(job_id)

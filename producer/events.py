@@ -2,7 +2,8 @@
 
 :meth:`MTClient.events <mtfleet.producer.client.MTClient.events>` and its async twin read the
 stream with ``httpx-sse`` and ask a :class:`JobFollow` what each answer and each event means:
-a broken stream is opened again with ``Last-Event-ID`` (the server resumes after it); a server
+a broken stream is opened again with ``Last-Event-ID`` (the server resumes after it), one the
+API does not open now (429 or 503 with ``Retry-After``) after the wait it says; a server
 that has no stream (an older one), one that keeps breaking, or any answer but the stream or a
 job error falls back to the long poll (``GET /v1/jobs/{id}?wait=``), so following a job never
 needs more from the API than waiting for it did.
@@ -30,6 +31,15 @@ MAX_EMPTY_STREAMS = 5
 JOB_ERRORS = frozenset({"job_not_found", "unauthorized", "invalid_input"})
 
 Opened = Literal["stream", "final", "poll"]
+
+
+class Refused(httpx.TransportError):
+    """The stream was not opened now (the key's rate, an API restarting): opened again after
+    ``delay_s``, as the client's RetryPolicy says for any answer, instead of polling."""
+
+    def __init__(self, status: int, delay_s: float) -> None:
+        super().__init__(f"HTTP {status}")
+        self.delay_s = delay_s
 
 
 class StreamEnded(httpx.ReadError):
@@ -76,19 +86,28 @@ class JobFollow:
         read = READ_TIMEOUT_S if left is None else max(0.1, min(READ_TIMEOUT_S, left))
         return httpx.Timeout(10.0, read=read)
 
+    @staticmethod
+    def is_stream(resp: httpx.Response) -> bool:
+        """Whether an answer is the stream (any other's body is read before :meth:`opened`:
+        the async client reads it first, on its own)."""
+        content_type = resp.headers.get("content-type", "")
+        return resp.status_code == 200 and content_type.startswith("text/event-stream")
+
     def opened(self, resp: httpx.Response) -> Opened:
         """What an answer to the stream request means (its body read when it is an error):
-        the stream; ``final`` (204: the client has the final event already); ``poll``; or
-        MTClientError for an error about the job itself."""
+        the stream; ``final`` (204: the client has the final event already); ``poll``;
+        :class:`Refused` for an answer the RetryPolicy sends again (a 429 with Retry-After);
+        or MTClientError for an error about the job itself."""
         self._open = False
-        if resp.status_code == 200 and resp.headers.get("content-type", "").startswith(
-            "text/event-stream"
-        ):
+        if self.is_stream(resp):
             self._open = True
             return "stream"
         if resp.status_code == 204:
             return "final"
         resp.read()
+        delay = self._retries().after_response(resp)
+        if delay is not None:
+            raise Refused(resp.status_code, delay)
         try:
             error_type = resp.json().get("error", {}).get("type")
         except ValueError:
@@ -120,9 +139,16 @@ class JobFollow:
             self._open = False
         if self.empty_streams >= MAX_EMPTY_STREAMS or self.expired():
             return None
+        if isinstance(exc, Refused):
+            delay = exc.delay_s
+        else:
+            delay = self._retries(contacted=contacted).after_error(exc)
+        left = self.remaining()
+        return delay if left is None else min(delay, left)
+
+    def _retries(self, *, contacted: bool = True) -> Attempts:
+        """The retries since the last event (one budget for them all)."""
         if self._attempts is None:
             call: Call[None] = Call("GET", self.path, lambda _: None)
             self._attempts = self.policy.attempts(call, self.url, contacted=contacted)
-        delay = self._attempts.after_error(exc)
-        left = self.remaining()
-        return delay if left is None else min(delay, left)
+        return self._attempts

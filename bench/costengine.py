@@ -284,7 +284,11 @@ class CostModelEngine(Engine):
         p = self.params
         self._limits = EngineLimits(p.max_num_seqs, p.max_num_batched_tokens, p.max_model_len // 2)
         self._batch_lock = threading.Lock()  # batch mode: one call at a time
-        self._call: list[tuple[Future[Any], Any]] = []  # batch mode: the call in progress
+        # batch mode: the call in progress (the requests it was given; its futures and handles)
+        self._call: tuple[Sequence[TranslationRequest] | None, list[tuple[Future[Any], Any]]] = (
+            None,
+            [],
+        )
         # Fault injection for the fault tests: a request whose text contains MTBENCH_CRASH_ON
         # kills the process outright (as a segfault or a CUDA fault would); one containing
         # MTBENCH_FAIL_ON raises for that request alone.
@@ -394,11 +398,11 @@ class CostModelEngine(Engine):
                 fut: Future[Any] = Future()
                 futures.append(fut)
                 handles.append(self._start(r, partial(_settle, fut)))
-            self._call = list(zip(futures, handles, strict=True))
+            self._call = (requests, list(zip(futures, handles, strict=True)))
             try:
                 return [f.result() for f in futures]
             finally:
-                self._call = []
+                self._call = (None, [])
 
     def abort(self, handle: Any) -> None:
         if isinstance(handle, threading.Timer):
@@ -406,9 +410,13 @@ class CostModelEngine(Engine):
         elif self._gpu is not None and isinstance(handle, _Seq):
             self._gpu.abort(handle)
 
-    def interrupt(self) -> None:
-        """Batch mode: the call in progress raises (its unfinished requests are dropped)."""
-        for fut, handle in list(self._call):
+    def interrupt(self, call: Sequence[TranslationRequest]) -> None:
+        """Batch mode: the call given ``call`` raises, if in progress (its unfinished requests
+        are dropped)."""
+        running, pending = self._call
+        if running is not call:
+            return
+        for fut, handle in pending:
             if not fut.done():
                 self.abort(handle)
                 _settle(fut, EngineError("interrupted"))

@@ -191,7 +191,7 @@ class ScriptedEngine(Engine):
         self.aborted.append(handle)
         handle.set()
 
-    def interrupt(self) -> None:
+    def interrupt(self, call: Sequence[TranslationRequest]) -> None:
         self.interrupts += 1
 
     def close(self) -> None:

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from mtfleet.core.errors import (
+    Cancelled,
     EngineError,
     EngineOutputMismatch,
     EngineTimeout,
@@ -95,13 +96,15 @@ def run_isolated(
     deadline_of: Callable[[Sequence[TranslationRequest]], float],
     factor: float = 10.0,
     on_result: Callable[[int, str | Translation | SegmentOutcome], None] | None = None,
+    waiting: Callable[[int], bool] | None = None,
 ) -> list[str | Translation | SegmentOutcome]:
     """One output of engine ``name`` per request, or the failed outcome of a request that broke
     its batch. ``call(batch, limit_s)`` is one engine call that raises
     :class:`EngineTimeout` once it outlives ``limit_s``; ``deadline_of(batch)`` is a call's own
     deadline (:class:`~mtfleet.workers.scheduler.Deadlines`); ``factor`` the deadlines' factor;
     ``on_result(index, result)`` is told each request's result as soon as it is known (while a
-    wedged call is narrowed down, what the other calls finished need not wait for it).
+    wedged call is narrowed down, what the other calls finished need not wait for it);
+    ``waiting(index)`` says whether anyone still waits for a request's result (None: always).
 
     Raises :class:`EngineUnavailable` (nothing can succeed on this engine). A call that raises
     anything else is split in halves, both halves are tried, and a half that fails is split
@@ -118,7 +121,13 @@ def run_isolated(
     other calls' own time (while a call takes under a sixteenth of a deadline / ``factor``):
     within three for any batch an engine takes, the rest translated. If *both* halves of a
     timed-out call time out, it held no single wedge (a slow engine, or several): their parts
-    get full deadlines again, as every call does.
+    get their own full deadlines again (``deadline_of``), as every call does.
+
+    No call is made for requests no one waits for any more (their chunk was cancelled or ran
+    out of its budget, their job was cancelled: ``waiting``): a part is tried with the
+    requests still waited for only, and not at all when none is; the others get a
+    ``cancelled`` outcome. So a slow engine's bisection ends when its waiters give up, not
+    after 2n - 1 calls that each time out.
     """
     results: list[str | Translation | SegmentOutcome | None] = [None] * len(requests)
     succeeded: list[tuple[int, float]] = []  # (size, seconds) of the calls that returned
@@ -129,7 +138,21 @@ def run_isolated(
         bigger = [t for n, t in succeeded if n >= size]
         return min(bigger) if bigger else max((t for _, t in succeeded), default=0.0)
 
+    def gone(i: int) -> None:
+        """No one waits for request ``i``: it is not sent again."""
+        outcome = error_outcome(Cancelled("no one waits for this segment any more"))
+        results[i] = outcome
+        if on_result is not None:
+            on_result(i, outcome)
+
     def attempt(idxs: list[int], limit: float) -> Exception | None:
+        if waiting is not None:
+            for i in idxs:
+                if not waiting(i):
+                    gone(i)
+            idxs = [i for i in idxs if results[i] is None]
+            if not idxs:
+                return None
         batch = [requests[i] for i in idxs]
         t0 = time.monotonic()
         try:
@@ -154,13 +177,16 @@ def run_isolated(
     def part_limit(part: list[int], parent: float, narrowing: bool) -> float:
         own = deadline_of([requests[i] for i in part])
         if not narrowing:
-            return min(own, parent)
+            return own
         floor = max(first_limit * MIN_PART_SHARE, factor * measured(len(part)))
         return min(own, max(parent / 2, floor))
 
     def settle(idxs: list[int], limit: float, exc: Exception, slow: bool) -> None:
         """The call over ``idxs`` failed with ``exc`` within ``limit``; ``slow``: two halves
         of one call timed out on the way here (no single wedge)."""
+        idxs = [i for i in idxs if results[i] is None]  # those no one waits for are settled
+        if not idxs:
+            return
         timed_out = isinstance(exc, EngineTimeout)
         if len(idxs) == 1:
             if timed_out and len(requests) > 1:

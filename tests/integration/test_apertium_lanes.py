@@ -1,22 +1,28 @@
 """Apertium's two lanes, on the real pipelines through the scheduler a worker builds for it: an
 interactive call is answered while a long bulk call runs, and the bulk pipeline yields the CPU
 (its processes run under ``SCHED_IDLE`` at ``BULK_NICENESS``, in the worker's session, and in
-the idle cgroup where the host allows one: ``workers.priority``)."""
+the idle cgroup where the host allows one: ``workers.priority``); a bulk call past its deadline
+is interrupted alone, never the interactive call beside it nor a later call."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import threading
 import time
+from collections.abc import Iterator
 
 import psutil
 import pytest
 
 from bench.workload import segments
+from mtfleet.core.errors import EngineError
 from mtfleet.core.settings import Settings
 from mtfleet.workers import priority
 from mtfleet.workers.engines.apertium import ApertiumEngine, discover_modes
 from mtfleet.workers.engines.base import TranslationRequest
-from mtfleet.workers.scheduler import make_scheduler
+from mtfleet.workers.scheduler import Deadlines, make_scheduler
 
 pytestmark = pytest.mark.skipif(
     ("en", "es") not in discover_modes(), reason="apertium-eng-spa is not installed"
@@ -68,6 +74,97 @@ def test_an_interactive_call_is_answered_while_a_bulk_call_runs() -> None:
             assert {str(p.pid) for p in bulk_procs} <= members
             assert not {str(p.pid) for p in interactive_procs} & members
             assert (idle.parent / "cpu.idle").read_text().strip() == "1"
+    finally:
+        sched.close()
+        engine.close()
+
+
+@contextlib.contextmanager
+def stopped(engine: ApertiumEngine, interactive: bool) -> Iterator[int]:
+    """A lane's en->es pipeline stopped (SIGSTOP: a pipeline that makes no progress, as one
+    wedged by its input) until the block ends; yields its leader's pid."""
+    pipe = engine._pipes[("en", "es", interactive)]
+    proc = pipe.proc
+    assert proc is not None, "warm the pipeline first"
+    os.killpg(proc.pid, signal.SIGSTOP)
+    try:
+        yield proc.pid
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGCONT)
+
+
+def warm(engine: ApertiumEngine) -> None:
+    """Both pipelines started."""
+    engine.translate([TranslationRequest("Warm up.", "en", "es", 0)])
+    engine.translate([TranslationRequest("Warm up.", "en", "es", 1)])
+
+
+def test_an_interrupt_ends_the_call_it_names_and_no_other() -> None:
+    """On the engine: an interrupt naming a call that already returned, or a call of the other
+    lane, leaves the calls running now alone (the watchdog's interrupt can arrive after its
+    call returned and the next one started); one naming the running call ends it."""
+    engine = ApertiumEngine(Settings())
+    engine.load()
+    try:
+        warm(engine)
+        earlier = [TranslationRequest("Red shoes", "en", "es", 1)]
+        assert engine.translate(earlier) == ["Zapatos rojos"]
+        bulk = [TranslationRequest("Free shipping on every order", "en", "es", 1)]
+        urgent = [TranslationRequest("Add to cart", "en", "es", 0)]
+        outcomes: dict[str, object] = {}
+
+        def run(name: str, call: list[TranslationRequest]) -> None:
+            try:
+                outcomes[name] = engine.translate(call)
+            except Exception as exc:  # noqa: BLE001 - what the test looks at
+                outcomes[name] = exc
+
+        with stopped(engine, interactive=False) as bulk_pid, stopped(engine, interactive=True):
+            threads = [
+                threading.Thread(target=run, args=("bulk", bulk)),
+                threading.Thread(target=run, args=("urgent", urgent)),
+            ]
+            for t in threads:
+                t.start()
+            time.sleep(0.2)  # both calls are in their pipelines
+            engine.interrupt(earlier)  # returned already: nothing happens
+            engine.interrupt(urgent[:])  # an equal list, not that call: nothing happens
+            assert all(t.is_alive() for t in threads)
+            engine.interrupt(bulk)
+            threads[0].join(10)
+            assert isinstance(outcomes["bulk"], EngineError)
+        threads[1].join(10)
+        assert outcomes["urgent"] == ["Añade a carro"]
+        # the bulk pipeline starts again at its next call
+        assert engine.translate(bulk) == ["Navío libre en cada orden"]
+        assert engine._pipes[("en", "es", False)].proc.pid != bulk_pid  # type: ignore[union-attr]
+    finally:
+        engine.close()
+
+
+def test_a_bulk_call_past_its_deadline_fails_alone_not_the_interactive_one_beside_it() -> None:
+    """Through the scheduler a worker builds: a bulk call outlives its deadline (its pipeline
+    makes no progress) while an interactive call is inside the other pipeline. The watchdog
+    interrupts the bulk call alone: its segment fails with ``engine_timeout``; the interactive
+    one is translated, on the same pipeline process."""
+    engine = ApertiumEngine(Settings())
+    engine.load()
+    deadlines = Deadlines(factor=1, floor_s=2.0, ceiling_s=60)
+    sched = make_scheduler(engine, latency_target_s=None, deadlines=deadlines)
+    try:
+        warm(engine)
+        with stopped(engine, interactive=False), stopped(engine, interactive=True) as pid:
+            bulk = sched.submit([TranslationRequest("Free shipping on every order", "en", "es", 1)])
+            time.sleep(1.0)  # the interactive call's deadline comes a second after the bulk's
+            urgent = sched.submit([TranslationRequest("Add to cart", "en", "es", 0)])
+            [late] = bulk.result(timeout=deadlines.floor_s + 10)
+            assert late.error is not None and late.error["type"] == "engine_timeout", late
+            assert not urgent.done()
+        [out] = urgent.result(timeout=10)  # its pipeline goes on where it stopped
+        assert out.ok and out.translation == "Añade a carro", out
+        assert engine._pipes[("en", "es", True)].proc.pid == pid  # type: ignore[union-attr]
+        assert sched.down is None
     finally:
         sched.close()
         engine.close()

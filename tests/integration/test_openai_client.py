@@ -29,6 +29,7 @@ from mtfleet.core.settings import Settings
 from mtfleet.fleet.localfleet import free_port
 from mtfleet.workers.engines.base import Translation, TranslationRequest
 from mtfleet.workers.engines.openai_engine import OpenAIEngine
+from mtfleet.workers.scheduler import Deadlines, make_scheduler
 from tests.support import ChunkRun
 
 Reply = tuple[int, dict[str, str], Any]  # status, headers, JSON body
@@ -448,3 +449,44 @@ def test_mtfleet_worker_refuses_to_start_without_a_server(redis_url: str) -> Non
     )
     assert proc.returncode == 2
     assert "engine openai needs MT_OPENAI_BASE_URL" in proc.stderr
+
+
+def test_a_bulk_request_past_its_deadline_fails_alone_not_the_interactive_one_beside_it(
+    server: FakeServer,
+) -> None:
+    """The streaming engine's side of "one lane never fails another", through the scheduler a
+    worker builds: a bulk request the server never answers outlives its deadline while an
+    interactive request is open beside it. The bulk one is aborted alone (its connection
+    closed, ``engine_timeout``); the interactive one is answered, and the engine serves on."""
+    answer_urgent = threading.Event()
+
+    def reply(body: dict[str, Any]) -> Reply:
+        if "Red shoes" not in str(body):  # the bulk one: past its deadline and its abort
+            answer_urgent.wait(30)
+        return echo(body)
+
+    server.reply = reply
+    engine = engine_for(server, openai_concurrency=4)
+    engine.load()
+    deadlines = Deadlines(factor=1, floor_s=1.0, ceiling_s=60)
+    sched = make_scheduler(engine, latency_target_s=0.5, deadlines=deadlines)
+    try:
+        bulk = sched.submit([req("A line never answered", 1)])
+        server.wait_for(lambda: server.open_now == 1)
+        time.sleep(0.5)  # the interactive request's deadline comes half a second after
+        urgent = sched.submit([req("Add to cart", 0)])
+        server.wait_for(lambda: server.open_now == 2)
+        [late] = bulk.result(timeout=deadlines.floor_s + 10)
+        assert late.error is not None and late.error["type"] == "engine_timeout", late
+        assert not urgent.done()
+        answer_urgent.set()
+        [out] = urgent.result(timeout=10)
+        assert out.ok and out.translation == "ES Add to cart", out
+        assert sched.down is None
+        assert [o.translation for o in sched.submit([req("Red shoes")]).result(10)] == [
+            "ES Red shoes"
+        ]
+    finally:
+        answer_urgent.set()
+        sched.close()
+        engine.close()

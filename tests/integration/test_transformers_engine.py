@@ -8,7 +8,8 @@
   code in a real NLLB tokenizer, and the target's code, forced as the first generated token,
   steers the output;
 * a ``generate`` that outlives its deadline is interrupted: the segment fails alone with
-  ``engine_timeout`` and the engine serves the next call.
+  ``engine_timeout`` and the engine serves the next call; an interrupt ends the call it names,
+  never a later one.
 
 The weights are random: what is checked is the plumbing, not the translations.
 """
@@ -16,6 +17,8 @@ The weights are random: what is checked is the plumbing, not the translations.
 from __future__ import annotations
 
 import os
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +27,7 @@ import pytest
 import redis
 
 from mtfleet.core import languages
+from mtfleet.core.errors import EngineError
 from mtfleet.core.settings import Settings
 from mtfleet.fleet.localfleet import LocalFleet
 from mtfleet.producer.client import MTClient
@@ -169,3 +173,44 @@ def test_a_generate_past_its_deadline_is_interrupted_and_fails_alone() -> None:
 
 
 SHORT_KW = {"temperature": 0, "max_tokens_ratio": 0.5, "max_tokens_slack": 4}
+
+
+def test_an_interrupt_ends_the_call_it_names_and_no_later_one() -> None:
+    """The watchdog's interrupt may arrive after its call returned and the next one started:
+    it names its call, and the next one runs to its end; an interrupt naming the call in
+    progress ends that call."""
+    settings = Settings(
+        engine="transformers", model=tiny_model_path(), temperature=0, max_tokens_slack=300
+    )
+    engine = TransformersEngine(settings)
+    engine.load()
+    outcomes: dict[str, object] = {}
+
+    def run(name: str, call: list[TranslationRequest]) -> threading.Thread:
+        def target() -> None:
+            try:
+                outcomes[name] = engine.translate(call)
+            except Exception as exc:  # noqa: BLE001 - what the test looks at
+                outcomes[name] = exc
+
+        thread = threading.Thread(target=target)
+        thread.start()
+        time.sleep(0.3)  # generating now (300 new tokens take longer)
+        return thread
+
+    try:
+        earlier = [TranslationRequest("Red running shoes", "en", "es")]
+        engine.translate(earlier)
+        later = [TranslationRequest("Blue running shoes", "en", "es")]
+        thread = run("later", later)
+        engine.interrupt(earlier)  # returned already
+        thread.join(60)
+        [out] = outcomes["later"]  # type: ignore[misc]
+        assert out.truncated and out.tokens_out >= 300  # ran to its limit
+        third = [TranslationRequest("Green running shoes", "en", "es")]
+        thread = run("third", third)
+        engine.interrupt(third)
+        thread.join(60)
+        assert isinstance(outcomes["third"], EngineError)
+    finally:
+        engine.close()

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 
-from mtfleet.core.errors import EngineUnavailable
+from mtfleet.core.errors import EngineTimeout, EngineUnavailable, Unfinished
 from mtfleet.core.models import SegmentOutcome
 from mtfleet.workers.engines.base import Done, Engine, EngineLimits, Translation, TranslationRequest
 from mtfleet.workers.scheduler import (
@@ -26,6 +26,7 @@ from mtfleet.workers.scheduler import (
     make_scheduler,
 )
 from mtfleet.workers.scheduler.base import WATCH_S
+from mtfleet.workers.translation import run_isolated
 
 SHORT = Deadlines(factor=1, floor_s=0.3, ceiling_s=5)
 
@@ -45,6 +46,7 @@ class RecordingEngine(Engine):
         self.fail_on: set[str] = set()
         self.dead = False
         self.interrupts = 0
+        self.interrupted: list[Sequence[TranslationRequest]] = []  # the calls named
 
     def load(self) -> None: ...
 
@@ -75,13 +77,15 @@ class RecordingEngine(Engine):
         time.sleep(self.delay)
         return [r.text.upper() for r in requests]
 
-    def interrupt(self) -> None:
+    def interrupt(self, call: Sequence[TranslationRequest]) -> None:
         self.interrupts += 1
+        self.interrupted.append(call)
 
 
 class HangingEngine(RecordingEngine):
     """A call holding ``hang_on`` does not return: until it is interrupted (then it raises),
-    or, with ``honours_interrupt=False``, until the test releases it."""
+    or, with ``honours_interrupt=False``, until the test releases it. An interrupt that names
+    another call does nothing."""
 
     def __init__(self, hang_on: str = "hang", *, honours_interrupt: bool = True) -> None:
         super().__init__()
@@ -90,6 +94,7 @@ class HangingEngine(RecordingEngine):
         self.wake = threading.Event()
         self.hanging = threading.Event()
         self.released = False
+        self.hung: Sequence[TranslationRequest] | None = None  # the call hanging now
 
     def release(self) -> None:
         """End the test: nothing hangs any more."""
@@ -99,15 +104,17 @@ class HangingEngine(RecordingEngine):
     def translate(self, requests: Sequence[TranslationRequest]) -> list[str]:
         if not self.released and any(r.text == self.hang_on for r in requests):
             self.calls.append(list(requests))
+            self.hung = requests
             self.hanging.set()
             self.wake.wait(10)
             self.wake.clear()
+            self.hung = None
             raise RuntimeError("interrupted")
         return super().translate(requests)
 
-    def interrupt(self) -> None:
-        super().interrupt()
-        if self.honours_interrupt:
+    def interrupt(self, call: Sequence[TranslationRequest]) -> None:
+        super().interrupt(call)
+        if self.honours_interrupt and call is self.hung:
             self.wake.set()
 
 
@@ -486,8 +493,8 @@ def test_both_halves_timing_out_is_no_single_wedge_and_gets_full_deadlines() -> 
                 raise RuntimeError("interrupted")
             return [r.text.upper() for r in requests]
 
-        def interrupt(self) -> None:
-            super().interrupt()
+        def interrupt(self, call: Sequence[TranslationRequest]) -> None:
+            super().interrupt(call)
             self.gate.set()
 
     engine = Slow()
@@ -536,6 +543,93 @@ def test_a_call_that_ignores_the_interrupt_makes_the_engine_down() -> None:
     finally:
         engine.release()
         sched.close()
+
+
+class LanePipesEngine(HangingEngine):
+    """Apertium's shape: a pipeline per lane (``parallel_lanes``), and an interrupt that ends
+    the call it names; an interactive call waits at ``interactive_gate``."""
+
+    parallel_lanes = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.interactive_gate = threading.Event()
+        self.interactive_in = threading.Event()
+        self.interactive_call: Sequence[TranslationRequest] | None = None
+
+    def translate(self, requests: Sequence[TranslationRequest]) -> list[str]:
+        if all(r.priority <= 0 for r in requests):
+            self.interactive_call = requests
+            self.interactive_in.set()
+            assert self.interactive_gate.wait(10)
+            if any(c is requests for c in self.interrupted):
+                raise RuntimeError("interrupted")  # its pipeline was killed
+            return [r.text.upper() for r in requests]
+        return super().translate(requests)
+
+
+def test_the_watchdog_interrupts_the_overdue_call_alone() -> None:
+    """A bulk call outlives its deadline while an interactive call runs beside it: the
+    watchdog interrupts the bulk call, naming it, and the interactive call is translated."""
+    engine = LanePipesEngine()
+    deadlines = Deadlines(factor=1, floor_s=1.0, ceiling_s=5)
+    sched = make_scheduler(engine, latency_target_s=0.5, deadlines=deadlines)
+    try:
+        bulk = sched.submit([req("hang")])
+        assert engine.hanging.wait(5)
+        time.sleep(0.5)  # the interactive call's deadline comes half a second after the bulk's
+        urgent = sched.submit([req("i0", 0)])
+        assert engine.interactive_in.wait(5)
+        wait_for(lambda: engine.interrupts, timeout=deadlines.floor_s + 4 * WATCH_S + 2)
+        assert [[r.text for r in c] for c in engine.interrupted] == [["hang"]]
+        assert engine.interactive_call not in engine.interrupted
+        engine.interactive_gate.set()
+        assert [o.translation for o in results(urgent)] == ["I0"]
+        assert error_type(results(bulk)[0]) == "engine_timeout"
+    finally:
+        engine.interactive_gate.set()
+        engine.release()
+        sched.close()
+
+
+def test_segments_no_one_waits_for_are_not_bisected() -> None:
+    """A call wedged by one of its segments; its ticket is given up (its chunk's budget ran
+    out) while the call hangs. The call is interrupted at its deadline and nothing of it is
+    sent to the engine again: no halves, no segment alone."""
+    engine = HangingEngine()
+    sched = make_scheduler(engine, latency_target_s=0.5, deadlines=SHORT)
+    try:
+        ticket = sched.submit([req("a"), req("b"), req("hang"), req("c")])
+        assert engine.hanging.wait(5)
+        sched.cancel(ticket, Unfinished("the chunk's time budget ran out"))
+        assert all(error_type(o) == "unfinished" for o in results(ticket))
+        wait_for(lambda: engine.interrupts, timeout=SHORT.floor_s + 4 * WATCH_S + 2)
+        after = sched.submit([req("d")])  # the lane's next call: the one above is over
+        assert [o.translation for o in results(after)] == ["D"]
+        assert [[r.text for r in c] for c in engine.calls] == [["a", "b", "hang", "c"], ["d"]]
+    finally:
+        engine.release()
+        sched.close()
+
+
+def test_the_parts_of_a_call_with_no_single_wedge_get_their_own_full_deadlines() -> None:
+    """run_isolated as the batch scheduler runs it, over a slow engine (a call of n segments
+    needs 0.3 n s; every call's own deadline is 1 s): the call of 8 and both its halves (given
+    half its time) time out, so it held no single wedge, and every part from there gets its
+    own full deadline: the quarters (0.6 s) finish, in 2 + 2 + 4 calls, not 2n - 1."""
+    calls: list[tuple[int, float]] = []
+
+    def call(batch: Sequence[TranslationRequest], limit: float) -> list[str]:
+        calls.append((len(batch), limit))
+        if 0.3 * len(batch) > limit:
+            raise EngineTimeout(f"did not finish within {limit}")
+        return [r.text.upper() for r in batch]
+
+    out = run_isolated(
+        "slow", call, [req(f"s{i}") for i in range(8)], deadline_of=lambda _: 1.0, factor=1
+    )
+    assert out == [f"S{i}" for i in range(8)]
+    assert calls == [(8, 1.0), (4, 0.5), (4, 0.5), (2, 1.0), (2, 1.0), (2, 1.0), (2, 1.0)]
 
 
 # --- cancellation -------------------------------------------------------------------------------

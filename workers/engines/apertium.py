@@ -127,10 +127,41 @@ def null_flush_command(mode_file: Path) -> str:
     return " | ".join(stages)
 
 
+class _Call:
+    """One :meth:`ApertiumEngine.translate` call: the pipeline it runs on now, and whether it
+    was interrupted. A call has no time limit of its own: the scheduler's deadline ends it
+    through :meth:`ApertiumEngine.interrupt`, which kills the pipeline this call runs on (the
+    call then raises, and the pipeline's next call starts a fresh one) and no other: a call of
+    the other lane runs on its own pipeline, and the next call on this one is another call."""
+
+    __slots__ = ("_lock", "_pipe", "interrupted", "requests")
+
+    def __init__(self, requests: Sequence[TranslationRequest]) -> None:
+        self.requests = requests
+        self.interrupted = False
+        self._pipe: _Pipeline | None = None
+        self._lock = threading.Lock()
+
+    def enter(self, pipe: _Pipeline) -> None:
+        """The call runs on ``pipe`` from now; raises once interrupted."""
+        with self._lock:
+            if self.interrupted:
+                raise EngineError("the apertium call was interrupted (it outlived its deadline)")
+            self._pipe = pipe
+
+    def leave(self) -> None:
+        with self._lock:
+            self._pipe = None
+
+    def interrupt(self) -> None:
+        with self._lock:
+            self.interrupted = True
+            if self._pipe is not None:
+                self._pipe.close()
+
+
 class _Pipeline:
-    """One long-lived null-flush pipeline for one mode. A call has no time limit of its own:
-    the scheduler's deadline ends it through :meth:`ApertiumEngine.interrupt`, which kills the
-    pipeline (the call then raises, and the next one starts a fresh pipeline)."""
+    """One long-lived null-flush pipeline for one mode, one call at a time."""
 
     def __init__(self, command: str, bulk: bool = False) -> None:
         self.command = command
@@ -157,30 +188,37 @@ class _Pipeline:
                 os.killpg(proc.pid, 9)
             proc.wait()
 
-    def run(self, texts: Sequence[str]) -> list[str]:
+    def run(self, texts: Sequence[str], call: _Call) -> list[str]:
         with self.lock:
-            proc = self._ensure()
-            assert proc.stdin is not None and proc.stdout is not None
-            payload = b"".join(escape(t).encode("utf-8") + b"\0" for t in texts)
-            writer = threading.Thread(target=self._write, args=(proc, payload), daemon=True)
-            writer.start()
-            buf = bytearray()
-            fd = proc.stdout.fileno()
-            answers = 0
-            while answers < len(texts):
-                data = os.read(fd, 1 << 16)
-                if not data:
-                    self.close()
-                    raise EngineError("apertium pipeline exited (killed, or it crashed)")
-                answers += data.count(b"\0")
-                buf += data
-            writer.join()
-            parts = bytes(buf).split(b"\0")
-            if any(parts[len(texts) :]):
-                # Out of step with our segments: nothing from this call can be trusted.
+            call.enter(self)
+            try:
+                return self._run(texts)
+            finally:
+                call.leave()
+
+    def _run(self, texts: Sequence[str]) -> list[str]:
+        proc = self._ensure()
+        assert proc.stdin is not None and proc.stdout is not None
+        payload = b"".join(escape(t).encode("utf-8") + b"\0" for t in texts)
+        writer = threading.Thread(target=self._write, args=(proc, payload), daemon=True)
+        writer.start()
+        buf = bytearray()
+        fd = proc.stdout.fileno()
+        answers = 0
+        while answers < len(texts):
+            data = os.read(fd, 1 << 16)
+            if not data:
                 self.close()
-                raise EngineError("apertium returned more segments than it was given")
-            return [unescape(p.decode("utf-8", errors="replace")) for p in parts[: len(texts)]]
+                raise EngineError("apertium pipeline exited (killed, or it crashed)")
+            answers += data.count(b"\0")
+            buf += data
+        writer.join()
+        parts = bytes(buf).split(b"\0")
+        if any(parts[len(texts) :]):
+            # Out of step with our segments: nothing from this call can be trusted.
+            self.close()
+            raise EngineError("apertium returned more segments than it was given")
+        return [unescape(p.decode("utf-8", errors="replace")) for p in parts[: len(texts)]]
 
     @staticmethod
     def _write(proc: subprocess.Popen[bytes], payload: bytes) -> None:
@@ -203,6 +241,8 @@ class ApertiumEngine(Engine):
         self._modes: dict[tuple[str, str], Path] = {}
         # (source, target, interactive?) -> its pipeline, started at its first call
         self._pipes: dict[tuple[str, str, bool], _Pipeline] = {}
+        self._calls: list[_Call] = []  # in progress
+        self._calls_lock = threading.Lock()
         self._fingerprint = ""
 
     def preflight(self) -> list[str]:
@@ -253,18 +293,29 @@ class ApertiumEngine(Engine):
             by_pair.setdefault((req.source, req.target), []).append(i)
         # a call of interactive requests only goes to the interactive pipelines
         interactive = all(r.priority <= 0 for r in requests)
-        for pair, idxs in by_pair.items():
-            pipe = self._pipes.get((*pair, interactive))
-            if pipe is None:
-                raise EngineError(f"apertium has no mode for {pair[0]}->{pair[1]}")
-            for i, text in zip(idxs, pipe.run([requests[i].text for i in idxs]), strict=True):
-                out[i] = text
+        call = _Call(requests)
+        with self._calls_lock:
+            self._calls.append(call)
+        try:
+            for pair, idxs in by_pair.items():
+                pipe = self._pipes.get((*pair, interactive))
+                if pipe is None:
+                    raise EngineError(f"apertium has no mode for {pair[0]}->{pair[1]}")
+                texts = pipe.run([requests[i].text for i in idxs], call)
+                for i, text in zip(idxs, texts, strict=True):
+                    out[i] = text
+        finally:
+            with self._calls_lock:
+                self._calls.remove(call)
         return [t if t is not None else "" for t in out]
 
-    def interrupt(self) -> None:
-        """End the call in progress: its pipeline is killed, so the call raises."""
-        for pipe in self._pipes.values():
-            pipe.close()
+    def interrupt(self, call: Sequence[TranslationRequest]) -> None:
+        """End the call that was given ``call``, if it still runs: the pipeline it runs on is
+        killed (so it raises) and it starts on no other."""
+        with self._calls_lock:
+            running = [c for c in self._calls if c.requests is call]
+        for c in running:
+            c.interrupt()
 
     def close(self) -> None:
         for pipe in self._pipes.values():

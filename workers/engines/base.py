@@ -17,9 +17,10 @@ An engine is loaded once per serving process (``load()``), after any fork. Two k
   (:func:`collect`: submit all, wait for all) for callers that want one batch.
 
 Every call has a deadline (:mod:`mtfleet.workers.scheduler`): a batch engine may implement
-``interrupt`` to end a call that outlived it; ``alive`` tells a hung request from a dead
-engine. Requests arrive normalised (NFC, no outer whitespace): engines never see the
-whitespace around a segment.
+``interrupt`` to end a call that outlived it, that call alone (the call is named by the very
+sequence ``translate`` was given: a call of another lane, or the next one, runs on); ``alive``
+tells a hung request from a dead engine. Requests arrive normalised (NFC, no outer
+whitespace): engines never see the whitespace around a segment.
 
 ``count_tokens`` is what budgets are measured in (the engine's own tokens where it has a
 tokenizer, a word-based estimate otherwise).
@@ -194,10 +195,11 @@ class Engine(ABC):
         """Streaming engines: stop a request :meth:`submit` started (its deadline passed, or
         its job was cancelled). ``done`` may still be called for it; callers ignore that."""
 
-    def interrupt(self) -> None:  # noqa: B027 - optional hook, a no-op by default
-        """Batch engines: make the :meth:`translate` call in progress raise soon (it outlived
-        its deadline). An engine that cannot leaves this out; a call that does not return
-        then makes the worker restart the engine."""
+    def interrupt(self, call: Sequence[TranslationRequest]) -> None:  # noqa: B027 - optional
+        """Batch engines: make the :meth:`translate` call that was given ``call`` (this very
+        sequence object) raise soon, if it is still in progress (it outlived its deadline);
+        every other call, running beside it or after it, runs on. An engine that cannot leaves
+        this out; a call that does not return then makes the worker restart the engine."""
 
     def alive(self) -> bool:
         """Whether the engine can still serve (a streaming engine's background process or

@@ -94,7 +94,9 @@ class TransformersEngine(HFModelEngine):
         self.family = Family("unloaded", ())
         self.device = "cpu"
         self.dtype = ""
-        self._interrupted = threading.Event()
+        self._interrupted = threading.Event()  # the call in progress must end
+        self._call: Sequence[TranslationRequest] | None = None  # the call in progress
+        self._call_lock = threading.Lock()
         self._context = DEFAULT_POSITIONS
         self._eos: set[int] = set()
         self._forced_eos = False
@@ -248,7 +250,16 @@ class TransformersEngine(HFModelEngine):
     def translate(self, requests: Sequence[TranslationRequest]) -> list[Translation]:
         if self.model_obj is None:
             raise EngineUnavailable("transformers engine used before load() or after close()")
-        self._interrupted.clear()
+        with self._call_lock:
+            self._call = requests
+            self._interrupted.clear()
+        try:
+            return self._translate(requests)
+        finally:
+            with self._call_lock:
+                self._call = None
+
+    def _translate(self, requests: Sequence[TranslationRequest]) -> list[Translation]:
         out: list[Translation | None] = [None] * len(requests)
         by_pair: dict[tuple[str, str], list[int]] = {}
         for i, req in enumerate(requests):
@@ -334,6 +345,9 @@ class TransformersEngine(HFModelEngine):
         model whose config forces the end token at the limit, as OPUS-MT's do, puts it last)."""
         return ended is None or (self._forced_eos and ended == length - 1)
 
-    def interrupt(self) -> None:
-        """End the ``generate`` in progress at its next step; the call then raises."""
-        self._interrupted.set()
+    def interrupt(self, call: Sequence[TranslationRequest]) -> None:
+        """End the call that was given ``call``, if it is the one in progress: its ``generate``
+        stops at its next step and the call raises (a later call runs on)."""
+        with self._call_lock:
+            if self._call is call:
+                self._interrupted.set()

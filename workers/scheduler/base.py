@@ -101,6 +101,11 @@ class Ticket:
     def done(self) -> bool:
         return self._done.is_set()
 
+    def waits(self, index: int) -> bool:
+        """Whether someone still waits for outcome ``index`` (not set yet: neither finished
+        nor given up, as a cancelled job's or a chunk past its budget is)."""
+        return self._error is None and self._outcomes[index] is None
+
     def wait(self, timeout: float) -> bool:
         return self._done.wait(timeout)
 

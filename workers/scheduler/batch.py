@@ -15,12 +15,16 @@ takes one call at a time).
 * **One bad segment fails alone**: a call that raises is split in halves until the failing
   segment is alone (:func:`~mtfleet.workers.translation.run_isolated`).
 * **Deadlines**: a call may take :class:`~mtfleet.workers.scheduler.base.Deadlines` of what the
-  cost model predicts for it. Past that the watchdog interrupts it (``Engine.interrupt``): the
-  call raises, and bisection isolates a segment that hangs the engine, which then fails alone
-  with ``engine_timeout`` — the parts of a timed-out call under shrinking limits, so one
-  wedged segment costs its chunk at most about two deadlines, not one per halving. A call that
-  does not return even then (an engine that cannot be interrupted, or a stuck one) makes the
-  engine *down*: its worker restarts it.
+  cost model predicts for it. Past that the watchdog interrupts it, naming it
+  (``Engine.interrupt(call)``: that call alone raises; the other lane's call beside it and a
+  call that started after it returned run on), and bisection isolates a segment that hangs
+  the engine, which then fails alone with ``engine_timeout`` — the parts of a timed-out call
+  under shrinking limits, so one wedged segment costs its chunk at most about two deadlines,
+  not one per halving; the parts of a call with no single wedge get their own full deadlines
+  (:func:`~mtfleet.workers.translation.run_isolated`), and a segment no one waits for any
+  more (its ticket given up) is not sent again. A call that does not return even then (an
+  engine that cannot be interrupted, or a stuck one) makes the engine *down*: its worker
+  restarts it.
 * **Calls fit their deadlines**: a call is cut to what the cost model expects to finish within
   half the longest deadline (``Deadlines.ceiling_s``, a quarter of the visibility timeout),
   so a slow engine behind a short visibility timeout gets calls it can finish, not calls that
@@ -33,6 +37,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 
 from mtfleet.core.errors import EngineTimeout
@@ -47,13 +52,24 @@ from mtfleet.workers.translation import run_isolated, seconds
 CALL_SHARE_OF_CEILING = 0.5
 
 
+@dataclass
+class _Call:
+    """One engine call in progress: what the engine was given (the handle
+    ``Engine.interrupt`` takes: that call alone ends), when it started, its deadline, and when
+    the watchdog interrupted it."""
+
+    requests: Sequence[TranslationRequest]
+    started: float
+    deadline: float
+    interrupted_at: float | None = None
+
+
 class BatchScheduler(Scheduler):
     def __init__(self, *args: object, **kwargs: object) -> None:
         self._call_lock = threading.Lock()
         # per dispatcher (the lane it serves, BULK when one serves both): the call running,
-        # as (started, deadline), when it was interrupted, and the items in the engine
-        self._calls: dict[int, tuple[float, float]] = {}
-        self._interrupted_at: dict[int, float] = {}
+        # and the items in the engine
+        self._calls: dict[int, _Call] = {}
         self._current: dict[int, list[Item]] = {}
         self._busy: dict[int, float] = {}
         self._parallel = False
@@ -125,6 +141,7 @@ class BatchScheduler(Scheduler):
                 deadline_of=self._deadline_of,
                 factor=self.deadlines.factor,
                 on_result=lambda i, res: self._resolve(items[i], res),
+                waiting=lambda i: items[i].ticket.waits(items[i].index),
             )
         finally:
             elapsed = time.monotonic() - t0
@@ -160,13 +177,13 @@ class BatchScheduler(Scheduler):
         that returns teaches the cost model (one that was interrupted says nothing of the
         engine's speed: it held a segment that wedges it, or it was too big)."""
         now = time.monotonic()
+        call = _Call(requests, now, now + limit_s)
         with self._call_lock:
-            self._calls[lane] = (now, now + limit_s)
-            self._interrupted_at.pop(lane, None)
+            self._calls[lane] = call
         try:
             out = self.engine.translate(requests)
         except Exception as exc:
-            if lane in self._interrupted_at:
+            if call.interrupted_at is not None:
                 raise EngineTimeout(f"the engine did not finish within {seconds(limit_s)}") from exc
             raise
         finally:
@@ -187,27 +204,30 @@ class BatchScheduler(Scheduler):
         """Until the next call's deadline (a wedged call's parts have short ones), at most
         ``WATCH_S``."""
         with self._call_lock:
-            due = [d for lane, (_, d) in self._calls.items() if lane not in self._interrupted_at]
+            due = [c.deadline for c in self._calls.values() if c.interrupted_at is None]
         return min(WATCH_S, max(0.01, min(due, default=now + WATCH_S) - now + 0.005))
 
     def _overdue(self, now: float) -> None:
-        interrupt = False
+        overdue: list[_Call] = []
         stuck: list[str] = []
         with self._call_lock:
-            for lane, (started, deadline) in self._calls.items():
-                if now < deadline:
+            for call in self._calls.values():
+                if now < call.deadline:
                     continue
-                interrupted = self._interrupted_at.get(lane)
-                if interrupted is None:
-                    self._interrupted_at[lane] = now
-                    interrupt = True
-                elif now - interrupted > self.deadlines.floor_s:
+                if call.interrupted_at is None:
+                    call.interrupted_at = now
+                    overdue.append(call)
+                elif now - call.interrupted_at > self.deadlines.floor_s:
                     # interrupted and still not back: the engine cannot be reached
                     stuck.append(
-                        f"an engine call has not returned {now - started:.0f}s after it "
-                        f"started (deadline {deadline - started:.0f}s), even after an interrupt"
+                        f"an engine call has not returned {now - call.started:.0f}s after it "
+                        f"started (deadline {call.deadline - call.started:.0f}s), even after an "
+                        "interrupt"
                     )
         if stuck:
             self._engine_down(stuck[0])
-        elif interrupt:
-            self.engine.interrupt()  # the call raises; run_isolated narrows it down
+            return
+        for call in overdue:
+            # that call alone raises (one that returned meanwhile is left alone, as is the
+            # other lane's); run_isolated narrows it down
+            self.engine.interrupt(call.requests)

@@ -195,7 +195,10 @@ def test_an_interrupt_ends_the_call_it_names_and_no_later_one() -> None:
 
         thread = threading.Thread(target=target)
         thread.start()
-        time.sleep(0.3)  # generating now (300 new tokens take longer)
+        deadline = time.monotonic() + 30
+        while engine._call is not call:  # in progress: its generate runs (300 new tokens)
+            assert time.monotonic() < deadline
+            time.sleep(0.001)
         return thread
 
     try:

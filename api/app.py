@@ -136,6 +136,11 @@ def build_services(settings: Settings) -> Services:
             "MT_MAX_WAITS_PER_KEY",
         ),
         AuthFailures(settings.auth_failures_per_minute),
+        KeyShares(
+            settings.tm_work_per_key,
+            "translation-memory operations (imports, exports, corrections, segment pages)",
+            "MT_TM_WORK_PER_KEY",
+        ),
     )
 
 

@@ -31,6 +31,7 @@ class Services:
     outbox: WebhookOutbox
     waits: KeyShares  # each key's event streams and ?wait= requests (api/shares.py)
     auth_failures: AuthFailures  # bad keys per client address (api/guard.py)
+    memory_work: KeyShares  # each key's translation-memory imports, exports... (api/routes)
 
 
 async def _services(request: Request) -> Services:

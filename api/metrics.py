@@ -41,7 +41,8 @@ REQUESTS = Histogram(
 DOCUMENT_WORK = Histogram(
     "mt_api_document_seconds",
     "Time documents spent in the API's document workers, per operation (read: cut at "
-    "submission; render: the translated file) and outcome (ok, refused: invalid or over a "
+    "submission; render: the translated file; tm: a translation memory's import, export, "
+    "correction or page of segments) and outcome (ok, refused: invalid or over a "
     "limit, too_complex: past the deadline or the memory limit)",
     ["op", "outcome"],
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),

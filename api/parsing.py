@@ -167,12 +167,12 @@ class DocumentPool:
                 )
             return self._pool
 
-    def _run(self, op: str, what: str, owner: str, fn: Any, *args: Any) -> Any:
+    def _run(self, op: str, what: str, owner: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         t0 = time.perf_counter()
         outcome = "ok"
         try:
             with self.shares.hold(owner):
-                return self._call(what, fn, *args)
+                return self._call(what, fn, *args, **kwargs)
         except RateLimited:
             outcome = "refused"
             raise
@@ -185,8 +185,8 @@ class DocumentPool:
         finally:
             metrics.DOCUMENT_WORK.labels(op, outcome).observe(time.perf_counter() - t0)
 
-    def _call(self, what: str, fn: Any, *args: Any) -> Any:
-        future = self._get().schedule(fn, args=args, timeout=self.deadline_s)
+    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        future = self._get().schedule(fn, args=args, kwargs=kwargs, timeout=self.deadline_s)
         # The deadline runs from when a worker starts the task; a caller waits for a free
         # worker at most as long again.
         done, _ = concurrent.futures.wait([future], timeout=2 * self.deadline_s + 10)
@@ -287,6 +287,12 @@ class DocumentPool:
             "render", what, owner, _render_fragments, list(texts), lang, how, done
         )
         return result
+
+    def run(self, op: str, owner: str, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` in a document process for ``owner`` (another module's
+        heavy work on a client's file: ``fn`` a module-level function, its arguments and
+        answer picklable; ``op`` its metrics label, ``what`` names it in an error)."""
+        return self._run(op, what, owner, fn, *args, **kwargs)
 
     def close(self) -> None:
         with self._lock:

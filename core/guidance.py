@@ -66,6 +66,10 @@ class Guidance(BaseModel):
     #: Pairs of a translation memory similar to the segment (source, target), best first:
     #: examples for the model (one segment's; the worker adds them, :class:`MemoryRef`).
     examples: tuple[tuple[str, str], ...] = ()
+    #: A translation memory's match for the segment at or above the threshold but not exact
+    #: (source, target): the translation the model edits into the segment's (a fuzzy-match
+    #: repair; the worker adds it, :class:`MemoryRef`).
+    memory_match: tuple[str, str] | None = None
     #: The other sentences of the segment's unit near it (a document segment's; the API
     #: chooses them, :func:`mtfleet.core.documents.pipeline.surrounding`, each chunk segment
     #: carries its own and the worker adds it): context the model reads, not translates.
@@ -102,6 +106,7 @@ class Guidance(BaseModel):
             and not self.custom_instructions
             and not self.style_instructions
             and not self.examples
+            and self.memory_match is None
             and self.neighbours is None
             and not self.terms
             and self.formality == "default"
@@ -133,9 +138,11 @@ class Guidance(BaseModel):
 
 class MemoryRef(BaseModel):
     """The translation memory a job names (``translation_memory_id``), as its chunks carry it
-    to the worker: a segment scoring at least ``threshold`` against a stored source gets the
-    stored target (:mod:`mtfleet.core.tm`); below it, with ``examples`` (an engine that follows
-    instructions), the ``k`` most similar pairs go to the prompt."""
+    to the worker: a segment that is a stored source once its placeables are carried over gets
+    the stored target with them (:meth:`mtfleet.core.tm.TMIndex.exact`); another pair scoring
+    at least ``threshold`` is, with ``examples`` (an engine that follows instructions), the
+    translation the model edits, and otherwise named in a warning beside the engine's; below
+    it, with ``examples``, the ``k`` most similar pairs go to the prompt."""
 
     model_config = ConfigDict(frozen=True)
 

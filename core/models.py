@@ -118,6 +118,7 @@ class Finding(StrEnum):
     markup_mismatch = "markup_mismatch"
     truncated = "truncated"
     already_in_target_language = "already_in_target_language"
+    memory_fuzzy_match = "memory_fuzzy_match"
 
 
 class SegmentOutcome(BaseModel):

@@ -832,6 +832,14 @@ class Settings(BaseSettings):
     tm_max_per_key: int = Field(
         100, ge=1, description="Translation memories one API key may keep (MT_AUTH=off: in all)."
     )
+    tm_work_per_key: int = Field(
+        2,
+        ge=1,
+        le=64,
+        description="Translation-memory imports, exports, corrections and segment listings "
+        "one API key may run at once per API process (each in a document process, within the "
+        "key's share of them); past it 429 with Retry-After, before the request's body is parsed.",
+    )
     check_length_ratio: float = Field(
         3.0,
         gt=1,

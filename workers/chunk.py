@@ -34,9 +34,10 @@ from mtfleet.core.guidance import Guidance, cache_variant
 from mtfleet.core.models import ChunkMessage, Lane, SegmentOutcome
 from mtfleet.core.settings import CHUNK_BUDGET_SHARE, ENGINE_DEADLINE_SHARE, Settings
 from mtfleet.core.store import JobStore
-from mtfleet.core.tm import TMIndex, TMNotFound, TranslationMemoryStore
+from mtfleet.core.tm import TMNotFound, TranslationMemoryStore
 from mtfleet.workers import checks, metrics
 from mtfleet.workers.engines.base import TranslationRequest
+from mtfleet.workers.memory import ChunkMemory
 from mtfleet.workers.scheduler import Scheduler
 from mtfleet.workers.translation import error_outcome, seconds
 
@@ -333,14 +334,15 @@ class ChunkProcessor:
         gv = msg.glossary_version if msg.glossary_id else None
         variant = cache_variant(gv, msg.guidance, msg.memory)  # the phrase cache's key part
         matcher = None
-        memory: TMIndex | None = None
+        memory: ChunkMemory | None = None
         try:
             if msg.glossary_id:
                 matcher = GlossaryStore(self.store.r).matcher(msg.glossary_id, gv or "")
             if msg.memory is not None:
-                memory = TranslationMemoryStore(self.store.r).index(
+                index = TranslationMemoryStore(self.store.r).index(
                     msg.memory.id, msg.memory.version
                 )
+                memory = ChunkMemory(index, msg.memory)
         except (GlossaryNotFound, TMNotFound) as exc:
             for n in range(len(segments)):
                 deliver(n, SegmentOutcome(error=exc.as_dict()))
@@ -384,21 +386,16 @@ class ChunkProcessor:
                 cache_hits = len(outcomes)
             metrics.CACHE_LOOKUPS.labels("hit").inc(len(segments) - len(todo))
             metrics.CACHE_LOOKUPS.labels("miss").inc(len(todo))
-        if memory is not None and msg.memory is not None:
-            # a pair scoring at least the threshold is the translation, whatever the engine:
-            # its stored target as stored (never the phrase cache's: the memory may change)
+        if memory is not None:
+            # an exact match (once the segment's placeables are carried over) is the
+            # translation, whatever the engine (never the phrase cache's: the memory may change)
             rest = []
             for n in todo:
-                found = memory.lookup(segments[n].text, msg.memory.threshold, k=0)
-                if found.match is None:
+                served = memory.served(segments[n].text)
+                if served is None:
                     rest.append(n)
                 else:
-                    deliver(
-                        n,
-                        SegmentOutcome(
-                            translation=found.match.target, memory_score=found.match.score
-                        ),
-                    )
+                    deliver(n, served)
             todo = rest
         texts = [segments[n].text for n in todo]
         terms_in_prompt = matcher is not None and self.terms_in_prompt()
@@ -411,19 +408,16 @@ class ChunkProcessor:
             """The job's guidance for the ``n``-th segment left to translate, with what is the
             segment's own: its neighbouring sentences (a document's), the glossary's terms it
             holds (an engine given them in its prompt) and, for an engine that follows
-            instructions, the memory's pairs most similar to it as examples (below the
-            threshold: a match above it never reaches the engine)."""
+            instructions, the memory's near match to edit or its most similar pairs as
+            examples (:class:`~mtfleet.workers.memory.ChunkMemory`)."""
             update: dict[str, Any] = {}
             context = segments[todo[n]].context
             if context is not None:
                 update["neighbours"] = context
             if prep.placed and terms_in_prompt:
                 update["terms"] = Matcher.listed(prep.placed)
-            ref = msg.memory
-            if memory is not None and ref is not None and ref.examples and ref.k:
-                found = memory.lookup(prep.text, ref.threshold, k=ref.k)
-                if found.examples:
-                    update["examples"] = tuple((m.source, m.target) for m in found.examples)
+            if memory is not None:
+                update.update(memory.guidance(segments[todo[n]].text))
             if not update:
                 return msg.guidance
             return (msg.guidance or Guidance()).model_copy(update=update)
@@ -462,6 +456,8 @@ class ChunkProcessor:
         for n, outcome in zip(todo, results, strict=True):
             if outcome.error is not None and outcome.error.get("type") == Unfinished.code:
                 continue  # no result: its next delivery translates it
+            if memory is not None:
+                outcome = memory.named(segments[n].text, outcome)
             if outcome.ok and outcome.translation is not None and not outcome.warnings:
                 to_cache[keyed(segments[n].text, segments[n].context)] = outcome.translation
             deliver(n, outcome)

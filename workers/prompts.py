@@ -109,7 +109,7 @@ def version(terms: bool) -> str:
 
 def each_piece(guidance: Guidance, write: Callable[[str], str]) -> Guidance:
     """``guidance`` with ``write`` applied to every piece of text a caller or its stores
-    supplied: the context, the neighbours, each instruction, each term and example."""
+    supplied: the context, the neighbours, each instruction, each term, example and match."""
 
     def pairs(items: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
         return tuple((write(s), write(t)) for s, t in items)
@@ -121,6 +121,7 @@ def each_piece(guidance: Guidance, write: Callable[[str], str]) -> Guidance:
             "custom_instructions": tuple(write(i) for i in guidance.custom_instructions),
             "style_instructions": tuple(write(i) for i in guidance.style_instructions),
             "examples": pairs(guidance.examples),
+            "memory_match": pairs((guidance.memory_match,))[0] if guidance.memory_match else None,
             "terms": pairs(guidance.terms),
         }
     )
@@ -148,13 +149,13 @@ def _piece(text: str) -> str:
 
 def _guided(text: str, source: str, target: str, style: PromptStyle, guidance: Guidance) -> str:
     """A prompt with context and instructions. Hunyuan-MT gets its model card's templates: the
-    terminology one (a glossary's terms, then a memory's examples, a line "<source> 翻译成
-    <target>" each) and the context one (the request's context and the segment's neighbouring
-    sentences, then "参考上面的信息，把下面的文本翻译成<target>，注意不需要翻译上文，也不要额外
-    解释：" and the text), with any instructions as a list before that line; any other model gets
-    the generic instruction with a part for each piece it has. Each piece is optional; the
-    text always comes last. Every piece is written by :func:`_piece` first: none can end its
-    section."""
+    terminology one (a glossary's terms, then a memory's match to edit and its examples, a
+    line "<source> 翻译成 <target>" each) and the context one (the request's context and the
+    segment's neighbouring sentences, then "参考上面的信息，把下面的文本翻译成<target>，
+    注意不需要翻译上文，也不要额外解释：" and the text), with any instructions as a list
+    before that line; any other model gets the generic instruction with a part for each piece
+    it has. Each piece is optional; the text always comes last. Every piece is written by
+    :func:`_piece` first: none can end its section."""
     guidance = each_piece(guidance, _piece)
     tgt = languages.get(target)
     rules = _instructions(target, guidance)
@@ -162,8 +163,10 @@ def _guided(text: str, source: str, target: str, style: PromptStyle, guidance: G
     context = "\n".join(c for c in (guidance.context, guidance.neighbours) if c)
     if style == "hunyuan":
         parts = []
-        if guidance.terms or guidance.examples:  # the card's terminology template
-            pairs = "".join(f"{s} 翻译成 {t}\n" for s, t in (*guidance.terms, *guidance.examples))
+        match = (guidance.memory_match,) if guidance.memory_match else ()
+        known = (*guidance.terms, *match, *guidance.examples)
+        if known:  # the card's terminology template
+            pairs = "".join(f"{s} 翻译成 {t}\n" for s, t in known)
             parts.append(f"参考下面的翻译：\n{pairs}\n")
         if context:
             parts.append(f"{context}\n")
@@ -192,6 +195,13 @@ def _guided(text: str, source: str, target: str, style: PromptStyle, guidance: G
     if guidance.terms:
         shown = "".join(f"- {s} → {t}\n" for s, t in guidance.terms)
         parts.append(f"\nTranslate these terms as given:\n{shown}")
+    if guidance.memory_match:  # a fuzzy-match repair
+        s, t = guidance.memory_match
+        parts.append(
+            "\nA translation memory holds this translation of a similar text; edit it into the "
+            "translation of the text below, changing only what the two texts differ in:\n"
+            f"{src.english}: {s}\n{tgt.english}: {t}\n"
+        )
     if guidance.examples:
         shown = "".join(f"{src.english}: {s}\n{tgt.english}: {t}\n" for s, t in guidance.examples)
         parts.append(

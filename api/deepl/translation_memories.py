@@ -5,6 +5,9 @@ fleet's memories (:mod:`mtfleet.core.tm`; made with ``/v1/translation_memories``
 ``mtfleet tm import``). A request names one with ``translation_memory_id``, in DeepL's form
 (a UUID) or the fleet's (32 hex digits): the same number.
 
+Reading a memory's segments is one of its key's ``MT_TM_WORK_PER_KEY`` operations, done in a
+document process, as an import (:mod:`mtfleet.api.routes.translation_memories`).
+
 A memory belongs to the API key that made it: another key's answers exactly as a missing one
 (404). On the wire a fleet memory (one language pair) is DeepL's memory of one source language
 and one target language (``target_languages`` has one code; codes as DeepL writes a
@@ -89,13 +92,14 @@ def list_translation_memories(
     q = request.query_params
     page = int_param(q.get("page"), "page", 0, 0, MAX_PAGE)
     size = int_param(q.get("page_size"), "page_size", DEFAULT_PAGE_SIZE, 1, MAX_PAGE_SIZE)
-    found = fleet.store(services).list_for(caller.owner)[page * size : (page + 1) * size]
+    found = fleet.store(services, caller.owner).list_for(caller.owner)
+    found = found[page * size : (page + 1) * size]
     return JSONResponse({"translation_memories": [info(tm) for tm in found]})
 
 
 @router.get("/{tm_id}")
 def get_translation_memory(tm_id: str, services: ServicesDep, caller: DeepLCaller) -> JSONResponse:
-    return JSONResponse(info(fleet.store(services).visible(tm_id, caller.owner)))
+    return JSONResponse(info(fleet.store(services, caller.owner).visible(tm_id, caller.owner)))
 
 
 @router.get("/{tm_id}/segments")
@@ -109,16 +113,10 @@ def list_translation_memory_segments(
     case_sensitive = bool_param(q.get("filter_case_sensitive"), "filter_case_sensitive")
     if needle is not None and len(needle) < 2:
         raise InvalidInput("parameter 'filter_text' must have at least 2 characters")
-    tms = fleet.store(services)
-    tm = tms.visible(tm_id, caller.owner)
-    pairs = tms.pairs(tm.id)
-    if needle:
-        if case_sensitive:
-            pairs = [(s, t) for s, t in pairs if needle in s or needle in t]
-        else:
-            low = needle.casefold()
-            pairs = [(s, t) for s, t in pairs if low in s.casefold() or low in t.casefold()]
-    page = pairs[offset : offset + size]
+    tms = fleet.store(services, caller.owner)
+    with services.memory_work.hold(caller.owner):  # read and filtered in a document process
+        tm = tms.visible(tm_id, caller.owner)
+        page, more = tms.segments(tm.id, offset, size, needle, case_sensitive)
     target = languages.glossary_code(tm.target_lang)
     body: dict[str, Any] = {
         "segments": [
@@ -137,7 +135,7 @@ def list_translation_memory_segments(
         ],
         "segment_count": tm.entry_count,
     }
-    if offset + size < len(pairs):
+    if more:
         body["next_page_cursor"] = _cursor(offset + size)
     return JSONResponse(body)
 

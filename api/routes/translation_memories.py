@@ -6,19 +6,32 @@ answers exactly as a missing one (404). A request names one with ``translation_m
 ``POST /v1/translation_memories`` takes a multipart upload (``file``, ``name``,
 ``source_lang``, ``target_lang``, optional ``format``) or a JSON body (:class:`TMCreate`:
 ``entries``, or the ``file`` as text or base64).
+
+**Each key's share**: an import, an export, a correction (and DeepL's page of segments) holds
+one of its key's ``MT_TM_WORK_PER_KEY`` from before its body is parsed to its answer (past them,
+429 with Retry-After), and its heavy step runs in a document process
+(:meth:`mtfleet.api.parsing.DocumentPool.run`, within the key's share of them): an upload is
+spooled to a file there reads as it goes, an export written to a file streamed back. One key's
+flood of imports is that key's problem; another key's requests find the API as they would.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import os
 import re
-from typing import Any
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, TypeVar
 
 from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse
 from pydantic import ValidationError
+from starlette.background import BackgroundTask
 from starlette.datastructures import UploadFile
 
 from mtfleet.api.auth import Caller, CallerDep
@@ -35,6 +48,9 @@ router = APIRouter(prefix="/v1/translation_memories", tags=["translation memorie
 ERRORS = documented(401, 404, 422, 429, 503)
 TMX_MEDIA = "application/x-tmx+xml"
 _FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
+#: Bytes of an upload copied at once to the file a document process reads.
+COPY_CHUNK = 1024 * 1024
+Body = TypeVar("Body", TMCreate, TMEntriesAdd)
 
 
 def _inline(schema: dict[str, Any]) -> dict[str, Any]:
@@ -79,8 +95,14 @@ _CREATE_BODY = {
 }
 
 
-def store(services: Services) -> TranslationMemoryStore:
-    return TranslationMemoryStore(services.store.r, TMLimits.from_settings(services.settings))
+def store(services: Services, owner: str) -> TranslationMemoryStore:
+    """The memories, their heavy steps run in a document process within ``owner``'s share."""
+    pool = services.jobs.documents
+
+    def run(what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        return pool.run("tm", owner, what, fn, *args, **kwargs)
+
+    return TranslationMemoryStore(services.store.r, TMLimits.from_settings(services.settings), run)
 
 
 def storage(services: Services, caller: Caller) -> Storage | None:
@@ -101,7 +123,7 @@ def _file_bytes(f: TMFile) -> bytes:
 
 def create(services: Services, caller: Caller, body: TMCreate) -> TMInfo:
     """Store the memory a JSON body describes (the one way /v1 and the SDK create one)."""
-    tms = store(services)
+    tms = store(services, caller.owner)
     if body.file is not None:
         return tms.import_file(
             caller.owner,
@@ -121,6 +143,15 @@ def create(services: Services, caller: Caller, body: TMCreate) -> TMInfo:
         [(e.source, e.target) for e in body.entries or []],
         storage=storage(services, caller),
     )
+
+
+def _json(model: type[Body], content: bytes) -> Body:
+    """A JSON body read by the route itself (inside the key's share), refused as FastAPI
+    refuses one it reads (422 naming each field)."""
+    try:
+        return model.model_validate_json(content)
+    except ValidationError as exc:
+        raise RequestValidationError(exc.errors()) from None
 
 
 def _form_text(form: Any, name: str, *, required: bool = True) -> str | None:
@@ -145,20 +176,35 @@ async def _upload(services: Services, caller: Caller, request: Request) -> TMInf
         fmt = _form_text(form, "format", required=False) or None
         if fmt is not None and fmt.lower() not in FORMATS:
             raise InvalidInput(f"format {fmt!r}: use one of {', '.join(FORMATS)}")
-        content = await upload.read()
-        filename = upload.filename
-    assert name is not None and source is not None and target is not None
-    return await run_in_threadpool(
-        store(services).import_file,
-        caller.owner,
-        name,
-        source,
-        target,
-        content,
-        filename,
-        fmt=fmt,
-        storage=storage(services, caller),
-    )
+        assert name is not None and source is not None and target is not None
+        return await run_in_threadpool(
+            _import_upload, services, caller, upload, name, source, target, fmt
+        )
+
+
+def _import_upload(
+    services: Services,
+    caller: Caller,
+    upload: UploadFile,
+    name: str,
+    source: str,
+    target: str,
+    fmt: str | None,
+) -> TMInfo:
+    """The upload (spooled by the form) copied to a file a document process reads."""
+    with tempfile.NamedTemporaryFile(prefix="mtfleet-tm-", suffix=".upload") as copy:
+        shutil.copyfileobj(upload.file, copy, COPY_CHUNK)
+        copy.flush()
+        return store(services, caller.owner).import_file(
+            caller.owner,
+            name,
+            source,
+            target,
+            Path(copy.name),
+            upload.filename,
+            fmt=fmt,
+            storage=storage(services, caller),
+        )
 
 
 @router.post(
@@ -175,14 +221,12 @@ async def create_translation_memory(
     (multipart: ``file``, ``name``, ``source_lang``, ``target_lang``), or send JSON with
     ``entries`` (or the ``file`` as text or base64). A TMX holding several languages gives the
     pair asked for."""
-    if request.headers.get("content-type", "").lower().startswith("multipart/form-data"):
-        info = await _upload(services, caller, request)
-    else:
-        try:
-            body = TMCreate.model_validate_json(await request.body())
-        except ValidationError as exc:
-            raise RequestValidationError(exc.errors()) from None
-        info = await run_in_threadpool(create, services, caller, body)
+    with services.memory_work.hold(caller.owner):  # before the body is parsed
+        if request.headers.get("content-type", "").lower().startswith("multipart/form-data"):
+            info = await _upload(services, caller, request)
+        else:
+            body = _json(TMCreate, await request.body())
+            info = await run_in_threadpool(create, services, caller, body)
     response.headers["Location"] = f"/v1/translation_memories/{info.id}"
     return TMPublic.of(info)
 
@@ -190,15 +234,14 @@ async def create_translation_memory(
 @router.get("", response_model=TMList, responses=ERRORS)
 def list_translation_memories(services: ServicesDep, caller: CallerDep) -> TMList:
     """The caller's translation memories, oldest first, without their pairs."""
-    return TMList(
-        translation_memories=[TMPublic.of(i) for i in store(services).list_for(caller.owner)]
-    )
+    memories = store(services, caller.owner).list_for(caller.owner)
+    return TMList(translation_memories=[TMPublic.of(i) for i in memories])
 
 
 @router.get("/{tm_id}", response_model=TMPublic, responses=ERRORS)
 def get_translation_memory(tm_id: str, services: ServicesDep, caller: CallerDep) -> TMPublic:
     """One translation memory (its pairs: ``/export``)."""
-    return TMPublic.of(store(services).visible(tm_id, caller.owner))
+    return TMPublic.of(store(services, caller.owner).visible(tm_id, caller.owner))
 
 
 @router.get(
@@ -206,30 +249,53 @@ def get_translation_memory(tm_id: str, services: ServicesDep, caller: CallerDep)
     response_class=Response,
     responses={**ERRORS, 200: {"content": {TMX_MEDIA: {}}, "description": "A TMX 1.4 file."}},
 )
-def export_translation_memory(tm_id: str, services: ServicesDep, caller: CallerDep) -> Response:
-    """The memory's pairs as a TMX 1.4 file (the fleet's inline tags as TMX inline codes)."""
-    tms = store(services)
-    info = tms.visible(tm_id, caller.owner)
+def export_translation_memory(tm_id: str, services: ServicesDep, caller: CallerDep) -> FileResponse:
+    """The memory's pairs as a TMX 1.4 file (the fleet's inline tags and the placeholders as
+    TMX inline codes), written by a document process and streamed from its file."""
+    tms = store(services, caller.owner)
+    with services.memory_work.hold(caller.owner):
+        info = tms.visible(tm_id, caller.owner)
+        fd, path = tempfile.mkstemp(prefix="mtfleet-tm-", suffix=".tmx")
+        os.close(fd)
+        try:
+            tms.export(info.id, Path(path))
+        except BaseException:
+            os.unlink(path)
+            raise
     name = _FILENAME.sub("_", info.name).strip("._") or info.id
-    return Response(
-        tms.export_tmx(info.id),
+    return FileResponse(
+        path,
         media_type=TMX_MEDIA,
-        headers={"Content-Disposition": f'attachment; filename="{name}.tmx"'},
+        filename=f"{name}.tmx",
+        background=BackgroundTask(os.unlink, path),
     )
 
 
-@router.post("/{tm_id}/entries", response_model=TMPublic, responses=ERRORS)
-def add_translation_memory_entries(
-    tm_id: str, body: TMEntriesAdd, services: ServicesDep, caller: CallerDep
+@router.post(
+    "/{tm_id}/entries",
+    response_model=TMPublic,
+    responses=ERRORS,
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": _inline(TMEntriesAdd.model_json_schema())}},
+        }
+    },
+)
+async def add_translation_memory_entries(
+    tm_id: str, request: Request, services: ServicesDep, caller: CallerDep
 ) -> TMPublic:
     """Add pairs, or correct the target of the pairs with the same source: the memory gets a
     new ``version``, and the next request that names it sees the change."""
-    info = store(services).add_entries(
-        tm_id,
-        caller.owner,
-        [(e.source, e.target) for e in body.entries],
-        storage=storage(services, caller),
-    )
+    with services.memory_work.hold(caller.owner):  # before the body is parsed
+        body = _json(TMEntriesAdd, await request.body())
+        info = await run_in_threadpool(
+            store(services, caller.owner).add_entries,
+            tm_id,
+            caller.owner,
+            [(e.source, e.target) for e in body.entries],
+            storage=storage(services, caller),
+        )
     return TMPublic.of(info)
 
 
@@ -243,7 +309,7 @@ def delete_translation_memory(tm_id: str, services: ServicesDep, caller: CallerD
 
 def delete(services: Services, caller: Caller, tm_id: str) -> None:
     """Delete one of the caller's memories (TMNotFound when it has none of that id)."""
-    if not store(services).delete(
+    if not store(services, caller.owner).delete(
         tm_id,
         caller.owner,
         retention_s=services.settings.result_ttl_s,

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -65,17 +65,39 @@ from mtfleet.core.documents.base import (
 _XML_NS = "http://www.w3.org/XML/1998/namespace"
 
 
+_UNTRUSTED: dict[str, Any] = {
+    "resolve_entities": False,
+    "no_network": True,
+    "load_dtd": False,
+    "dtd_validation": False,
+    "huge_tree": False,
+    "remove_blank_text": False,
+    "remove_comments": False,
+    "remove_pis": False,
+}
+
+
 def _parser() -> etree.XMLParser:
-    return etree.XMLParser(
-        resolve_entities=False,
-        no_network=True,
-        load_dtd=False,
-        dtd_validation=False,
-        huge_tree=False,
-        remove_blank_text=False,
-        remove_comments=False,
-        remove_pis=False,
-    )
+    return etree.XMLParser(**_UNTRUSTED)
+
+
+def iterparse_untrusted(file: Any, what: str) -> Iterator[tuple[str, Any]]:
+    """``(event, element)`` for each element's start and end in a binary file from a client,
+    read as it goes (the caller clears what it is done with), with the settings of
+    :func:`parse_untrusted_xml`; DocumentError naming ``what`` for anything else."""
+    root = None
+    try:
+        for event, el in etree.iterparse(file, events=("start", "end"), **_UNTRUSTED):
+            if root is None:
+                root = el
+                docinfo = el.getroottree().docinfo
+                if docinfo.doctype or docinfo.internalDTD is not None:
+                    raise DocumentError(f"{what} has a DOCTYPE; DTDs and entities are not accepted")
+            yield event, el
+    except (etree.XMLSyntaxError, ValueError) as exc:
+        raise DocumentError(f"{what} is not well-formed XML: {exc}") from None
+    if root is None:
+        raise DocumentError(f"{what} is empty")
 
 
 def parse_untrusted_xml(content: bytes, what: str) -> Any:

@@ -3,29 +3,34 @@
 **Which format**: the file name's extension (``.tmx``; ``.tsv``/``.tab``; ``.csv``), else the
 bytes: XML (``<`` first, after a byte-order mark and blanks) is TMX, a first line with a tab is
 TSV, anything else CSV. TSV and CSV are UTF-8 (a UTF-8 or UTF-16 byte-order mark is honoured);
-TMX says its own encoding.
+TMX says its own encoding. A file is read as it goes (a TMX unit by unit, a table line by
+line), never whole: a memory is imported in a document process (:mod:`mtfleet.core.tm.files`).
 
 **TMX** (1.4; 1.1's ``lang`` is read as ``xml:lang``): every ``<tu>`` of ``<body>`` whose
 ``<tuv>`` variants include both requested languages gives one pair (the language of a variant
 is compared as the fleet normalizes codes: ``en-US`` and ``EN_gb`` are ``en``; the first
 variant of a language counts); a file may hold many languages, and any two of them are a pair
 (``es`` -> ``en`` from an English-Spanish memory too). A ``<tu>`` without both languages, or
-with an empty side, is skipped and counted. The parser is the fleet's hardened one
-(:func:`mtfleet.core.documents.xliff.parse_untrusted_xml`: no DTD, no entity, no network).
+with an empty side, is skipped and counted. The parser has the settings of the fleet's hardened
+one (:func:`mtfleet.core.documents.xliff.iterparse_untrusted`: no DTD, no entity, no network).
 
-**Inline codes** become the fleet's inline tags, as a document's segments carry them, so a
-memory built from a CAT tool's TMX matches the segments of the same document: a ``<bpt>``
-and the ``<ept>`` with the same ``i`` around text become ``<gN>...</gN>``; ``<ph>``, ``<it>``,
-``<ut>`` and a ``<bpt>`` or ``<ept>`` without its partner (or crossing another pair) become a
-standalone ``<xN/>``. N counts the codes of the source segment in order (1, 2, ...), as a
-document's are; the target's codes take the number of the source code they stand for (the
-same ``x``, or for a ``<bpt>``/``<ept>`` the same ``i``, or the same rank among the source's
-codes of that element), and
-a code only the target has takes the next free number. The native markup inside a code
-(``&lt;b>``) is not kept: the document a segment comes from has its own. ``<hi>`` keeps its
-text and drops its mark; a ``<sub>`` (text inside a code, such as a link's title) goes with its
-code. Text that happens to read like one of the fleet's tags becomes a standalone code too, as
-in documents.
+**Inline codes** become what they stand for. A code whose native content is a placeholder
+(``<ph>{0}</ph>``, ``<ph>%s</ph>``, ``<x equiv-text="{{name}}"/>``: the placeholders the fleet
+checks, :data:`mtfleet.core.glossary.PLACEHOLDER`) is that placeholder, as text: it matches the
+same placeholder in a request, and a request's other placeholder is carried over in its place
+(:mod:`mtfleet.core.tm.placeables`). Any other code becomes one of the fleet's inline tags, as
+a document's segments carry them, so a memory built from a CAT tool's TMX matches the segments
+of the same document: a ``<bpt>`` and the ``<ept>`` with the same ``i`` around text, or a
+``<g>``, become ``<gN>...</gN>``; ``<ph>``, ``<it>``, ``<ut>``, ``<x>`` and a ``<bpt>`` or
+``<ept>`` without its partner (or crossing another pair) become a standalone ``<xN/>``. N
+counts the tags of the source segment in order (1, 2, ...), as a document's are; the target's
+tags take the number of the source code they stand for (the same ``x``, ``<x>``/``<g>`` the
+same ``id``, a ``<bpt>``/``<ept>`` the same ``i``, or the same rank among the source's codes of
+that element), and a code only the target has takes the next free number. The native markup
+inside a code (``&lt;b>``) is not kept: the document a segment comes from has its own.
+``<hi>`` keeps its text and drops its mark; a ``<sub>`` (text inside a code, such as a link's
+title) goes with its code. Text that happens to read like one of the fleet's tags becomes a
+standalone code too, as in documents.
 
 **TSV**: ``source<TAB>target`` lines; **CSV**: ``source,target`` records (RFC 4180 quoting).
 Both may open with a header, which is skipped: ``source``/``target`` names the columns, and
@@ -33,24 +38,28 @@ language codes (``en-US<TAB>es-ES<TAB>fr-FR``) let the requested pair choose two
 columns. Without a header every line has exactly two columns. Blank lines are skipped; a line
 with an empty side is skipped and counted.
 
-**Export** writes TMX 1.4, UTF-8: one ``<tu>`` per pair, the fleet's tags as ``<bpt>``/
-``<ept>`` (a paired tag, ``i`` = its number) and ``<ph>`` (a standalone one, ``x`` = its
-number) holding the tag itself as their native code; imported again, it gives the same pairs.
+**Export** writes TMX 1.4, UTF-8, a unit at a time: one ``<tu>`` per pair, the fleet's tags as
+``<bpt>``/``<ept>`` (a paired tag, ``i`` = its number) and ``<ph>`` (a standalone one, ``x`` =
+its number) holding the tag itself as their native code, and each placeholder as a ``<ph>``
+holding it (``x`` numbered after the pair's tags, the same in source and target); imported
+again, it gives the same pairs.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePath
-from typing import Any
+from typing import IO, Any
 
 from mtfleet.core import languages
 from mtfleet.core.documents.base import TAG
-from mtfleet.core.documents.xliff import parse_untrusted_xml, xml_text
+from mtfleet.core.documents.xliff import iterparse_untrusted, xml_text
 from mtfleet.core.errors import InvalidInput, UnsupportedLanguage
+from mtfleet.core.glossary.matching import PLACEHOLDER
 from mtfleet.core.tm.text import check_pair
 
 FORMATS = ("tmx", "tsv", "csv")
@@ -74,8 +83,9 @@ class Parsed:
     skipped: int = 0
 
 
-def sniff(content: bytes, filename: str | None) -> str:
-    """``tmx``, ``tsv`` or ``csv`` (see the module's docstring)."""
+def sniff(head: bytes, filename: str | None) -> str:
+    """``tmx``, ``tsv`` or ``csv`` (see the module's docstring), from the file's name or its
+    first bytes (``head``: up to 4 KiB)."""
     ext = PurePath(filename).suffix.lower() if filename else ""
     if ext == ".tmx":
         return "tmx"
@@ -83,7 +93,7 @@ def sniff(content: bytes, filename: str | None) -> str:
         return "tsv"
     if ext == ".csv":
         return "csv"
-    head = content[:4096]
+    head = head[:4096]
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         text = head[2:].decode("utf-16-le" if head[0] == 0xFF else "utf-16-be", "ignore")
     else:
@@ -96,45 +106,57 @@ def sniff(content: bytes, filename: str | None) -> str:
 
 
 def parse(
-    content: bytes, fmt: str, source: str, target: str, *, max_bytes: int, filename: str = ""
+    file: IO[bytes], fmt: str, source: str, target: str, *, max_bytes: int, filename: str = ""
 ) -> Parsed:
-    """The pairs for ``source`` -> ``target`` (fleet codes) in a file of format ``fmt``;
-    InvalidInput naming the unit or line for anything that cannot be read."""
+    """The pairs for ``source`` -> ``target`` (fleet codes) in a binary file (seekable) of
+    format ``fmt``, read as it goes; InvalidInput naming the unit or line for anything that
+    cannot be read."""
     what = f"the file {filename!r}" if filename else "the file"
     if fmt == "tmx":
-        return parse_tmx(content, source, target, max_bytes=max_bytes, what=what)
+        return parse_tmx(file, source, target, max_bytes=max_bytes, what=what)
     if fmt in ("tsv", "csv"):
-        text = decode_text(content, what)
-        rows = _tsv_rows(text) if fmt == "tsv" else _csv_rows(text, what)
+        lines = text_lines(file, what)
+        rows = _tsv_rows(lines) if fmt == "tsv" else _csv_rows(lines, what)
         return _table(rows, source, target, max_bytes=max_bytes, what=what)
     raise InvalidInput(f"format {fmt!r}: use one of {', '.join(FORMATS)}")
 
 
-def decode_text(content: bytes, what: str) -> str:
-    if content.startswith((b"\xff\xfe", b"\xfe\xff")):
+def text_lines(file: IO[bytes], what: str) -> Iterator[str]:
+    """The file's lines as text, each with its line break: UTF-16 after its byte-order mark,
+    else UTF-8 (a byte-order mark skipped); InvalidInput naming the first byte that is not."""
+    head = file.read(3)
+    file.seek(0)
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         try:
-            return content.decode("utf-16")
+            yield from io.TextIOWrapper(file, encoding="utf-16", newline="")
         except UnicodeDecodeError as exc:
             raise InvalidInput(f"{what} is not valid UTF-16: {exc.reason}") from None
-    try:
-        return content.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InvalidInput(
-            f"{what} is not UTF-8 (byte 0x{content[exc.start]:02x} at offset {exc.start}); "
-            "save it as UTF-8"
-        ) from None
+        return
+    offset = 0
+    for raw in file:
+        if not offset and raw.startswith(b"\xef\xbb\xbf"):
+            raw, offset = raw[3:], 3
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(
+                f"{what} is not UTF-8 (byte 0x{raw[exc.start]:02x} at offset "
+                f"{offset + exc.start}); save it as UTF-8"
+            ) from None
+        offset += len(raw)
+        yield line
 
 
 # --- TSV and CSV ------------------------------------------------------------------------------
 
 
-def _tsv_rows(text: str) -> Iterator[tuple[int, list[str]]]:
-    for n, line in enumerate(text.splitlines(), 1):
-        yield n, line.split("\t")
+def _tsv_rows(lines: Iterator[str]) -> Iterator[tuple[int, list[str]]]:
+    for n, line in enumerate(lines, 1):
+        yield n, line.rstrip("\r\n").split("\t")
 
 
-def _csv_rows(text: str, what: str) -> Iterator[tuple[int, list[str]]]:
-    reader = csv.reader(io.StringIO(text, newline=""))
+def _csv_rows(lines: Iterator[str], what: str) -> Iterator[tuple[int, list[str]]]:
+    reader = csv.reader(lines)
     try:
         for row in reader:
             yield reader.line_num, row
@@ -214,7 +236,12 @@ class _Event:
     kind: str  # "text", "open", "close", "x"
     value: str = ""  # the text
     key: tuple[str, ...] = ()  # what a code is, to match the target's codes to the source's
-    i: str = ""  # a bpt's or ept's pairing id
+    i: str = ""  # a paired code's pairing id
+
+
+def _native(code: Any) -> str:
+    """A code's native content (its text, without the text of a ``<sub>`` in it)."""
+    return (code.text or "") + "".join(c.tail or "" for c in code)
 
 
 def _events(seg: Any) -> list[_Event]:
@@ -241,15 +268,28 @@ def _events(seg: Any) -> list[_Event]:
         for child in el:
             name = _local(child)
             x = child.get("x")  # TMX's link between a code and its counterpart in another tuv
+            ident = child.get("id")  # the same, for <x> and <g>
             if name in ("bpt", "ept"):
                 i = child.get("i") or ""
                 kind = "open" if name == "bpt" else "close"
                 key = ("x", x) if x else ("g", i) if i else ranked(name)
                 out.append(_Event(kind, key=key, i=i))
-            elif name in ("ph", "it", "ut"):
-                key = ("x", x) if x else ranked(name + ":" + (child.get("pos") or ""))
-                out.append(_Event("x", key=key))
-            elif name in ("hi", "mrk", "g"):  # marked text: the text stays, the mark goes
+            elif name in ("ph", "it", "ut", "x"):
+                native = (child.get("equiv-text") or "") if name == "x" else _native(child)
+                if PLACEHOLDER.fullmatch(native):  # the code is this placeholder
+                    out.append(_Event("text", native))
+                elif name == "x":
+                    out.append(_Event("x", key=("id", ident) if ident else ranked("x")))
+                else:
+                    key = ("x", x) if x else ranked(f"{name}:{child.get('pos') or ''}")
+                    out.append(_Event("x", key=key))
+            elif name == "g":  # a paired code around its content
+                key = ("id", ident) if ident else ranked("g")
+                pairing = "g:" + key[1]
+                out.append(_Event("open", key=key, i=pairing))
+                walk(child)
+                out.append(_Event("close", key=key, i=pairing))
+            elif name in ("hi", "mrk"):  # marked text: the text stays, the mark goes
                 walk(child)
             # anything else (a comment, a <sub> out of place) is not text
             text(child.tail)
@@ -309,40 +349,32 @@ def _tuv_language(tuv: Any) -> str:
     return str(tuv.get(_XML_LANG) or tuv.get("lang") or "")
 
 
-def parse_tmx(content: bytes, source: str, target: str, *, max_bytes: int, what: str) -> Parsed:
-    root = parse_untrusted_xml(content, what)
-    if _local(root) != "tmx":
-        raise InvalidInput(f"{what} is not TMX: its root element is <{_local(root)}>, not <tmx>")
-    body = next((c for c in root if _local(c) == "body"), None)
-    if body is None:
-        raise InvalidInput(f"{what} has no <body>")
+def parse_tmx(file: IO[bytes], source: str, target: str, *, max_bytes: int, what: str) -> Parsed:
+    """The pairs of a TMX file, read a ``<tu>`` at a time (each dropped once read)."""
     out = Parsed()
     seen: dict[str, str | None] = {}  # each language written in the file -> the fleet's code
-    for tu in body:
-        if _local(tu) != "tu":
+    root: Any = None
+    body: Any = None
+    for event, el in iterparse_untrusted(file, what):
+        if event == "start":
+            if root is None:
+                root = el
+                if _local(root) != "tmx":
+                    raise InvalidInput(
+                        f"{what} is not TMX: its root element is <{_local(root)}>, not <tmx>"
+                    )
+            elif body is None and _local(el) == "body" and el.getparent() is root:
+                body = el
             continue
-        segs: dict[str, Any] = {}
-        for tuv in tu:
-            if _local(tuv) != "tuv":
-                continue
-            lang = _tuv_language(tuv)
-            if lang not in seen:
-                seen[lang] = _language(lang) if lang else None
-            code = seen[lang]
-            seg = next((c for c in tuv if _local(c) == "seg"), None)
-            if code in (source, target) and code not in segs and seg is not None:
-                segs[code] = seg
-        if len(segs) < 2:
-            out.skipped += 1
+        if body is None or el.getparent() is not body:
             continue
-        numbers: dict[tuple[str, ...], int] = {}
-        s = _seg_text(segs[source], numbers, True)
-        t = _seg_text(segs[target], numbers, False)
-        if not s.strip() or not t.strip():
-            out.skipped += 1
-            continue
-        where = f"{what}, <tu> at line {tu.sourceline}"
-        out.pairs.append(check_pair(s, t, max_bytes=max_bytes, where=where))
+        if _local(el) == "tu":
+            _unit(el, source, target, seen, out, max_bytes=max_bytes, what=what)
+        el.clear(keep_tail=False)
+        while el.getprevious() is not None:
+            del body[0]
+    if body is None:
+        raise InvalidInput(f"{what} has no <body>")
     if not out.pairs:
         found = sorted(lang for lang in seen if lang)
         missing = [lang for lang in (source, target) if lang not in seen.values()]
@@ -355,21 +387,73 @@ def parse_tmx(content: bytes, source: str, target: str, *, max_bytes: int, what:
     return out
 
 
-def _tmx_seg(text: str) -> str:
-    """A stored text as a TMX ``<seg>``'s content (the fleet's tags as inline codes)."""
+def _unit(
+    tu: Any,
+    source: str,
+    target: str,
+    seen: dict[str, str | None],
+    out: Parsed,
+    *,
+    max_bytes: int,
+    what: str,
+) -> None:
+    """One ``<tu>``'s pair added to ``out`` (or counted as skipped)."""
+    segs: dict[str, Any] = {}
+    for tuv in tu:
+        if _local(tuv) != "tuv":
+            continue
+        lang = _tuv_language(tuv)
+        if lang not in seen:
+            seen[lang] = _language(lang) if lang else None
+        code = seen[lang]
+        seg = next((c for c in tuv if _local(c) == "seg"), None)
+        if code in (source, target) and code not in segs and seg is not None:
+            segs[code] = seg
+    if len(segs) < 2:
+        out.skipped += 1
+        return
+    numbers: dict[tuple[str, ...], int] = {}
+    s = _seg_text(segs[source], numbers, True)
+    t = _seg_text(segs[target], numbers, False)
+    if not s.strip() or not t.strip():
+        out.skipped += 1
+        return
+    where = f"{what}, <tu> at line {tu.sourceline}"
+    out.pairs.append(check_pair(s, t, max_bytes=max_bytes, where=where))
+
+
+# A tag of the fleet's, or a placeholder (exported as a <ph> holding it).
+_CODE = re.compile(f"{TAG.pattern}|{PLACEHOLDER.pattern}")
+
+
+def _placeholder_numbers(source: str, target: str) -> dict[str, int]:
+    """A number for each placeholder of a pair (its ``x``: after the pair's tags, the same in
+    source and target)."""
+    tags = [int(m.group(3)) for m in TAG.finditer(source + target)]
+    out: dict[str, int] = {}
+    for m in PLACEHOLDER.finditer(source + "\n" + target):
+        out.setdefault(m.group(), max(tags, default=0) + len(out) + 1)
+    return out
+
+
+def _tmx_seg(text: str, placeholders: dict[str, int]) -> str:
+    """A stored text as a TMX ``<seg>``'s content (the fleet's tags and the placeholders as
+    inline codes)."""
     closes = {m.group(3) for m in TAG.finditer(text) if m.group(1)}
     opens = {m.group(3) for m in TAG.finditer(text) if not m.group(1) and not m.group(4)}
     parts: list[str] = []
     pos = 0
-    for m in TAG.finditer(text):
+    for m in _CODE.finditer(text):
         parts.append(xml_text(text[pos : m.start()]))
-        num, tag = m.group(3), xml_text(m.group(0))
-        if m.group(1) and num in opens:
-            parts.append(f'<ept i="{num}">{tag}</ept>')
+        num, code = m.group(3), xml_text(m.group(0))
+        if num is None:
+            parts.append(f'<ph x="{placeholders[m.group()]}">{code}</ph>')
+        elif m.group(1) and num in opens:
+            parts.append(f'<ept i="{num}">{code}</ept>')
         elif not m.group(1) and not m.group(4) and num in closes:
-            parts.append(f'<bpt i="{num}" x="{num}">{tag}</bpt>')
+            parts.append(f'<bpt i="{num}" x="{num}">{code}</bpt>')
         else:
-            parts.append(f'<ph x="{num}">{tag}</ph>')
+            parts.append(f'<ph x="{num}">{code}</ph>')
         pos = m.end()
     parts.append(xml_text(text[pos:]))
     return "".join(parts)
@@ -379,18 +463,18 @@ def _attr(value: str) -> str:
     return xml_text(value).replace('"', "&quot;")
 
 
-def write_tmx(pairs: list[tuple[str, str]], source: str, target: str) -> bytes:
-    """The pairs as a TMX 1.4 document (UTF-8)."""
+def tmx_parts(pairs: Iterable[tuple[str, str]], source: str, target: str) -> Iterator[str]:
+    """The pairs as a TMX 1.4 document (to be written as UTF-8), a unit at a time."""
     src, tgt = _attr(source), _attr(target)
-    out = [
+    yield (
         '<?xml version="1.0" encoding="UTF-8"?>\n<tmx version="1.4">\n'
         f'<header creationtool="mtfleet" creationtoolversion="1" segtype="sentence" '
         f'o-tmf="mtfleet" adminlang="en" srclang="{src}" datatype="plaintext"/>\n<body>\n'
-    ]
+    )
     for s, t in pairs:
-        out.append(
-            f'<tu><tuv xml:lang="{src}"><seg>{_tmx_seg(s)}</seg></tuv>'
-            f'<tuv xml:lang="{tgt}"><seg>{_tmx_seg(t)}</seg></tuv></tu>\n'
+        numbers = _placeholder_numbers(s, t)
+        yield (
+            f'<tu><tuv xml:lang="{src}"><seg>{_tmx_seg(s, numbers)}</seg></tuv>'
+            f'<tuv xml:lang="{tgt}"><seg>{_tmx_seg(t, numbers)}</seg></tuv></tu>\n'
         )
-    out.append("</body>\n</tmx>\n")
-    return "".join(out).encode("utf-8")
+    yield "</body>\n</tmx>\n"

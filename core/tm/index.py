@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 from rapidfuzz import fuzz, process
 
+from mtfleet.core.tm.placeables import split, substitute
 from mtfleet.core.tm.text import combined, normalize, tokens
 
 #: The overlay of changes is folded into a new base past this share of the base's pairs...
@@ -111,6 +112,9 @@ class _Base:
     starts: np.ndarray  # posting list j is ids[starts[j]:starts[j + 1]] (ascending)
     ids: np.ndarray
     by_source: dict[str, int]
+    # the sources with placeables by the text around them (:meth:`TMIndex.exact`; made on
+    # first use: a memory looked up only for texts without placeables never needs it)
+    skeletons: dict[tuple[str, ...], list[int]] | None = None
 
     @property
     def n(self) -> int:
@@ -182,6 +186,16 @@ def _numbers(toks: list[str], vocab: dict[str, int]) -> list[int]:
         if i is None:
             i = vocab[tok] = len(vocab)
         out.append(i)
+    return out
+
+
+def _skeletons(sources: Iterable[tuple[int, str]]) -> dict[tuple[str, ...], list[int]]:
+    """The ids of the sources with placeables, by the text around their placeables."""
+    out: dict[tuple[str, ...], list[int]] = {}
+    for i, source in sources:
+        pieces, placeables = split(source)
+        if placeables:
+            out.setdefault(pieces, []).append(i)
     return out
 
 
@@ -268,6 +282,7 @@ class TMIndex:
         self._overlay = overlay or _Overlay()
         self.gen = gen  # the stored base it was loaded from (store.py)
         self.log_pos = log_pos  # the stored changes it holds on top of that base
+        self._skeletons: dict[tuple[str, ...], list[int]] | None = None  # the overlay's
 
     @classmethod
     def build(
@@ -293,6 +308,40 @@ class TMIndex:
         """The stored target of a (normalized) source, None when there is none."""
         i = self._id_of(source)
         return None if i is None else self._pair(i)[1]
+
+    def exact(self, text: str) -> TMMatch | None:
+        """The pair whose source is ``text`` once ``text``'s placeables (numbers, placeholders,
+        inline tags...) are carried over, with its target carrying them
+        (:mod:`mtfleet.core.tm.placeables`), scoring 100; the newest of several. None: the
+        memory has no such pair (then no stored target is ``text``'s translation)."""
+        norm = normalize(text)
+        target = self.target_of(norm)
+        if target is not None:
+            return TMMatch(norm, target, 100.0)
+        pieces, mine = split(norm)
+        if not mine:
+            return None
+        found = [
+            *self._base_skeletons().get(pieces, ()),
+            *self._overlay_skeletons().get(pieces, ()),
+        ]
+        for source, stored, _ in sorted(map(self._pair, found), key=itemgetter(2), reverse=True):
+            carried = substitute(stored, split(source)[1], mine)
+            if carried is not None:
+                return TMMatch(source, carried, 100.0)
+        return None
+
+    def _base_skeletons(self) -> dict[tuple[str, ...], list[int]]:
+        base = self._base
+        if base.skeletons is None:
+            base.skeletons = _skeletons(enumerate(base.sources))
+        return base.skeletons
+
+    def _overlay_skeletons(self) -> dict[tuple[str, ...], list[int]]:
+        if self._skeletons is None:
+            n = self._base.n
+            self._skeletons = _skeletons(enumerate(self._overlay.sources, n))
+        return self._skeletons
 
     def _pair(self, i: int) -> tuple[str, str, int]:
         """Source, target and age of pair ``i``."""

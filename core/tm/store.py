@@ -26,20 +26,25 @@ accepted before a correction may see it). A request resolves its memory's curren
 it is accepted (:meth:`TranslationMemoryStore.for_job`), so the request after a correction
 sees it.
 
+**Where the work runs**: a store's ``run`` (``run(what, fn, *args)``) calls the heavy steps of
+:mod:`mtfleet.core.tm.files` (reading an import, writing an export, working out a correction,
+a page of segments): the API passes one that runs them in a document process within the
+caller's share; by default they run in the calling thread.
+
 Deleting a memory hides it at once; its pairs are kept for ``retention_s`` (the result TTL)
 so that jobs accepted before still finish with it, then expire.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import random
 import secrets
 import threading
 import time
-import zlib
 from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import redis
@@ -49,17 +54,10 @@ from mtfleet.core.apikeys import Storage
 from mtfleet.core.errors import InvalidInput, Unavailable
 from mtfleet.core.keys import PREFIX
 from mtfleet.core.owned import Kind, OwnedRecords
-from mtfleet.core.tm import formats
+from mtfleet.core.tm import files
 from mtfleet.core.tm.index import TMIndex
 from mtfleet.core.tm.model import TMInfo, TMLimits, TMNotFound, UnknownTranslationMemory
-from mtfleet.core.tm.text import (
-    check_name,
-    check_pair_languages,
-    content_version,
-    dedupe,
-    next_version,
-    unique_pairs,
-)
+from mtfleet.core.tm.text import check_name, check_pair_languages
 
 #: A change is appended to the log until the log holds this many records...
 LOG_MAX_RECORDS = 256
@@ -74,6 +72,16 @@ DEFAULT_RETENTION_S = 7 * 24 * 3600
 MEMORIES = Kind("tm", "translation memories", "MT_TM_MAX_PER_KEY")
 _CHANGE_TRIES = 100
 _INFO_FIELDS = tuple(TMInfo.model_fields)
+
+#: What runs a heavy step: ``run(what, fn, *args, **kwargs)`` returns ``fn(*args, **kwargs)``,
+#: wherever it runs (``what`` names the step for an error: "reading this translation-memory
+#: file").
+Runner = Callable[..., Any]
+
+
+def in_process(what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """The default :data:`Runner`: the calling thread."""
+    return fn(*args, **kwargs)
 
 
 # --- Redis keys -------------------------------------------------------------------------------
@@ -111,24 +119,6 @@ def visible(info: TMInfo, owner: str) -> bool:
     return not owner or info.owner == owner
 
 
-def encode_pairs(pairs: list[tuple[str, str]]) -> str:
-    raw = json.dumps(pairs, ensure_ascii=False, separators=(",", ":")).encode()
-    return base64.b64encode(zlib.compress(raw, 6)).decode("ascii")
-
-
-def decode_pairs(blob: str) -> list[tuple[str, str]]:
-    return [(s, t) for s, t in json.loads(zlib.decompress(base64.b64decode(blob)))]
-
-
-def _merged(base: list[tuple[str, str]], records: list[str]) -> list[tuple[str, str]]:
-    out = dict(base)
-    for record in records:
-        for s, t in json.loads(record)["pairs"]:
-            out.pop(s, None)
-            out[s] = t
-    return list(out.items())
-
-
 # --- the process's indexes --------------------------------------------------------------------
 
 _indexes: OrderedDict[tuple[str, str], TMIndex] = OrderedDict()
@@ -162,9 +152,12 @@ class TranslationMemoryStore:
     """Translation memories on the durable Redis (``MT_REDIS_URL``); ``r`` must decode
     responses."""
 
-    def __init__(self, r: redis.Redis, limits: TMLimits | None = None) -> None:
+    def __init__(
+        self, r: redis.Redis, limits: TMLimits | None = None, run: Runner = in_process
+    ) -> None:
         self.r = r
         self.limits = limits or TMLimits()
+        self.run = run
         self._records = OwnedRecords(r, MEMORIES)
         self._change = scripts.register(r, "tm_change")
 
@@ -211,25 +204,39 @@ class TranslationMemoryStore:
             )
         return info
 
-    def pairs(self, tm_id: str) -> list[tuple[str, str]]:
-        """Every pair of a memory (deleted ones too while their data is kept), oldest first;
-        TMNotFound when it is gone."""
+    def _stored(self, tm_id: str) -> tuple[dict[str, str], str, list[str]]:
+        """A memory's metadata, base blob and log records, read at once (TMNotFound when its
+        data is gone; a deleted memory's is kept for a while)."""
         tm_id = fleet_id(tm_id)
         pipe = self.r.pipeline(transaction=True)
-        pipe.exists(tm_key(tm_id))
+        pipe.hgetall(tm_key(tm_id))
         pipe.get(tm_base_key(tm_id))
         pipe.lrange(tm_log_key(tm_id), 0, -1)
-        exists, blob, records = pipe.execute()
-        if not exists or blob is None:
+        meta, blob, records = pipe.execute() if keys.is_id(tm_id) else ({}, None, [])
+        if not meta or blob is None:
             raise TMNotFound(f"translation memory {tm_id} not found")
-        return _merged(decode_pairs(blob), records)
+        return meta, blob, records
 
-    def export_tmx(self, tm_id: str) -> bytes:
-        """A memory as a TMX 1.4 file (:func:`mtfleet.core.tm.formats.write_tmx`)."""
-        info = self.get(tm_id)
-        if info is None:
+    def export(self, tm_id: str, path: Path) -> None:
+        """A live memory as a TMX 1.4 file written at ``path``
+        (:func:`mtfleet.core.tm.files.export`)."""
+        meta, blob, records = self._stored(tm_id)
+        if meta.get("deleted") == "1":
             raise TMNotFound(f"translation memory {tm_id} not found")
-        return formats.write_tmx(self.pairs(info.id), info.source_lang, info.target_lang)
+        info = self._info(meta)
+        what = "writing this translation memory's TMX"
+        self.run(what, files.export, blob, records, info.source_lang, info.target_lang, str(path))
+
+    def segments(
+        self, tm_id: str, offset: int, size: int, needle: str | None, case_sensitive: bool
+    ) -> tuple[list[tuple[str, str]], bool]:
+        """A page of a memory's pairs (:func:`mtfleet.core.tm.files.page`)."""
+        _, blob, records = self._stored(tm_id)
+        what = "reading this translation memory's segments"
+        page: tuple[list[tuple[str, str]], bool] = self.run(
+            what, files.page, blob, records, offset, size, needle, case_sensitive
+        )
+        return page
 
     # --- the index ------------------------------------------------------------------------
 
@@ -270,20 +277,17 @@ class TranslationMemoryStore:
                     return latest
                 changes = [tuple(p) for rec in records for p in json.loads(rec)["pairs"]]
                 return latest.with_changes(version, changes, log_pos=latest.log_pos + len(records))
-        pipe = self.r.pipeline(transaction=True)
-        pipe.hgetall(tm_key(tm_id))
-        pipe.get(tm_base_key(tm_id))
-        pipe.lrange(tm_log_key(tm_id), 0, -1)
-        meta, blob, records = pipe.execute()
-        if not meta or blob is None:
+        try:
+            meta, blob, records = self._stored(tm_id)
+        except TMNotFound:
             raise TMNotFound(
                 f"translation memory {tm_id} is gone; it was deleted longer than "
                 "MT_RESULT_TTL_S ago"
-            )
+            ) from None
         return TMIndex.build(
             tm_id,
             meta["version"],
-            _merged(decode_pairs(blob), records),
+            files.merged(blob, records),
             gen=int(meta["gen"]),
             log_pos=len(records),
         )
@@ -304,8 +308,9 @@ class TranslationMemoryStore:
         that corrections fill); a later pair replaces an earlier one with the same source."""
         name = check_name(name)
         source, target = check_pair_languages(source, target)
-        checked = unique_pairs(pairs, max_bytes=self.limits.max_segment_bytes)
-        return self._store_new(owner, name, source, target, checked, 0, storage)
+        what = "storing these pairs"
+        made = self.run(what, files.prepare_pairs, pairs, source, target, self.limits)
+        return self._store_new(owner, name, source, target, made, storage)
 
     def import_file(
         self,
@@ -313,41 +318,34 @@ class TranslationMemoryStore:
         name: str,
         source: str,
         target: str,
-        content: bytes,
+        content: bytes | Path,
         filename: str | None = None,
         *,
         fmt: str | None = None,
         storage: Storage | None = None,
     ) -> TMInfo:
-        """A new memory from a TMX, TSV or CSV file (``fmt``, else told by
-        :func:`mtfleet.core.tm.formats.sniff`), the pairs for ``source`` -> ``target``."""
-        if len(content) > self.limits.max_import_bytes:
+        """A new memory from a TMX, TSV or CSV file (its bytes, or its path: read as it goes;
+        ``fmt``, else told by :func:`mtfleet.core.tm.formats.sniff`), the pairs for
+        ``source`` -> ``target``."""
+        size = content.stat().st_size if isinstance(content, Path) else len(content)
+        if size > self.limits.max_import_bytes:
             raise InvalidInput(
-                f"the file has {len(content):,} bytes; an import may have "
+                f"the file has {size:,} bytes; an import may have "
                 f"{self.limits.max_import_bytes:,} (MT_TM_MAX_IMPORT_BYTES)"
             )
         name = check_name(name)
         source, target = check_pair_languages(source, target)
-        fmt = (fmt or formats.sniff(content, filename)).lower()
-        parsed = formats.parse(
-            content,
+        made = self.run(
+            "reading this translation-memory file",
+            files.prepare_file,
+            str(content) if isinstance(content, Path) else content,
+            filename,
             fmt,
             source,
             target,
-            max_bytes=self.limits.max_segment_bytes,
-            filename=filename or "",
+            self.limits,
         )
-        pairs = dedupe(parsed.pairs)
-        if not pairs:
-            raise InvalidInput(f"the file has no {source}->{target} pair")
-        return self._store_new(owner, name, source, target, pairs, parsed.skipped, storage)
-
-    def _check_count(self, count: int) -> None:
-        if count > self.limits.max_pairs:
-            raise InvalidInput(
-                f"{count:,} pairs; a translation memory holds at most "
-                f"{self.limits.max_pairs:,} (MT_TM_MAX_PAIRS)"
-            )
+        return self._store_new(owner, name, source, target, made, storage)
 
     def _store_new(
         self,
@@ -355,11 +353,9 @@ class TranslationMemoryStore:
         name: str,
         source: str,
         target: str,
-        pairs: list[tuple[str, str]],
-        skipped: int,
+        made: files.Prepared,
         storage: Storage | None,
     ) -> TMInfo:
-        self._check_count(len(pairs))
         now = time.time()
         info = TMInfo(
             id=secrets.token_hex(16),
@@ -369,11 +365,11 @@ class TranslationMemoryStore:
             owner=owner,
             created_at=now,
             updated_at=now,
-            version=content_version(source, target, pairs),
-            entry_count=len(pairs),
-            skipped=skipped,
+            version=made.version,
+            entry_count=made.entry_count,
+            skipped=made.skipped,
         )
-        blob = encode_pairs(pairs)
+        blob = made.blob
         fields = {
             **{k: str(v) for k, v in info.model_dump().items()},
             "gen": "0",
@@ -408,35 +404,36 @@ class TranslationMemoryStore:
         """Add pairs, or replace the target of a pair with the same (normalized) source, in
         one of ``owner``'s memories; a new ``version`` when anything changed. The next request
         that names the memory sees the change."""
-        changes = unique_pairs(pairs, max_bytes=self.limits.max_segment_bytes)
         for _ in range(_CHANGE_TRIES):
-            raw = self.r.hgetall(tm_key(fleet_id(tm_id))) if keys.is_id(fleet_id(tm_id)) else {}
+            try:
+                raw, blob, records = self._stored(tm_id)
+            except TMNotFound:
+                raw = {}
             if not raw or raw.get("deleted") == "1" or not visible(self._info(raw), owner):
                 raise TMNotFound(f"translation memory {tm_id} not found")
             info = self._info(raw)
-            current = self.index(info.id, info.version)
-            if current.version != info.version:
-                continue  # changed between the two reads
-            todo = [(s, t) for s, t in changes if current.target_of(s) != t]
-            if not todo:
-                return info
-            added = sum(1 for s, _ in todo if current.target_of(s) is None)
-            self._check_count(info.entry_count + added)
-            version = next_version(info.version, todo)
-            record = json.dumps({"v": version, "pairs": todo}, ensure_ascii=False)
-            base_bytes, log_bytes = int(raw["base_bytes"]), int(raw["log_bytes"])
-            log_bytes += len(record.encode())
-            now = time.time()
-            compact = int(raw["log_len"]) + 1 > LOG_MAX_RECORDS or log_bytes > max(
-                LOG_MIN_BYTES, base_bytes
+            change: files.Change | None = self.run(
+                "correcting this translation memory",
+                files.plan_change,
+                blob,
+                records,
+                pairs,
+                version=info.version,
+                entry_count=info.entry_count,
+                log_len=int(raw["log_len"]),
+                base_bytes=int(raw["base_bytes"]),
+                log_bytes=int(raw["log_bytes"]),
+                limits=self.limits,
+                log_max_records=LOG_MAX_RECORDS,
+                log_min_bytes=LOG_MIN_BYTES,
             )
-            if compact:
-                payload = encode_pairs(_merged(current.pairs(), [record]))
-                base_bytes, log_bytes = len(payload), 0
-            else:
-                payload = record
+            if change is None:
+                return info
+            version, compact, payload = change.version, change.compact, change.payload
+            base_bytes, log_bytes = change.base_bytes, change.log_bytes
+            now = time.time()
             new = info.model_copy(
-                update={"version": version, "entry_count": info.entry_count + added,
+                update={"version": version, "entry_count": info.entry_count + change.added,
                         "updated_at": now}
             )  # fmt: skip
             fields = {

@@ -270,10 +270,10 @@ MEMORY = [
 ]
 
 
-def make_memory(fleet: LocalFleet, key: str) -> str:
+def make_memory(fleet: LocalFleet, key: str, entries: list[dict[str, str]] = MEMORY) -> str:
     got = httpx.post(
         f"{fleet.api_url}/v1/translation_memories",
-        json={"name": "shop", "source_lang": "en", "target_lang": "es", "entries": MEMORY},
+        json={"name": "shop", "source_lang": "en", "target_lang": "es", "entries": entries},
         headers={"Authorization": f"Bearer {key}"},
         timeout=30,
     )
@@ -408,3 +408,123 @@ def test_the_sdk_and_the_cli_name_a_memory_and_a_style_rule(
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (prompt,) = prompts_with(server, "Great news today")
     assert "- Avoid exclamation marks\n" in prompt
+
+
+# --- what a memory serves never changes the request's meaning (issue 39, item 3) -----------
+
+PLACEABLES = [
+    {
+        "source": "Free shipping on orders over $50",
+        "target": "Envío gratis en pedidos de más de 50 $",
+    },
+    {"source": "Save 20% today", "target": "Ahorra un 20 % hoy"},
+    {"source": "You have {n} new messages", "target": "Tiene {n} mensajes nuevos"},
+]
+# each differs from a stored source only in its placeables (a price, a percentage, a
+# placeholder): the stored target is served with the request's own carried over
+CARRIED = {
+    "Free shipping on orders over $500": "Envío gratis en pedidos de más de 500 $",
+    "Save 30% today": "Ahorra un 30 % hoy",
+    "You have {count} new messages": "Tiene {count} mensajes nuevos",
+}
+# a near match (93) that differs in a word: never served as stored
+NEAR = "Free shipping on all orders over $50"
+
+
+def translate_with(fleet: LocalFleet, key: str, tm: str, texts: list[str], **extra: Any) -> Any:
+    got = httpx.post(
+        f"{fleet.api_url}/v1/translate",
+        json={
+            "texts": texts,
+            "source_lang": "en",
+            "target_lang": "es",
+            "translation_memory_id": tm,
+            **extra,
+        },
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=60,
+    )
+    assert got.status_code == 200, got.text
+    return got.json()
+
+
+def test_a_memory_carries_the_requests_numbers_and_placeholders_over(
+    fleet: LocalFleet, key: str, server: FakeServer
+) -> None:
+    tm = make_memory(fleet, key, PLACEABLES)
+    for pool in ({}, {"pool": "apertium"}):  # an LLM's pool and an engine without prompts
+        body = translate_with(fleet, key, tm, list(CARRIED), **pool)
+        assert body["translations"] == list(CARRIED.values()), pool
+        assert body["memory"] == [{"index": i, "score": 100.0} for i in range(3)]
+        assert not body["warnings"]
+    for text in CARRIED:
+        assert not prompts_with(server, text)  # served: no model saw them
+
+
+def test_a_near_match_is_edited_by_an_llm_and_named_where_the_engine_translates(
+    fleet: LocalFleet, key: str, server: FakeServer
+) -> None:
+    tm = make_memory(fleet, key, PLACEABLES)
+    llm = translate_with(fleet, key, tm, [NEAR])
+    assert llm["translations"] == [f"ES: {NEAR}"] and llm["memory"] == []
+    (prompt,) = prompts_with(server, "Free shipping on all orders over")
+    assert (
+        "A translation memory holds this translation of a similar text; edit it into the "
+        "translation of the text below, changing only what the two texts differ in:\n"
+        "English: Free shipping on orders over $50\n"
+        "Spanish: Envío gratis en pedidos de más de 50 $\n"
+    ) in prompt
+    plain = translate_with(fleet, key, tm, [NEAR], pool="apertium")
+    assert plain["translations"][0] not in (None, "Envío gratis en pedidos de más de 50 $")
+    assert plain["memory"] == []
+    (warning,) = plain["warnings"]
+    assert warning["index"] == 0 and warning["type"] == "memory_fuzzy_match"
+    assert "93" in warning["message"] and "'Free shipping on orders over $50'" in warning["message"]
+
+
+TMX_PLACEHOLDER = (
+    b'<?xml version="1.0" encoding="UTF-8"?><tmx version="1.4"><header srclang="en"/><body>'
+    b'<tu><tuv xml:lang="en"><seg>You have <ph x="1">{n}</ph> new <bpt i="2">&lt;b&gt;</bpt>'
+    b'messages<ept i="2">&lt;/b&gt;</ept></seg></tuv>'
+    b'<tuv xml:lang="es"><seg>Tiene <ph x="1">{n}</ph> <bpt i="2">&lt;b&gt;</bpt>mensajes'
+    b'<ept i="2">&lt;/b&gt;</ept> nuevos</seg></tuv></tu>'
+    b'<tu><tuv xml:lang="en"><seg>Delete <ph>{n}</ph> files</seg></tuv>'
+    b'<tuv xml:lang="es"><seg>Eliminar <ph>{n}</ph> archivos</seg></tuv></tu>'
+    b'<tu><tuv xml:lang="en"><seg>Hello <x id="1"/> and <g id="2">bye</g></seg></tuv>'
+    b'<tuv xml:lang="es"><seg>Hola <x id="1"/> y <g id="2">adi\xc3\xb3s</g></seg></tuv></tu>'
+    b"</body></tmx>"
+)
+
+
+def test_a_tmx_placeholder_matches_the_requests_own_through_v1_and_deepl(
+    fleet: LocalFleet, key: str, server: FakeServer
+) -> None:
+    headers = {"Authorization": f"Bearer {key}"}
+    made = httpx.post(
+        f"{fleet.api_url}/v1/translation_memories",
+        files={"file": ("ui.tmx", TMX_PLACEHOLDER)},
+        data={"name": "ui", "source_lang": "en", "target_lang": "es"},
+        headers=headers,
+        timeout=30,
+    )
+    assert made.status_code == 201, made.text
+    tm = made.json()["id"]
+    body = translate_with(fleet, key, tm, ["Delete {count} files", "Delete {n} files"])
+    assert body["translations"] == ["Eliminar {count} archivos", "Eliminar {n} archivos"]
+    client = deepl.DeepLClient(key, server_url=fleet.api_url)
+    result = client.translate_text(
+        "You have {n} new <b>messages</b>",
+        source_lang="EN",
+        target_lang="ES",
+        tag_handling="html",
+        translation_memory=tm,
+    )
+    assert result.text == "Tiene {n} <b>mensajes</b> nuevos"  # type: ignore[union-attr]
+    exported = httpx.get(
+        f"{fleet.api_url}/v1/translation_memories/{tm}/export", headers=headers, timeout=30
+    )
+    assert exported.status_code == 200
+    assert b'<seg>Tiene <ph x="2">{n}</ph> <bpt i="1" x="1">&lt;g1&gt;</bpt>mensajes' in (
+        exported.content
+    )
+    assert not prompts_with(server, "new messages")

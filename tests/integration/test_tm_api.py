@@ -6,6 +6,7 @@ DeepL's /v3/translation_memories as the official ``deepl`` client (unchanged but
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import threading
 import time
@@ -280,13 +281,11 @@ def test_a_memory_is_visible_only_to_the_key_that_made_it(
 # --- DeepL's client ---------------------------------------------------------------------------
 
 
-@pytest.fixture
-def served(redis_url: str) -> Iterator[str]:
-    """The app served by uvicorn in a thread, API keys required (what DeepL's client talks to
-    over HTTP)."""
+@contextlib.contextmanager
+def serving(app: FastAPI) -> Iterator[str]:
+    """``app`` served by uvicorn in a thread: its URL."""
     forget_indexes()
     port = free_port()
-    app = app_for(redis_url, auth="required", auth_cache_s=0)
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     )
@@ -299,6 +298,14 @@ def served(redis_url: str) -> Iterator[str]:
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     thread.join(15)
+
+
+@pytest.fixture
+def served(redis_url: str) -> Iterator[str]:
+    """The app served by uvicorn in a thread, API keys required (what DeepL's client talks to
+    over HTTP)."""
+    with serving(app_for(redis_url, auth="required", auth_cache_s=0)) as url:
+        yield url
 
 
 def test_the_official_deepl_client_lists_reads_pages_and_deletes_memories(
@@ -432,3 +439,134 @@ def test_mtfleet_tm_commands_and_the_sdk(served: str, r: redis.Redis, tmp_path: 
     assert run("delete", tm_id).stdout.strip() == f"deleted translation memory {tm_id}"
     gone = run("show", tm_id)
     assert isinstance(gone.exception, MTClientError) and gone.exception.status == 404
+
+
+# --- each key's bounded share of memory work (issue 39, item 11) --------------------------------
+
+
+def big_tmx(units: int) -> bytes:
+    body = "".join(
+        f'<tu><tuv xml:lang="en"><seg>Product {n} ships in {n % 9 + 1} days</seg></tuv>'
+        f'<tuv xml:lang="es"><seg>El producto {n} se envía en {n % 9 + 1} días</seg></tuv></tu>'
+        for n in range(units)
+    )
+    return f'<tmx version="1.4"><header/><body>{body}</body></tmx>'.encode()
+
+
+class Held:
+    """The document processes' work for one key held back until :meth:`release` (as
+    FakeServer holds an engine's replies): that key's memory work stays in flight, in the
+    order the API took it, whatever the machine's speed."""
+
+    def __init__(self, app: FastAPI, owner: str) -> None:
+        pool = app.state.services.jobs.documents
+        self.waiting = 0
+        self._go = threading.Event()
+        self._lock = threading.Lock()
+        real = pool.run
+
+        def run(op: str, who: str, *args: Any, **kwargs: Any) -> Any:
+            if who == owner:
+                with self._lock:
+                    self.waiting += 1
+                assert self._go.wait(60)
+            return real(op, who, *args, **kwargs)
+
+        pool.run = run
+
+    def release(self) -> None:
+        self._go.set()
+
+
+def in_thread(call: Any, *args: Any) -> tuple[threading.Thread, list[httpx.Response]]:
+    got: list[httpx.Response] = []
+    thread = threading.Thread(target=lambda: got.append(call(*args)), daemon=True)
+    thread.start()
+    return thread, got
+
+
+def test_one_keys_flood_of_memory_work_is_its_own_problem(redis_url: str, r: redis.Redis) -> None:
+    """Key A's imports each hold one of its share of memory work (MT_TM_WORK_PER_KEY, 2 by
+    default) while a document process reads them: its next import, export or correction is
+    429 with Retry-After, while key B imports, corrects, exports and reads pages meanwhile."""
+    keys = KeyStore(r, cache_s=0)
+    a_key, a = keys.create("flood", rate="none")
+    _, b = keys.create("quiet", rate="none")
+    app = app_for(redis_url, auth="required", auth_cache_s=0)
+    tmx = big_tmx(2_000)
+    with serving(app) as url:
+        mine = httpx.post(
+            f"{url}/v1/translation_memories", headers=auth(a), json=ENTRIES, timeout=30
+        ).json()["id"]
+        held = Held(app, a_key.id)
+        flood = [in_thread(upload_to, url, a, tmx) for _ in range(2)]
+        deadline = time.monotonic() + 30
+        while held.waiting < 2 and not all(got for _, got in flood):  # both in the API
+            assert time.monotonic() < deadline, "A's imports never reached the API"
+            time.sleep(0.02)
+
+        refused = [
+            upload_to(url, a, tmx),
+            httpx.get(f"{url}/v1/translation_memories/{mine}/export", headers=auth(a)),
+            httpx.post(
+                f"{url}/v1/translation_memories/{mine}/entries",
+                json={"entries": [{"source": "Close", "target": "Cerrar"}]},
+                headers=auth(a),
+            ),
+        ]
+        for resp in refused:
+            assert resp.status_code == 429, resp.text
+            assert resp.json()["error"]["type"] == "rate_limited"
+            assert "MT_TM_WORK_PER_KEY=2" in resp.json()["error"]["message"]
+            assert int(resp.headers["retry-after"]) >= 1
+
+        # key B meanwhile: every kind of memory work answers while A's imports are in flight
+        made = upload_to(url, b, tmx)
+        assert made.status_code == 201, made.text
+        theirs = made.json()["id"]
+        fixed = httpx.post(
+            f"{url}/v1/translation_memories/{theirs}/entries",
+            json={"entries": [{"source": "Product 1 ships in 2 days", "target": "Listo"}]},
+            headers=auth(b),
+            timeout=30,
+        )
+        assert fixed.status_code == 200 and fixed.json()["entry_count"] == 2_000
+        exported = httpx.get(
+            f"{url}/v1/translation_memories/{theirs}/export", headers=auth(b), timeout=30
+        )
+        assert exported.status_code == 200 and b"<seg>Listo</seg>" in exported.content
+        page = deepl.DeepLClient(b, server_url=url).list_translation_memory_segments(
+            theirs, filter_text="Product 17 "
+        )
+        assert [s.targets[0].target_text for s in page] == ["El producto 17 se envía en 9 días"]
+        assert not any(got for _, got in flood)  # A's are still in flight
+
+        held.release()  # A's own finish, and its share is free again
+        for thread, got in flood:
+            thread.join(60)
+            assert got[0].status_code == 201 and got[0].json()["entry_count"] == 2_000
+        again = httpx.get(f"{url}/v1/translation_memories/{mine}/export", headers=auth(a))
+        assert again.status_code == 200 and b"<seg>Guarde el archivo</seg>" in again.content
+
+
+def upload_to(url: str, token: str, content: bytes) -> httpx.Response:
+    return httpx.post(
+        f"{url}/v1/translation_memories",
+        files={"file": ("shop.tmx", content)},
+        data={"name": "shop", "source_lang": "en", "target_lang": "es"},
+        headers=auth(token),
+        timeout=30,
+    )
+
+
+def test_an_import_is_read_in_a_document_process_under_its_deadline(redis_url: str) -> None:
+    """A memory's file is read where documents are: a TMX that takes longer than
+    MT_DOCUMENT_DEADLINE_S to read is stopped there and refused (422), not parsed at length
+    in the API's own process."""
+    app = app_for(redis_url, auth="off", document_deadline_s=0.01)
+    with TestClient(app, raise_server_exceptions=False) as c:
+        got = upload(c, big_tmx(20_000), "big.tmx")
+        assert got.status_code == 422, got.text
+        assert got.json()["error"]["type"] == "document_too_complex"
+        assert "MT_DOCUMENT_DEADLINE_S" in got.json()["error"]["message"]
+        assert c.get("/v1/translation_memories").json() == {"translation_memories": []}

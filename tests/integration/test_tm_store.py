@@ -10,6 +10,7 @@ import secrets
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 import redis
@@ -50,11 +51,19 @@ def matched(found: TMLookup) -> TMMatch:
     return found.match
 
 
+def stored(tms: TranslationMemoryStore, tm_id: str) -> list[tuple[str, str]]:
+    """A memory's pairs as a worker reads them (its index, loaded from Redis afresh)."""
+    forget_indexes()
+    info = tms.get(tm_id)
+    assert info is not None
+    return tms.index(tm_id, info.version).pairs()
+
+
 def imported(
     tms: TranslationMemoryStore, content: bytes, name: str, src: str, tgt: str
 ) -> tuple[TMInfo, dict[str, str]]:
     info = tms.import_file(A, "shop", src, tgt, content, name)
-    return info, dict(tms.pairs(info.id))
+    return info, dict(stored(tms, info.id))
 
 
 # --- formats ----------------------------------------------------------------------------------
@@ -70,8 +79,9 @@ def test_a_tmx_from_a_cat_tool_keeps_its_inline_codes_as_the_fleets_tags(
         # unit 8 normalizes to unit 1's source: the later one wins
         "Free shipping on all orders.": "Envío gratuito en todos los pedidos.",
         "Click <g1>here</g1> to pay<x2/>": "Haga clic <g1>aquí</g1> para pagar<x2/>",
-        # the target's codes take the numbers of the source's, whatever their order there
-        "<x1/> items in <g2>your cart</g2>": "<g2>Su carrito</g2> tiene <x1/> artículos",
+        # a code holding a placeholder is the placeholder; the target's codes take the
+        # numbers of the source's, whatever their order there
+        "{0} items in <g1>your cart</g1>": "<g1>Su carrito</g1> tiene {0} artículos",
         # <hi> keeps its text; <it> is a standalone code
         "An order was <x1/>placed": "Se hizo un pedido<x1/>",
         # crossed pairs: the pair that nests well stays paired, the other two are standalone
@@ -248,10 +258,8 @@ def test_the_index_follows_the_log_and_a_rewrite_of_the_base(
     assert r.llen(tm_log_key(info.id)) == 1
     assert len(set(versions)) == 10 and int(meta["entry_count"]) == 59
     final = tms.index(info.id, versions[-1])
-    assert final.pairs() == tms.pairs(info.id)  # the index and a full read agree
     assert matched(held.lookup("Sentence number 0")).target == "Frase 0"  # still version 1
-    forget_indexes()
-    assert tms.index(info.id, versions[-1]).pairs() == final.pairs()
+    assert stored(tms, info.id) == final.pairs()  # the index and a full read agree
     # an index at an old version no longer held gives the memory as it is now
     forget_indexes()
     assert tms.index(info.id, versions[2]).version == versions[-1]
@@ -270,7 +278,7 @@ def test_concurrent_corrections_are_all_kept(tms: TranslationMemoryStore) -> Non
         list(pool.map(correct, range(8)))
     final = tms.get(info.id)
     assert final is not None and final.entry_count == 40
-    assert len(tms.pairs(info.id)) == 40
+    assert len(stored(tms, info.id)) == 40
     assert len(tms.index(info.id, final.version)) == 40
 
 
@@ -350,16 +358,44 @@ def test_what_a_memory_keeps_counts_against_its_keys_storage(
 # --- export -----------------------------------------------------------------------------------
 
 
-def test_export_is_tmx_that_imports_back_to_the_same_pairs(tms: TranslationMemoryStore) -> None:
+def test_export_is_tmx_that_imports_back_to_the_same_pairs(
+    tms: TranslationMemoryStore, tmp_path: Path
+) -> None:
     info, _ = imported(tms, TMX, "shop.tmx", "en", "es")
     tms.add_entries(info.id, A, [('Fish & chips <x1/> "quoted"', 'Pescado <x1/> & "patatas"')])
-    tmx = tms.export_tmx(info.id)
+    tms.add_entries(info.id, A, [("<g1>{n}</g1> of %s", "%s: <g1>{n}</g1>")])
+    path = tmp_path / "export.tmx"
+    tms.export(info.id, path)
+    tmx = path.read_bytes()
     assert tmx.startswith(b'<?xml version="1.0" encoding="UTF-8"?>\n<tmx version="1.4">')
     assert b'<bpt i="1" x="1">&lt;g1&gt;</bpt>here<ept i="1">&lt;/g1&gt;</ept>' in tmx
-    again = tms.import_file(A, "again", "en", "es", tmx, "export.tmx")
-    assert tms.pairs(again.id) == tms.pairs(info.id)
+    # a placeholder is a code holding it, numbered after the pair's tags, alike on both sides
+    assert b'<seg><ph x="2">{0}</ph> items in <bpt i="1" x="1">' in tmx
+    assert (
+        b'<seg><bpt i="1" x="1">&lt;g1&gt;</bpt><ph x="2">{n}</ph><ept i="1">&lt;/g1&gt;</ept>'
+        in tmx
+    )
+    assert b' of <ph x="3">%s</ph></seg>' in tmx and b'<seg><ph x="3">%s</ph>: <bpt' in tmx
+    again = tms.import_file(A, "again", "en", "es", path, "export.tmx")  # a file read as it goes
+    assert stored(tms, again.id) == stored(tms, info.id)
     with pytest.raises(TMNotFound):
-        tms.export_tmx("f" * 32)
+        tms.export("f" * 32, path)
+
+
+def test_xliff_style_codes_and_a_placeholder_in_any_code(tms: TranslationMemoryStore) -> None:
+    """``<x/>`` and ``<g>`` (as tools that convert from XLIFF write them) are codes too; a code
+    whose content, or ``equiv-text``, is a placeholder is that placeholder."""
+    tmx = (
+        b'<tmx version="1.4"><header/><body><tu>'
+        b'<tuv xml:lang="en"><seg>Hi <x id="7"/> and <g id="2">bye <x id="8" '
+        b'equiv-text="{{name}}"/></g> <it pos="begin">%1$d</it></seg></tuv>'
+        b'<tuv xml:lang="es"><seg><g id="2">adi\xc3\xb3s <x id="8" equiv-text="{{name}}"/></g>'
+        b' y hola <x id="7"/> <ut>%1$d</ut></seg></tuv></tu></body></tmx>'
+    )
+    _, pairs = imported(tms, tmx, "x.tmx", "en", "es")
+    assert pairs == {
+        "Hi <x1/> and <g2>bye {{name}}</g2> %1$d": "<g2>adiós {{name}}</g2> y hola <x1/> %1$d"
+    }
 
 
 def test_the_hardened_parser_is_the_one_used(tms: TranslationMemoryStore) -> None:

@@ -28,14 +28,17 @@ import time
 from pathlib import Path
 from typing import Annotated, Any
 
+import click
 import httpx
 import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
+from mtfleet.core import documents
+from mtfleet.core.documents import sniffing
 from mtfleet.core.documents.text import parse_lines
 from mtfleet.core.errors import InvalidInput
 from mtfleet.core.guidance import Guidance
@@ -52,6 +55,7 @@ from mtfleet.producer.client import (
     RetryPolicy,
 )
 from mtfleet.producer.extras import require
+from mtfleet.producer.naming import Naming, destinations
 
 
 def _prose(text: str | None) -> str | None:
@@ -284,7 +288,27 @@ def translate(
         raise typer.Exit(1)
 
 
-@app.command()
+class FormatsHelp(TyperCommand):
+    """A command whose help names the formats the fleet reads, from their one registry
+    (:mod:`mtfleet.core.documents`): FORMATS_READ, FORMAT_NAMES and FORMATS_REFUSED in its
+    text are filled in when the help is shown (loading every format is not worth it for a
+    command that only runs)."""
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        formats = documents.formats()
+        filled = {
+            "FORMATS_READ": ", ".join(f"{f.name} ({', '.join(f.extensions)})" for f in formats),
+            "FORMAT_NAMES": ", ".join(f.name for f in formats),
+            "FORMATS_REFUSED": ", ".join(list(sniffing.KNOWN_UNREAD)[:4]),
+        }
+        for item in (self, *self.params):
+            for name, text in filled.items():
+                if getattr(item, "help", None):
+                    item.help = item.help.replace(name, text)  # type: ignore[union-attr]
+        super().format_help(ctx, formatter)
+
+
+@app.command(cls=FormatsHelp)
 def submit(
     files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=False, readable=True)],
     target: Annotated[str, typer.Option("--to", help="Target language code.")],
@@ -300,15 +324,22 @@ def submit(
         str | None,
         typer.Option(
             "--format",
-            help="Document format for every file (text, markdown, html, json, arb, srt, "
-            "webvtt, po, properties, android, strings, stringsdict, xcstrings, yaml, xliff, docx, "
-            "xlsx, pptx); default: from each file's "
+            help="Document format for every file (FORMAT_NAMES); default: from each file's "
             "extension.",
         ),
     ] = None,
     lines: Annotated[
         bool, typer.Option("--lines", help="One segment per non-blank line, for any file.")
     ] = False,
+    naming: Annotated[
+        Naming,
+        typer.Option(
+            "--naming",
+            help="ecosystem: each output named as its ecosystem names a translation "
+            "(values-es/strings.xml, es.lproj/, app_es.arb, es.po, es.yml; otherwise "
+            "NAME.es.EXT); suffix: NAME.es.EXT for every file.",
+        ),
+    ] = "ecosystem",
     encoding: Annotated[
         str, typer.Option(help="The files' text encoding (e.g. latin-1); output keeps it.")
     ] = "utf-8",
@@ -336,14 +367,22 @@ def submit(
 ) -> None:
     """Submit files and write the translated files to --out.
 
-    The format comes from the extension (.md, .html, .json, .po, .xml, .yml, .xlsx, .pptx...): the
-    file comes back in its own format, markup and placeholders intact. A file of a format the
-    fleet does not read (.po, .yml...) is refused, never sent as text, and the other files are
-    still sent (the exit status is then 1). A .txt file (or any file with --lines) is a list:
-    one segment per non-blank line; one larger than a job may carry goes as several jobs,
-    joined again. The jobs are recorded in --out/.mtfleet-jobs.json as
-    they are made: an interrupted submit is picked up with --resume (or mtfleet result ID
-    --out DIR). Job ids go to stdout, one per line; everything else to stderr.
+    The format comes from each file's extension: FORMATS_READ; a file without one is told by
+    its first bytes. The file comes back in its own format, markup and placeholders intact. A
+    file of a format the fleet does not read (FORMATS_REFUSED...) is refused, never sent as
+    text, and the other files are still sent (the exit status is then 1). A .txt file (or any
+    file with --lines) is a list: one segment per non-blank line; one larger than a job may
+    carry goes as several jobs, joined again.
+
+    Each output is named as its ecosystem names a translation (Android values-es/strings.xml,
+    Apple es.lproj/, Flutter app_es.arb, a gettext template es.po, Rails es.yml, otherwise
+    NAME.es.EXT: the table in docs/api.md#output-names) and keeps its path under --out
+    relative to the folder the inputs share; an output that would be written over an input
+    or another output is refused before anything is sent (exit status 2), naming both.
+
+    The jobs are recorded in --out/.mtfleet-jobs.json as they are made: an interrupted submit
+    is picked up with --resume (or mtfleet result ID --out DIR). Job ids go to stdout, one per
+    line; everything else to stderr.
     """
     opts = batch.SubmitOptions(
         target=target,
@@ -363,18 +402,28 @@ def submit(
     )
     manifest = _manifest(out)
     entries: list[batch.FileJobs] = []
-    refused: list[Path] = []
+    known: dict[str, Job] = {}  # the jobs made now, as their submission answered
     with _client(url, api_key) as mt:
         try:
             limit = mt.limits().max_segments_per_job
-            for path in files:
+            planned, refused = _plan_files(files, opts, naming, out, limit, manifest, resume)
+            clashes = batch.clashes((entry for _, _, entry in planned), manifest, out)
+            if clashes:
+                err_console.print(
+                    "[red]nothing sent:[/red] "
+                    + "; ".join(escape(c) for c in clashes)
+                    + ". Send them to separate --out folders (or see --naming)",
+                    soft_wrap=True,
+                )
+                raise typer.Exit(2)
+            for path, data, entry in planned:
                 try:
-                    entry = _send_file(mt, manifest, path, opts, out, limit, resume)
+                    made = _send_file(mt, manifest, path, data, entry, out, limit)
                 except FileRefused:
                     refused.append(path)
                     continue
-                if entry is not None:
-                    entries.append(entry)
+                entries.append(entry)
+                known.update((job.id, job) for job in made)
             if refused:
                 err_console.print(
                     f"[red]{len(refused)} of {len(files)} file(s) not sent:[/red] "
@@ -383,7 +432,7 @@ def submit(
                 )
             if not wait or not entries:
                 raise typer.Exit(1 if refused else 0)
-            ok = _follow(mt, entries, manifest, out) and not refused
+            ok = _follow(mt, entries, known, manifest, out) and not refused
         except (KeyboardInterrupt, APIUnreachable) as exc:
             if isinstance(exc, APIUnreachable):
                 err_console.print(f"[red]{escape(str(exc))}[/red]", soft_wrap=True)
@@ -404,42 +453,70 @@ class FileRefused(Exception):
     """One file of a ``mtfleet submit`` could not be sent (said already); the others are."""
 
 
+def _plan_files(
+    files: list[Path],
+    opts: batch.SubmitOptions,
+    naming: Naming,
+    out: Path,
+    limit: int,
+    manifest: batch.Manifest,
+    resume: bool,
+) -> tuple[list[tuple[Path, bytes, batch.FileJobs]], list[Path]]:
+    """How each file is sent and where it is written (:mod:`~mtfleet.producer.naming`), with
+    what an earlier submit sent reused (--resume); and the files that cannot be sent (their
+    format, their bytes), said on stderr."""
+    readable: list[tuple[Path, bytes, str | None]] = []
+    refused: list[Path] = []
+    for path in files:
+        data = path.read_bytes()
+        try:
+            readable.append((path, data, batch.sent_as(path, data, opts)))
+        except batch.SourceError as exc:
+            err_console.print(f"[red]{path}:[/red] {escape(str(exc))}", soft_wrap=True)
+            refused.append(path)
+    dests = destinations([(p, fmt) for p, _, fmt in readable], opts.target, out, naming)
+    planned = []
+    for (path, data, fmt), dest in zip(readable, dests, strict=True):
+        try:
+            entry = batch.plan(path, data, fmt, opts, dest, limit)
+        except batch.SourceError as exc:
+            err_console.print(f"[red]{path}:[/red] {escape(str(exc))}", soft_wrap=True)
+            refused.append(path)
+            continue
+        if entry.kind == "lines" and not entry.parts:
+            err_console.print(f"[yellow]{path}: no text, skipped[/yellow]")
+            continue
+        earlier = manifest.files.get(entry.source)
+        if earlier is not None and earlier.same_request(entry) and earlier.jobs:
+            if resume:
+                entry = earlier
+                err_console.print(f"{path}: resuming {batch.describe(earlier)}")
+            elif earlier.written is None:
+                err_console.print(
+                    f"[yellow]{path}: an earlier submit to {out} made "
+                    f"{batch.describe(earlier)}, not written yet; sending again (--resume "
+                    "follows those instead)[/yellow]",
+                    soft_wrap=True,
+                )
+        planned.append((path, data, entry))
+    return planned, refused
+
+
 def _send_file(
     mt: MTClient,
     manifest: batch.Manifest,
     path: Path,
-    opts: batch.SubmitOptions,
+    data: bytes,
+    entry: batch.FileJobs,
     out: Path,
     limit: int,
-    resume: bool,
-) -> batch.FileJobs | None:
-    """Plan ``path``, reuse what an earlier submit sent (with --resume), send the rest;
-    :class:`FileRefused` when the file cannot be sent (its format, its bytes, the API's
-    answer to it), said on stderr."""
-    data = path.read_bytes()
-    try:
-        planned = batch.plan(path, data, opts, out, limit)
-    except batch.SourceError as exc:
-        err_console.print(f"[red]{path}:[/red] {escape(str(exc))}", soft_wrap=True)
-        raise FileRefused from None
-    if planned.kind == "lines" and not planned.parts:
-        err_console.print(f"[yellow]{path}: no text, skipped[/yellow]")
-        return None
-    earlier = manifest.files.get(planned.source)
-    if earlier is not None and earlier.same_request(planned) and earlier.jobs:
-        if resume:
-            planned = earlier
-            err_console.print(f"{path}: resuming {batch.describe(earlier)}")
-        elif earlier.written is None:
-            err_console.print(
-                f"[yellow]{path}: an earlier submit to {out} made {batch.describe(earlier)}, "
-                "not written yet; sending again (--resume follows those instead)[/yellow]",
-                soft_wrap=True,
-            )
-    manifest.files[planned.source] = planned
+) -> list[Job]:
+    """Send what of ``entry`` is not sent yet, recording each job in the manifest as it is
+    made; :class:`FileRefused` when the API refuses the file (said on stderr)."""
+    manifest.files[entry.source] = entry
     manifest.save(out)
     try:
-        made = batch.send(mt, planned, data, path, lambda: manifest.save(out))
+        made = batch.send(mt, entry, data, path, lambda: manifest.save(out))
     except (MTClientError, batch.SourceError) as exc:
         err_console.print(
             f"[red]{path}:[/red] {escape(str(getattr(exc, 'message', exc)))}", soft_wrap=True
@@ -448,15 +525,15 @@ def _send_file(
             raise typer.Exit(1) from None  # every other file would meet the same answer
         raise FileRefused from None
     for job in made:
-        kind = "segments" if planned.kind == "lines" else f"{job.document_format} document segments"
+        kind = "segments" if entry.kind == "lines" else f"{job.document_format} document segments"
         print(job.id, flush=True)
         err_console.print(f"{path}: job {job.id} ({job.progress.total} {kind}, {job.status})")
-    if len(planned.parts) > 1 and made:
+    if len(entry.parts) > 1 and made:
         err_console.print(
-            f"{path}: {sum(planned.parts)} segments, over the {limit} one job may carry: "
-            f"sent as {len(planned.parts)} jobs, joined when all are done"
+            f"{path}: {sum(entry.parts)} segments, over the {limit} one job may carry: "
+            f"sent as {len(entry.parts)} jobs, joined when all are done"
         )
-    return planned
+    return made
 
 
 def _recovery_hint(manifest: batch.Manifest, out: Path, *, interrupted: bool) -> None:
@@ -507,12 +584,16 @@ def _follow_jobs(mt: MTClient, job_ids: list[str]) -> queue.Queue[tuple[str, Job
 
 
 def _follow(
-    mt: MTClient, entries: list[batch.FileJobs], manifest: batch.Manifest, out: Path
+    mt: MTClient,
+    entries: list[batch.FileJobs],
+    known: dict[str, Job],
+    manifest: batch.Manifest,
+    out: Path,
 ) -> bool:
-    """Show progress until every file's jobs are final (following their event streams); write
-    each file as it completes."""
+    """Show progress until every file's jobs are final (following their event streams; a job
+    not made now, one resumed, read first); write each file as it completes."""
     pending = {e.source: e for e in entries if e.written is None}
-    jobs = {j: mt.get(j) for e in pending.values() for j in e.jobs}
+    jobs = {j: known.get(j) or mt.get(j) for e in pending.values() for j in e.jobs}
     all_ok = all(e.written in (None, "succeeded") for e in entries)
     for e in entries:
         if e.written is not None:

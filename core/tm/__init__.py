@@ -1,18 +1,23 @@
 """Translation memories: pairs of a customer's earlier translations (source -> target), per
 API key and language pair, that a request names with ``translation_memory_id``.
 
-A segment whose score against a stored source is at or above the request's threshold
-(``translation_memory_threshold``, 0-100, default 75: DeepL's semantics) gets that pair's
-stored target as its translation, exactly as stored (100 = the same normalized source); below
-the threshold, the ``k`` (default 5) best pairs at or above a floor go to an LLM's prompt as
-examples (Google Adaptive MT's semantics). **What the score means**:
-:mod:`mtfleet.core.tm.text` (rapidfuzz ``fuzz.ratio`` over word tokens of the normalized
-texts, 0-100); how a lookup finds every pair above the threshold among 100,000 without scoring
-them all: :mod:`mtfleet.core.tm.index`.
+A memory never changes a request's meaning: a segment gets a stored target as its translation
+only when it is the pair's source once its placeables (numbers, prices, percentages, dates,
+placeholders, inline tags) are carried over into the target (:mod:`mtfleet.core.tm.placeables`,
+:meth:`TMIndex.exact`); the best other pair scoring at least the request's threshold
+(``translation_memory_threshold``, 0-100, default 75) is a near match an LLM edits, and below
+the threshold the ``k`` (default 5) best pairs at or above a floor go to an LLM's prompt as
+examples (Google Adaptive MT's semantics; the worker's side: :mod:`mtfleet.workers.memory`).
+**What the score means**: :mod:`mtfleet.core.tm.text` (rapidfuzz ``fuzz.ratio`` over word
+tokens of the normalized texts, 0-100); how a lookup finds every pair above the threshold
+among 100,000 without scoring them all: :mod:`mtfleet.core.tm.index`. The heavy work on a
+memory's pairs (an import, an export, a correction) is :mod:`mtfleet.core.tm.files`, run by
+the API in a document process.
 
 * :class:`TranslationMemoryStore` (:mod:`~mtfleet.core.tm.store`): create (pairs, or a TMX,
   TSV or CSV file: :mod:`~mtfleet.core.tm.formats`), list, read, add or replace pairs (a
-  correction: a new version, seen by the next request), delete, export as TMX, and
+  correction: a new version, seen by the next request), delete, export as TMX, a page of
+  segments, and
   :meth:`~TranslationMemoryStore.index`, a process's index of a memory at a version.
 * :class:`TMInfo`: a memory without its pairs; ``version`` is a hash that changes with every
   change of content, part of the phrase-cache key (a translation made with one memory, or one

@@ -30,6 +30,7 @@ from mtfleet.core.guidance import Guidance
 from mtfleet.core.models import ModelType
 from mtfleet.core.schemas import JobResultPublic
 from mtfleet.producer.client import Job, MTClient
+from mtfleet.producer.naming import named
 
 MANIFEST = ".mtfleet-jobs.json"
 
@@ -152,10 +153,22 @@ def decode(data: bytes, encoding: str, path: Path) -> str:
         raise SourceError(f"unknown encoding {encoding!r}") from None
 
 
-def plan(path: Path, data: bytes, opts: SubmitOptions, out: Path, limit: int) -> FileJobs:
-    """How ``path`` is sent: as lines (``.txt`` or --lines; split by ``limit``) or as one
-    document in the format its extension (or --format) names."""
-    as_lines = opts.lines or (opts.fmt is None and path.suffix.lower() == ".txt")
+def sent_as(path: Path, data: bytes, opts: SubmitOptions) -> str | None:
+    """The document format ``path`` is sent as (its extension's, or --format's), or None: as
+    lines (``.txt``, or --lines)."""
+    if opts.lines or (opts.fmt is None and path.suffix.lower() == ".txt"):
+        return None
+    try:
+        return documents.for_upload(data, path.name, opts.fmt).name
+    except documents.DocumentError as exc:
+        raise SourceError(exc.message + _advice(path, data)) from None
+
+
+def plan(
+    path: Path, data: bytes, fmt: str | None, opts: SubmitOptions, dest: Path, limit: int
+) -> FileJobs:
+    """How ``path`` is sent: as lines (``fmt`` None; split by ``limit``) or as one document
+    in the format ``fmt``, its translation written to ``dest``."""
     common = {
         "source": str(path.resolve()),
         "sha256": _digest(data),
@@ -168,17 +181,41 @@ def plan(path: Path, data: bytes, opts: SubmitOptions, out: Path, limit: int) ->
         "adapter": opts.adapter,
         "guidance": opts.guidance,
         **{name: getattr(opts, name) for name in _REFS},
-        "dest": str(out / f"{path.stem}.{opts.target}{path.suffix}"),
+        "dest": str(dest),
     }
-    if as_lines:
+    if fmt is None:
         n = len(parse_lines(decode(data, opts.encoding, path)).segments)
         parts = [min(limit, n - start) for start in range(0, n, limit)]
         return FileJobs(kind="lines", parts=parts, **common)
-    try:
-        name = documents.for_upload(data, path.name, opts.fmt).name
-    except documents.DocumentError as exc:
-        raise SourceError(exc.message + _advice(path, data)) from None
-    return FileJobs(kind="document", format=name, parts=[1], **common)
+    return FileJobs(kind="document", format=fmt, parts=[1], **common)
+
+
+def clashes(entries: Iterable[FileJobs], manifest: Manifest, out: Path) -> list[str]:
+    """Every file of ``entries`` whose output would overwrite an input, another's output, or
+    a file an earlier submit to ``out`` wrote from another file: a sentence naming both."""
+    entries = list(entries)
+    inputs = {e.source for e in entries}
+    earlier = {
+        _resolved(e.dest): e.source for e in manifest.files.values() if e.source not in inputs
+    }
+    found, taken = [], {}
+    for e in entries:
+        dest = _resolved(e.dest)
+        if dest in inputs:
+            found.append(f"{e.source} would be written over the input {dest}")
+        elif dest in taken:
+            found.append(f"{taken[dest]} and {e.source} would both be written to {e.dest}")
+        elif dest in earlier:
+            found.append(
+                f"{e.source} would be written over {e.dest}, which an earlier submit to {out} "
+                f"wrote from {earlier[dest]}"
+            )
+        taken[dest] = e.source
+    return found
+
+
+def _resolved(path: str) -> str:
+    return str(Path(path).resolve())
 
 
 def _advice(path: Path, data: bytes) -> str:
@@ -335,15 +372,17 @@ def standalone(
 ) -> Written:
     """``mtfleet result JOB --out PATH`` for a job no manifest there knows: a document job as
     its file, a text job one line per text. ``out`` is the folder the file goes in, by the
-    job's own name (the name the document was sent with), or with ``into_folder=False`` the
-    file itself."""
+    job's own name (the name the document was sent with, as :func:`named` names its
+    translation), or with ``into_folder=False`` the file itself."""
     job = mt.get(job_id)
     res = mt.result(job_id, partial=partial)
     (out if into_folder else out.parent).mkdir(parents=True, exist_ok=True)
     if res.document is not None:
         fmt = documents.for_name(res.document.format)
-        name = Path(res.document.filename or f"{job_id}{fmt.extensions[0]}")
-        own = f"{name.stem}.{job.target_lang}{name.suffix or fmt.extensions[0]}"
+        name = Path(res.document.filename or job_id)
+        if not name.suffix:
+            name = name.with_name(name.name + fmt.extensions[0])
+        own = named(name, fmt.name, job.target_lang).name
         dest = out / own if into_folder else out
         dest.write_bytes(res.document.data())
         return Written(dest, res.status.value, len(res.errors), len(res.document.warnings))

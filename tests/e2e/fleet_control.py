@@ -17,6 +17,7 @@ import redis
 
 from mtfleet.core import keys
 from mtfleet.fleet.localfleet import LocalFleet, Proc
+from mtfleet.producer import batch
 from tests.integration.test_faults import celery_children, signal_all
 
 #: One Apertium worker on both lanes: real translations, no model to load.
@@ -74,6 +75,13 @@ def worker_paused(fleet: LocalFleet) -> Iterator[None]:
         yield
     finally:
         signal_all(kids, signal.SIGCONT)
+
+
+def written(out: Path, source: Path) -> Path:
+    """Where ``mtfleet submit ... --out OUT`` (an absolute OUT) wrote ``source``'s translation,
+    as its manifest records it (the name its ecosystem gives it, under the folder the inputs
+    share: docs/api.md, "Output names")."""
+    return Path(batch.Manifest.load(out).files[str(source.resolve())].dest)
 
 
 def jobs_made(fleet: LocalFleet) -> int:

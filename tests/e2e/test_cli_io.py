@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from mtfleet.fleet.localfleet import LocalFleet
-from tests.e2e.fleet_control import apertium_fleet, cli, cli_args, cli_env
+from tests.e2e.fleet_control import apertium_fleet, cli, cli_args, cli_env, jobs_made
 
 pytestmark = pytest.mark.slow
 
@@ -114,3 +114,54 @@ def test_translate_without_texts_at_a_terminal_says_what_it_needs(fleet: LocalFl
         os.close(main)
     assert proc.returncode == 2
     assert "Missing argument" in proc.stderr and "standard input" in proc.stderr
+
+
+def android_strings(*texts: str) -> str:
+    body = "".join(f'  <string name="s{i}">{t}</string>\n' for i, t in enumerate(texts))
+    return f'<?xml version="1.0" encoding="utf-8"?>\n<resources>\n{body}</resources>\n'
+
+
+def test_two_same_named_files_of_two_folders_are_both_written(
+    fleet: LocalFleet, tmp_path: Path
+) -> None:
+    """Issue 39 item 2: modA's strings.xml was lost under modB's (one strings.es.xml, exit 0)."""
+    for module, text in (("modA", EN[0]), ("modB", EN[1])):
+        (tmp_path / module / "values").mkdir(parents=True)
+        (tmp_path / module / "values" / "strings.xml").write_text(android_strings(text))
+    args = ("submit", "modA/values/strings.xml", "modB/values/strings.xml", "--to", "es",
+            "--from", "en", "--out", "out")  # fmt: skip
+    sent = cli(fleet, *args, cwd=tmp_path)
+    assert sent.returncode == 0, sent.stderr
+    a = (tmp_path / "out/modA/values-es/strings.xml").read_text(encoding="utf-8")
+    b = (tmp_path / "out/modB/values-es/strings.xml").read_text(encoding="utf-8")
+    assert ES[0] in a and ES[1] not in a
+    assert ES[1] in b and ES[0] not in b
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        ".mtfleet-jobs.json", "modA", "modB"
+    ]  # fmt: skip
+    # --resume finds them where they were written
+    again = cli(fleet, *args, "--resume", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "written before to" in again.stderr and "modA/values-es/strings.xml" in again.stderr
+
+
+def test_outputs_that_would_overwrite_each_other_are_refused_before_anything_is_sent(
+    fleet: LocalFleet, tmp_path: Path
+) -> None:
+    po = tmp_path / "po"
+    po.mkdir()
+    for name in ("messages.pot", "errors.pot"):  # a gettext template's translation is es.po
+        (po / name).write_text(f'msgid ""\nmsgstr ""\n\nmsgid "{EN[0]}"\nmsgstr ""\n')
+    before = jobs_made(fleet)
+    proc = cli(fleet, "submit", "po/messages.pot", "po/errors.pot", "--to", "es", "--out", "out",
+               cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == "" and jobs_made(fleet) == before  # nothing sent
+    said = " ".join(proc.stderr.split())
+    assert "messages.pot" in said and "errors.pot" in said and "es.po" in said
+    assert not (tmp_path / "out" / "es.po").exists()
+    # --naming suffix: each its own name
+    named = cli(fleet, "submit", "po/messages.pot", "po/errors.pot", "--to", "es", "--from", "en",
+                "--out", "out", "--naming", "suffix", cwd=tmp_path)  # fmt: skip
+    assert named.returncode == 0, named.stderr
+    assert {p.name for p in (tmp_path / "out").glob("*.po")} == {"messages.es.po", "errors.es.po"}

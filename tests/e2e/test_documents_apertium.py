@@ -24,7 +24,7 @@ from mtfleet.core import documents
 from mtfleet.core.documents.base import Unit
 from mtfleet.fleet.localfleet import LocalFleet
 from tests.conftest import ROOT
-from tests.e2e.fleet_control import apertium_fleet, cli, jobs_made
+from tests.e2e.fleet_control import apertium_fleet, cli, jobs_made, written
 
 HTML = """<!DOCTYPE html>
 <html><head><title>Red running shoes</title>
@@ -523,8 +523,7 @@ def test_a_real_localization_file_comes_back_translated_in_place(
     by the format itself, the output has the source's units (a catalogue: beside the target's),
     each with the same codes, and most of their texts changed."""
     path = ROOT / "tests" / "fixtures" / "documents" / name
-    stem, _, ext = path.name.rpartition(".")
-    out = (real_translated / f"{stem}.es.{ext}").read_bytes()
+    out = written(real_translated, path).read_bytes()
     fmt = documents.for_upload(path.read_bytes(), path.name)
     source = fmt.extract(path.read_bytes())
     assert out != path.read_bytes()
@@ -546,7 +545,7 @@ def test_a_real_po_catalogue_gets_spanish_msgstrs(real_translated: Path) -> None
     import polib
 
     src = polib.pofile(str(ROOT / "tests/fixtures/documents/po/hamster_en_GB.po"))
-    out = polib.pofile(str(real_translated / "hamster_en_GB.es.po"))
+    out = polib.pofile(str(real_translated / "po" / "hamster_en_GB.es.po"))
     assert [e.msgid for e in out] == [e.msgid for e in src]
     assert [e.msgctxt for e in out] == [e.msgctxt for e in src]
     assert out.metadata["Language"] == "es"
@@ -560,7 +559,7 @@ def test_a_real_yaml_file_gets_the_spanish_root_and_keeps_its_anchors(
 ) -> None:
     from ruamel.yaml import YAML
 
-    text = (real_translated / "rails-i18n_en-US.es.yml").read_text(encoding="utf-8")
+    text = (real_translated / "yaml" / "rails-i18n_en-US.es.yml").read_text(encoding="utf-8")
     data = YAML(typ="safe").load(text)
     assert list(data) == ["es"]
     assert "&errors_messages" in text and "<<: *errors_messages" in text
@@ -572,7 +571,7 @@ def test_a_real_xlsx_keeps_its_formulas_and_numbers(real_translated: Path) -> No
     import openpyxl
 
     src = openpyxl.load_workbook(ROOT / "tests/fixtures/documents/xlsx/excelize_Book1.xlsx")
-    out = openpyxl.load_workbook(real_translated / "excelize_Book1.es.xlsx")
+    out = openpyxl.load_workbook(real_translated / "xlsx" / "excelize_Book1.es.xlsx")
     assert src.sheetnames == out.sheetnames
     texts_changed = 0
     for ws in src.worksheets:

@@ -25,7 +25,7 @@ import pytest
 from mtfleet.core import documents
 from mtfleet.fleet.localfleet import LocalFleet
 from tests.conftest import ROOT
-from tests.e2e.fleet_control import cli, jobs_made
+from tests.e2e.fleet_control import cli, jobs_made, written
 
 FIXTURES = ROOT / "tests" / "fixtures" / "documents"
 
@@ -193,8 +193,7 @@ def test_mtfleet_submit_sends_them_all_in_one_command(
         )  # fmt: skip
         assert proc.returncode == 0, proc.stdout + proc.stderr
         for path in paths:
-            stem, _, ext = path.name.rpartition(".")
-            check(path, target, (out / f"{stem}.{target}.{ext}").read_bytes(), "mtfleet submit")
+            check(path, target, written(out, path).read_bytes(), "mtfleet submit")
 
 
 # --- refused -----------------------------------------------------------------------------------

@@ -5,11 +5,14 @@ as written (square brackets are not taken for markup)."""
 from __future__ import annotations
 
 import itertools
+import re
 
 import typer
 from typer.core import TyperGroup
 from typer.testing import CliRunner
 
+from mtfleet.core import documents
+from mtfleet.core.documents import sniffing
 from mtfleet.producer.cli import app
 
 WIDTH = 200
@@ -56,9 +59,32 @@ def test_every_help_flows_to_the_terminal_width() -> None:
         assert early_breaks(shown.stdout) == [], f"mtfleet {' '.join(path)} --help:\n{shown.stdout}"
     # the long paragraphs of submit's help are whole lines at this width
     submit = runner.invoke(app, ["submit", "--help"], env={"COLUMNS": str(WIDTH)}).stdout
-    assert (
-        "(.md, .html, .json, .po, .xml, .yml, .xlsx, .pptx...): the file comes back in its own"
-        in submit
-    )
+    assert "without one is told by its first bytes" in submit  # two lines of its source
     translate = runner.invoke(app, ["translate", "--help"], env={"COLUMNS": str(WIDTH)}).stdout
     assert "[default: http://127.0.0.1:8000]" in translate
+
+
+def submit_help() -> str:
+    """``mtfleet submit --help`` as one line of text (the panels' borders and the line breaks
+    gone)."""
+    shown = CliRunner().invoke(app, ["submit", "--help"], env={"COLUMNS": "400"})
+    assert shown.exit_code == 0, shown.output
+    return " ".join(shown.stdout.replace("│", " ").split())
+
+
+def test_submit_help_names_the_formats_of_the_registry_and_refuses_none_of_them() -> None:
+    """What `mtfleet submit --help` says it reads is what the fleet reads (the one registry,
+    core.documents), and what it says it refuses is none of that (it said .po and .yml were
+    refused: both are read)."""
+    text = submit_help()
+    listed = re.search(r"from each file's extension: (.*?); a file without one", text)
+    assert listed, text
+    named = dict(re.findall(r"(\w+) \(([^)]*)\)", listed.group(1)))
+    assert named == {f.name: ", ".join(f.extensions) for f in documents.formats()}
+    said = re.search(r"the fleet does not read \(([^)]*?)(?:\.\.\.)?\) is refused", text)
+    assert said, text
+    refused = said.group(1).split(", ")
+    assert refused and all(e in sniffing.KNOWN_UNREAD for e in refused)
+    assert not set(refused) & set(documents.extensions())
+    option = re.search(r"Document format for every file \(([^)]*)\)", text)
+    assert option and option.group(1).split(", ") == [f.name for f in documents.formats()]

@@ -198,7 +198,8 @@ def clashes(entries: Iterable[FileJobs], manifest: Manifest, out: Path) -> list[
     earlier = {
         _resolved(e.dest): e.source for e in manifest.files.values() if e.source not in inputs
     }
-    found, taken = [], {}
+    found: list[str] = []
+    taken: dict[str, str] = {}  # an output -> the file it is written from
     for e in entries:
         dest = _resolved(e.dest)
         if dest in inputs:

@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import httpx
 import typer
 from pydantic import ValidationError
@@ -294,7 +293,7 @@ class FormatsHelp(TyperCommand):
     text are filled in when the help is shown (loading every format is not worth it for a
     command that only runs)."""
 
-    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_help(self, *args: Any, **kwargs: Any) -> None:
         formats = documents.formats()
         filled = {
             "FORMATS_READ": ", ".join(f"{f.name} ({', '.join(f.extensions)})" for f in formats),
@@ -302,10 +301,12 @@ class FormatsHelp(TyperCommand):
             "FORMATS_REFUSED": ", ".join(list(sniffing.KNOWN_UNREAD)[:4]),
         }
         for item in (self, *self.params):
-            for name, text in filled.items():
-                if getattr(item, "help", None):
-                    item.help = item.help.replace(name, text)  # type: ignore[union-attr]
-        super().format_help(ctx, formatter)
+            text = getattr(item, "help", None)
+            if text:
+                for name, value in filled.items():
+                    text = text.replace(name, value)
+                setattr(item, "help", text)  # noqa: B010 - a command or a parameter
+        super().format_help(*args, **kwargs)
 
 
 @app.command(cls=FormatsHelp)

@@ -468,21 +468,24 @@ def _plan_files(
     format, their bytes), said on stderr."""
     readable: list[tuple[Path, bytes, str | None]] = []
     refused: list[Path] = []
+
+    def refuse(path: Path, exc: batch.SourceError) -> None:
+        err_console.print(f"[red]{path}:[/red] {escape(str(exc))}", soft_wrap=True)
+        refused.append(path)
+
     for path in files:
         data = path.read_bytes()
         try:
             readable.append((path, data, batch.sent_as(path, data, opts)))
         except batch.SourceError as exc:
-            err_console.print(f"[red]{path}:[/red] {escape(str(exc))}", soft_wrap=True)
-            refused.append(path)
+            refuse(path, exc)
     dests = destinations([(p, fmt) for p, _, fmt in readable], opts.target, out, naming)
     planned = []
     for (path, data, fmt), dest in zip(readable, dests, strict=True):
         try:
             entry = batch.plan(path, data, fmt, opts, dest, limit)
         except batch.SourceError as exc:
-            err_console.print(f"[red]{path}:[/red] {escape(str(exc))}", soft_wrap=True)
-            refused.append(path)
+            refuse(path, exc)
             continue
         if entry.kind == "lines" and not entry.parts:
             err_console.print(f"[yellow]{path}: no text, skipped[/yellow]")

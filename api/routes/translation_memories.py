@@ -23,15 +23,15 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse
+from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
-from starlette.background import BackgroundTask
 from starlette.datastructures import UploadFile
 
 from mtfleet.api.auth import Caller, CallerDep
@@ -48,7 +48,8 @@ router = APIRouter(prefix="/v1/translation_memories", tags=["translation memorie
 ERRORS = documented(401, 404, 422, 429, 503)
 TMX_MEDIA = "application/x-tmx+xml"
 _FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
-#: Bytes of an upload copied at once to the file a document process reads.
+#: Bytes of an upload copied at once to the file a document process reads (and of an
+#: export streamed at once).
 COPY_CHUNK = 1024 * 1024
 Body = TypeVar("Body", TMCreate, TMEntriesAdd)
 
@@ -249,26 +250,41 @@ def get_translation_memory(tm_id: str, services: ServicesDep, caller: CallerDep)
     response_class=Response,
     responses={**ERRORS, 200: {"content": {TMX_MEDIA: {}}, "description": "A TMX 1.4 file."}},
 )
-def export_translation_memory(tm_id: str, services: ServicesDep, caller: CallerDep) -> FileResponse:
+def export_translation_memory(
+    tm_id: str, services: ServicesDep, caller: CallerDep
+) -> StreamingResponse:
     """The memory's pairs as a TMX 1.4 file (the fleet's inline tags and the placeholders as
     TMX inline codes), written by a document process and streamed from its file."""
     tms = store(services, caller.owner)
     with services.memory_work.hold(caller.owner):
         info = tms.visible(tm_id, caller.owner)
-        fd, path = tempfile.mkstemp(prefix="mtfleet-tm-", suffix=".tmx")
-        os.close(fd)
-        try:
-            tms.export(info.id, Path(path))
-        except BaseException:
-            os.unlink(path)
-            raise
+        exported = _exported(tms, info.id)
     name = _FILENAME.sub("_", info.name).strip("._") or info.id
-    return FileResponse(
-        path,
+    return StreamingResponse(
+        _chunks(exported),
         media_type=TMX_MEDIA,
-        filename=f"{name}.tmx",
-        background=BackgroundTask(os.unlink, path),
+        headers={"Content-Disposition": f'attachment; filename="{name}.tmx"'},
     )
+
+
+def _exported(tms: TranslationMemoryStore, tm_id: str) -> IO[bytes]:
+    """The memory's TMX, open for reading; its file is already unlinked (nothing is left on
+    disk whether or not the response is read to its end)."""
+    fd, path = tempfile.mkstemp(prefix="mtfleet-tm-", suffix=".tmx")
+    try:
+        tms.export(tm_id, Path(path))
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    finally:
+        os.unlink(path)
+
+
+def _chunks(file: IO[bytes]) -> Iterator[bytes]:
+    with file:
+        while chunk := file.read(COPY_CHUNK):
+            yield chunk
 
 
 @router.post(

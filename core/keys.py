@@ -195,6 +195,7 @@ def webhooks_due(owner: str) -> str:
     it due again; it leaves when delivered or given up."""
     return f"{WEBHOOKS_DUE}:{owner or '-'}"
 
+
 #: List (newest first): chunks that exhausted their deliveries, as JSON {job_id, chunk, reason,
 #: at, lane}. At most ``MT_DEAD_LETTER_MAX`` entries, none older than ``MT_DEAD_LETTER_TTL_S``
 #: (core/deadletters.py); ``mtfleet dead-letters`` lists, retries and purges them.

@@ -28,8 +28,10 @@ target gets the message back with, for a ``target_lang``, the target's CLDR plur
 
 ``render`` fills or creates ``<target>`` (attributes of an existing one are kept), marks it
 translated (1.2 ``<target state="translated">``, 2.x ``<segment state="translated">``) and leaves
-every other node as it was. With the optional ``target_lang`` it also sets ``target-language``
-on each ``<file>`` (1.2) or ``trgLang`` on the root (2.x) where missing. The round-trip
+every other node as it was. With the optional ``target_lang`` it also names the target:
+``target-language`` on each ``<file>`` (1.2) whose targets it wrote, replacing the language
+of the targets it replaced (a file with nothing to translate keeps its own, if it names one),
+and ``trgLang`` on the root (2.x); a written target's own ``xml:lang`` follows. The round-trip
 contract: rendering the sources gives a tree equal to the input apart from the targets (which
 equal the sources) and those state attributes.
 
@@ -499,8 +501,9 @@ class XliffFormat(DocumentFormat):
     def render(
         self, content: bytes, translations: Sequence[str], *, target_lang: str | None = None
     ) -> bytes:
-        """Fill the targets. ``target_lang`` (optional) is written where the document lacks
-        one: ``target-language`` on each 1.2 ``<file>``, ``trgLang`` on the 2.x root."""
+        """Fill the targets. ``target_lang`` (optional) names the language of the targets:
+        ``target-language`` on each 1.2 ``<file>`` whose targets were written (or that named
+        none), ``trgLang`` on the 2.x root."""
         doc = _parse(content)
         wanted = sum(len(slot.units()) for slot in doc.slots)
         if len(translations) != wanted:
@@ -521,6 +524,7 @@ class XliffFormat(DocumentFormat):
             if doc.version == 2:
                 target = _target_for(doc, slot.holder, slot.source)
                 _fill(slot, target, translation)
+                _name_language(target, target_lang)
                 slot.holder.set("state", "translated")
                 continue
             tu = slot.holder
@@ -538,15 +542,26 @@ class XliffFormat(DocumentFormat):
             else:
                 target = _target_for(doc, tu, slot.source)
                 _fill(slot, target, translation)
+            _name_language(target, target_lang)
             target.set("state", "translated")
-        if target_lang:
+        if target_lang:  # where targets were written, or no language was named
+            filled = {next(s.holder.iterancestors(q("file")), None) for s in doc.slots}
             if doc.version == 1:
                 for file in doc.root.iter(q("file")):
-                    if not file.get("target-language"):
+                    if file in filled or not file.get("target-language"):
                         file.set("target-language", target_lang)
-            elif not doc.root.get("trgLang"):
+            elif filled or not doc.root.get("trgLang"):
                 doc.root.set("trgLang", target_lang)
         return to_bytes(doc.root, content)
+
+
+_XML_LANG = f"{{{_XML_NS}}}lang"
+
+
+def _name_language(target: Any, target_lang: str | None) -> None:
+    """A target that names its language (``xml:lang``) names the one it is now in."""
+    if target_lang and target.get(_XML_LANG) is not None:
+        target.set(_XML_LANG, target_lang)
 
 
 def _no_marks(text: str) -> str:

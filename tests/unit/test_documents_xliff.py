@@ -210,10 +210,13 @@ def test_segmented_units_fill_a_target_that_mirrors_the_seg_source() -> None:
     assert [etree.QName(e).localname for e in segs[1]] == ["bx", "ex"]
 
 
-def test_target_lang_is_set_only_where_missing() -> None:
+def test_the_target_language_is_named_where_targets_are_written() -> None:
+    # issue 40 item 4: a file whose targets were German (1.2) or French (2.0) names the target
     v1 = (FIXTURES / "v12_existing_targets.xlf").read_bytes()
     out = _parse(FMT.render(v1, [u.text for u in FMT.extract(v1)], target_lang="es"))
-    assert [f.get("target-language") for f in out.iter(f"{{{V1}}}file")] == ["de", "es"]
+    assert [f.get("target-language") for f in out.iter(f"{{{V1}}}file")] == ["es", "es"]
+    langs = [t.get(f"{{{XML_NS}}}lang") for t in out.iter(f"{{{V1}}}target")]
+    assert "de" not in langs and "es" in langs  # a target's own xml:lang follows
     v2 = (FIXTURES / "v20_app_strings.xlf").read_bytes()
     assert (
         _parse(FMT.render(v2, [u.text for u in FMT.extract(v2)], target_lang="fr")).get("trgLang")
@@ -221,6 +224,47 @@ def test_target_lang_is_set_only_where_missing() -> None:
     )
     without = _parse(FMT.render(v2, [u.text for u in FMT.extract(v2)]))
     assert without.get("trgLang") is None
+
+
+def test_a_file_with_nothing_to_translate_keeps_the_language_it_names() -> None:
+    content = (
+        f'<xliff version="1.2" xmlns="{V1}"><file original="a" source-language="en" '
+        'target-language="de" datatype="plaintext"><body><trans-unit id="1" translate="no">'
+        "<source>Keep</source><target>Behalten</target></trans-unit></body></file>"
+        '<file original="b" source-language="en" target-language="de" datatype="plaintext">'
+        '<body><trans-unit id="2"><source>Pay</source><target>Zahlen</target></trans-unit>'
+        "</body></file></xliff>"
+    ).encode()
+    out = _parse(FMT.render(content, ["Pagar"], target_lang="es"))
+    assert [f.get("target-language") for f in out.iter(f"{{{V1}}}file")] == ["de", "es"]
+
+
+def test_oasis_everything_core_is_translated_whole_and_names_its_target() -> None:
+    """The OASIS "everything core" sample (microsoft/XLIFF2-Object-Model): French targets,
+    translate="no" on the file overridden by units and groups, <pc>/<ph> with dataRef,
+    subFlows, originalData, ignorable, skeleton, mda:metadata, order= and xml:space."""
+    content = (FIXTURES / "xliff2-om_everything-core.xlf").read_bytes()
+    units = FMT.extract(content)
+    assert [u.path for u in units] == [
+        "f1/tu1/1", "f1/tu1/2", "f1/tu3/1", "f1/tu3end/1", "f1/tu2/s1"
+    ]  # fmt: skip
+    out = FMT.render(content, [_pseudo(u.text) for u in units], target_lang="es")
+    root = _parse(out)
+    assert root.get("trgLang") == "es" and root.get("srcLang") == "en"
+    named = out.replace(b'trgLang="es"', b'trgLang="fr"')
+    assert _without_targets(named) == _without_targets(content)  # skeleton, metadata, notes...
+    targets = {
+        (h.getparent().get("id"), h.get("id")): t for h, _s, t in _holders(root) if t is not None
+    }
+    assert len(targets) == len(units)  # every segment, the French ones replaced
+    assert "".join(targets["tu1", "1"].itertext()) == "SAMPLE SEGMENT."
+    assert targets["tu1", "1"].get("order") == "3"
+    assert targets["tu1", "2"].get("order") == "1"
+    assert targets["tu1", "2"].get(f"{{{XML_NS}}}space") == "default"
+    inline = targets["tu2", "s1"]
+    assert _inline_elements(inline) == _inline_elements(inline.getparent().find(f"{{{V2}}}source"))
+    assert "".join(inline.itertext()) == "SPECIAL TEXT AND MORE\n."
+    assert _targets_as_sources(FMT.render(content, [u.text for u in units])) == units
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])

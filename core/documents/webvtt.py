@@ -1,10 +1,12 @@
 """WebVTT subtitles and captions (.vtt): a unit per cue's text.
 
 The file is read block by block as the WebVTT parsing rules describe (blocks are separated by
-blank lines; a block whose first or second line holds ``-->`` is a cue; ``NOTE``, ``STYLE`` and
-``REGION`` blocks are not), and the units are cut from the *source text* at the payloads' spans,
-so the header, cue identifiers, timings and cue settings, comments, styles, regions, blank lines
-and line endings never change. (No parser library is used: ``webvtt-py``, the kept one, rewrites
+blank lines, and a line holding ``-->`` where it cannot be its block's timing begins the next
+block, so a timing right after a cue's text starts a new cue; a block whose first or second
+line holds ``-->`` is a cue; ``NOTE``, ``STYLE`` and ``REGION`` blocks are not), and the
+units are cut from the *source text* at the payloads' spans, so the header, cue identifiers,
+timings and cue settings, comments, styles, regions, blank lines and line endings never
+change. (No parser library is used: ``webvtt-py``, the kept one, rewrites
 a file it saves in its own layout; a translation must come back byte for byte as it came.) A
 cue whose timing line does not parse, or a block that is no cue, comment, style or region, is
 refused with its line number: a player would drop it silently, and its text would go
@@ -63,20 +65,30 @@ def _lines(text: str) -> list[tuple[int, str]]:
     return [(m.start(), m.group(0).rstrip("\r\n")) for m in _LINE.finditer(text)]
 
 
+def _block_end(lines: list[tuple[int, str]], i: int, header: bool) -> tuple[int, int | None]:
+    """Where the block starting at line ``i`` ends, and its timing line (None: no cue), as the
+    WebVTT parser collects a block: it ends at a blank line, or before a line holding ``-->``
+    that cannot be its own timing (any such line in the header, from the third line of a block,
+    or a second one): that line begins the next block, so a timing right after a cue's text
+    (as youtube-dl writes them) starts a new cue."""
+    timing: int | None = None
+    j = i
+    while j < len(lines) and lines[j][1]:
+        if "-->" in lines[j][1]:
+            if header or timing is not None or j - i >= 2:
+                break
+            timing = j
+        j += 1
+    return j, timing
+
+
 def _parse(text: str) -> _Parsed:
     if not text.strip():
         return _Parsed(len(text), [])  # an empty file: nothing to translate
     lines = _lines(text)
     if not lines or not _SIGNATURE.match(lines[0][1]):
         raise DocumentError("not a WebVTT file: it must start with the line WEBVTT")
-    i = 0
-    while i < len(lines) and lines[i][1]:  # the header: up to the first blank line
-        if "-->" in lines[i][1]:
-            raise DocumentError(
-                f"not a valid WebVTT file: line {i + 1} has a timing in the header (a blank "
-                "line must follow the WEBVTT header)"
-            )
-        i += 1
+    i, _ = _block_end(lines, 1, header=True)  # the header: to a blank line or a timing
     header_end = lines[i][0] if i < len(lines) else len(text)
     cues: list[_Cue] = []
     while i < len(lines):
@@ -84,13 +96,11 @@ def _parse(text: str) -> _Parsed:
             i += 1
             continue
         block = i
-        while i < len(lines) and lines[i][1]:
-            i += 1
+        i, timing = _block_end(lines, block, header=False)
         first = lines[block][1]
         if _NOT_CUE.match(first) and "-->" not in first:
             continue  # a comment, a style sheet or a region: kept as it is
-        timing = block if "-->" in first else block + 1
-        if timing >= i or "-->" not in lines[timing][1]:
+        if timing is None:
             raise DocumentError(
                 f"not a valid WebVTT file: the block at line {block + 1} is neither a cue (a "
                 f"timing line with -->) nor a NOTE, STYLE or REGION: {first[:80]!r}"

@@ -282,9 +282,22 @@ def _srt_structure(content: bytes, out: bytes) -> None:
 
 
 def vtt_blocks(content: bytes) -> list[list[str]]:
-    """A WebVTT file's blocks (lines between blank lines), read independently of the format."""
+    """A WebVTT file's blocks, read independently of the format as the WebVTT parser collects
+    them: lines between blank lines, a line holding "-->" that cannot be its block's timing
+    (any in the header, from a block's third line, a second one) beginning the next block."""
     text = content.decode("utf-8-sig").replace("\r\n", "\n")
-    return [b.split("\n") for b in re.split(r"\n{2,}", text.strip("\n"))]
+    blocks: list[list[str]] = []
+    for n, lines in enumerate(b.split("\n") for b in re.split(r"\n{2,}", text.strip("\n"))):
+        block: list[str] = []
+        arrow = n == 0  # the header: WEBVTT and its lines
+        for line in lines:
+            if "-->" in line and block and (arrow or len(block) >= 2):
+                blocks.append(block)
+                block, arrow = [], False
+            arrow = arrow or "-->" in line
+            block.append(line)
+        blocks.append(block)
+    return blocks
 
 
 def _webvtt_structure(content: bytes, out: bytes) -> None:
@@ -445,7 +458,6 @@ INVALID = [
     ("webvtt", b"WEBVTTX\n\n00:01.000 --> 00:02.000\nHi\n", "must start with the line WEBVTT"),
     ("webvtt", b"WEBVTT\n\n00:00:01.000 -> 00:00:02.000\nA broken arrow\n", "line 3"),
     ("webvtt", b"WEBVTT\n\n1\n00:00:01,000 --> 00:00:02,000\nSRT's comma\n", "line 4"),
-    ("webvtt", b"WEBVTT\n00:00:01.000 --> 00:00:02.000\nNo blank line\n", "header"),
 ]
 
 
@@ -625,6 +637,32 @@ def test_webvtt_translates_cue_text_only_and_names_the_target_language() -> None
     broken = f.render(content, ["Line one\n\nline two --> x", *[u.text for u in units[1:]]])
     assert b"\nLine one line two --&gt; x<v Ana><c.brand></c>&amp;\n" in broken  # codes kept
     assert [u.path for u in f.extract(broken)] == [u.path for u in units]
+
+
+def test_a_timing_right_after_cue_text_starts_a_new_cue() -> None:
+    """youtube-dl's captions (glut23/webvtt-py's sample): a timing line follows a cue's text
+    with no blank line; the WebVTT parser starts a new cue there (issue 40 item 4)."""
+    f = for_name("webvtt")
+    content = (FIXTURES / "webvtt" / "webvtt-py_youtube_dl.vtt").read_bytes()
+    units = f.extract(content)
+    assert [u.path for u in units] == [f"cue at line {n}" for n in (12, 16, 19, 22)]
+    assert all("-->" not in u.text for u in units)
+    assert f.render(content, [u.text for u in units]) == content
+    karaoke = units[2]  # timestamp tags and colour classes are codes
+    assert "<00:05:04.199>" in [c.start for c in karaoke.codes.values()]
+    assert ("<c.colorE5E5E5>", "</c>") in [(c.start, c.end) for c in karaoke.codes.values()]
+    out = f.render(content, [shout(u.text) for u in units], target_lang="es").decode()
+    assert "--&gt;" not in out
+    assert "\nLanguage: es\nStyle:\n::cue(c.colorCCCCCC) {" in out  # the header kept, named
+    assert "<c.colorCCCCCC>WHAT</c>\n00:05:04.080 --> 00:05:05.069 align:start position:0%\n" in out
+    assert [u.path for u in f.extract(out.encode())] == [u.path for u in units]
+    # a header followed by a timing, no blank line between: the timing starts the first cue
+    bare = b"WEBVTT\n00:00:01.000 --> 00:00:02.000\nNo blank line\n"
+    assert [u.text for u in f.extract(bare)] == ["No blank line"]
+    assert (
+        f.render(bare, ["Sin l\u00ednea"])
+        == "WEBVTT\n00:00:01.000 --> 00:00:02.000\nSin l\u00ednea\n".encode()
+    )
 
 
 def test_a_nameless_webvtt_upload_is_read_as_webvtt() -> None:

@@ -204,6 +204,8 @@ class JobService:
             return none  # (a callback_url is checked, and gets a job to report on)
         if req.guidance() is not None or req.style_id or req.translation_memory_id:
             return none  # whether the pool may take it, and its cache variant: submit()
+        if req.protected_patterns:
+            return none  # their cache variant: submit()
         if detection.is_auto(req.source_lang):
             return none
         try:
@@ -345,6 +347,7 @@ class JobService:
             memory,
             found.hits if found is not None else None,
             self._neighbours(inputs, route),
+            req.protected_patterns,
         )
         if plan:
             await self.routing.admit(route.name, lane)
@@ -367,6 +370,7 @@ class JobService:
                 owner=owner,
                 guidance=guidance,
                 memory=memory if src == source else None,
+                protected_patterns=req.protected_patterns or None,
             )
             for n, (src, segs) in enumerate(plan)
         ]
@@ -599,12 +603,14 @@ class JobService:
         memory: MemoryRef | None = None,
         known: dict[str, str] | None = None,
         contexts: list[str | None] | None = None,
+        patterns: list[str] | None = None,
     ) -> tuple[dict[int, SegmentOutcome], list[tuple[str, list[ChunkSegment]]]]:
         """The outcomes known now (phrase-cache hits; texts detected as already in the target
         language, kept as they are) and the chunks to send, per source language. ``known``:
         the phrase-cache hits of the job's own source language, looked up already;
         ``contexts``: each text's neighbouring sentences (:meth:`_neighbours`), part of its
-        cache key and its chunk segment."""
+        cache key and its chunk segment; ``patterns``: the request's protected patterns (their
+        digest is part of the cache key)."""
         cache_keys = norms if contexts is None else list(map(keyed, norms, contexts))
         cached: dict[int, SegmentOutcome] = {}
         plan: list[tuple[str, list[ChunkSegment]]] = []
@@ -623,7 +629,7 @@ class JobService:
                     )
                 continue
             gv = glossary.version if glossary and src == source else None
-            variant = cache_variant(gv, guidance, memory if src == source else None)
+            variant = cache_variant(gv, guidance, memory if src == source else None, patterns)
             if known is not None and src == source and variant is None and contexts is None:
                 hits = known
             else:

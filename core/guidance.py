@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mtfleet.core import languages
+from mtfleet.core.patterns import digest
 
 Formality = Literal["default", "more", "less", "prefer_more", "prefer_less"]
 
@@ -158,17 +160,22 @@ class MemoryRef(BaseModel):
 
 
 def cache_variant(
-    glossary_version: str | None, guidance: Guidance | None, memory: MemoryRef | None = None
+    glossary_version: str | None,
+    guidance: Guidance | None,
+    memory: MemoryRef | None = None,
+    patterns: Sequence[str] | None = None,
 ) -> str | None:
     """The phrase cache's variant of a job's translations (its ``glossary`` key part): the
-    glossary's version, the guidance's digest and the memory's version (with its threshold:
-    what the engine was given depends on both); None for a job with none of them (the shared
-    entries of plain translations)."""
+    glossary's version, the guidance's digest, the memory's version (with its threshold:
+    what the engine was given depends on both) and the digest of the request's protected
+    patterns; None for a job with none of them (the shared entries of plain translations)."""
     parts = []
     if guidance is not None and not guidance.empty:
         parts.append(f"g{guidance.key}")
     if memory is not None:
         parts.append(f"m{memory.key}")
+    if patterns:
+        parts.append(f"p{digest(patterns)}")
     if not parts:
         return glossary_version
     return f"{glossary_version or '-'}+" + "+".join(parts)

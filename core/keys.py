@@ -324,7 +324,8 @@ def glossary(glossary_id: str) -> str:
 
 
 def glossary_terms(glossary_id: str) -> str:
-    """String (JSON): a glossary's terms, ``{"entries": {source: target}, "protected": [...]}``."""
+    """String (JSON): a glossary's terms, ``{"entries": {source: target}, "protected": [...]}``
+    and, where it has any, its protected patterns (``"patterns": [...]``)."""
     return f"{PREFIX}glossary:{glossary_id}:terms"
 
 

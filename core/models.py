@@ -94,6 +94,9 @@ class ChunkMessage(BaseModel):
     # the translation memory the job names (core/tm): matches served from it, examples below
     # its threshold for an engine that follows instructions
     memory: MemoryRef | None = None
+    # the request's protected patterns (core/patterns.py), beside its glossary's; their
+    # digest is part of the phrase-cache key
+    protected_patterns: list[str] | None = None
 
     def summary(self) -> str:
         """Short description shown in Flower instead of customer text."""

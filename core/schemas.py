@@ -21,6 +21,7 @@ from pydantic import (
     model_validator,
 )
 
+from mtfleet.core import patterns
 from mtfleet.core.guidance import MAX_CONTEXT_CHARS, MAX_INSTRUCTIONS, Formality, Guidance
 from mtfleet.core.models import JobStatus, Lane, ModelType, PoolModelType, Progress
 
@@ -67,6 +68,15 @@ def check_text(text: str, index: int) -> str:
             f"texts[{index}] contains {_kind(ch)} U+{ord(ch):04X} at character {bad.start()}"
         )
     return text
+
+
+def check_patterns(found: list[str]) -> list[str]:
+    """Protected patterns RE2 reads, within their bounds (:func:`mtfleet.core.patterns.check`):
+    a bad one is a 422 naming it."""
+    try:
+        return patterns.check(found, "pattern")
+    except patterns.BadPattern as exc:
+        raise ValueError(exc.message) from None
 
 
 def check_callback_url(url: str | None) -> str | None:
@@ -122,6 +132,16 @@ class TextsIn(BaseModel):
         max_length=64,
         description="A glossary (/v1/glossaries) for this language pair: its terms come out as "
         "the glossary says and its protected terms untranslated, in their canonical casing.",
+    )
+    protected_patterns: list[str] = Field(
+        default_factory=list,
+        max_length=patterns.MAX_PATTERNS,
+        description="Regular expressions (RE2 syntax: Python's without backreferences and "
+        f"lookaround; at most {patterns.MAX_PATTERNS} of {patterns.MAX_PATTERN_CHARS} "
+        "characters) whose matches are never translated and come back byte for byte: a "
+        "game's colour codes, a shop's [NAME] tokens. A glossary can carry them too "
+        "(docs/glossaries.md).",
+        examples=[["§[0-9a-fk-or]", r"\[[A-Z_]+\]"]],
     )
     pool: PoolName | None = Field(
         None,
@@ -184,6 +204,11 @@ class TextsIn(BaseModel):
     @classmethod
     def _texts(cls, v: list[str]) -> list[str]:
         return check_texts(v)
+
+    @field_validator("protected_patterns")
+    @classmethod
+    def _patterns(cls, v: list[str]) -> list[str]:
+        return check_patterns(v)
 
     @model_validator(mode="after")
     def _guidance(self) -> Self:
@@ -597,6 +622,18 @@ class GlossaryPublic(BaseModel):
     id: str
     name: str
     source_lang: str
+    protected_patterns: list[str] = Field(
+        default_factory=list,
+        max_length=patterns.MAX_PATTERNS,
+        description="Regular expressions (RE2 syntax) whose matches are never translated, "
+        "in every job that names the glossary (beside the request's own).",
+        examples=[["§[0-9a-fk-or]"]],
+    )
+
+    @field_validator("protected_patterns")
+    @classmethod
+    def _patterns(cls, v: list[str]) -> list[str]:
+        return check_patterns(v)
     target_lang: str
     version: str = Field(description="Hash of the content; part of the phrase-cache key.")
     entry_count: int
@@ -607,7 +644,9 @@ class GlossaryPublic(BaseModel):
 class GlossaryDetail(GlossaryPublic):
     entries: dict[str, str]
     protected: list[str]
+    pattern_count: int = 0
 
 
 class GlossaryList(BaseModel):
     glossaries: list[GlossaryPublic]
+    protected_patterns: list[str] = Field(default_factory=list)

@@ -54,6 +54,7 @@ class FileJobs(BaseModel):
     translation_memory_id: str | None = None
     translation_memory_threshold: int | None = None
     model_type: ModelType | None = None
+    protected_patterns: list[str] | None = None
     parts: list[int] = Field(description="Segments per job, in order (one entry: one job).")
     jobs: list[str] = Field(default_factory=list, description="The jobs sent so far, in order.")
     dest: str
@@ -129,11 +130,18 @@ class SubmitOptions:
     translation_memory_id: str | None = None
     translation_memory_threshold: int | None = None
     model_type: ModelType | None = None
+    protected_patterns: list[str] | None = None
 
 
 #: What a request names besides its text and guidance (a style rule, a translation memory, the
-#: pool marking it asks for).
-_REFS = ("style_id", "translation_memory_id", "translation_memory_threshold", "model_type")
+#: pool marking it asks for, the patterns it protects).
+_REFS = (
+    "style_id",
+    "translation_memory_id",
+    "translation_memory_threshold",
+    "model_type",
+    "protected_patterns",
+)
 
 
 def _digest(data: bytes) -> str:
@@ -161,7 +169,7 @@ def sent_as(path: Path, data: bytes, opts: SubmitOptions) -> str | None:
     try:
         return documents.for_upload(data, path.name, opts.fmt).name
     except documents.DocumentError as exc:
-        raise SourceError(exc.message + _advice(path, data)) from None
+        raise SourceError(exc.message + _advice(path, data, exc)) from None
 
 
 def plan(
@@ -219,11 +227,12 @@ def _resolved(path: str) -> str:
     return str(Path(path).resolve())
 
 
-def _advice(path: Path, data: bytes) -> str:
+def _advice(path: Path, data: bytes, exc: documents.DocumentError) -> str:
     """What to do with a file refused for its format: an unknown extension on what reads as
-    plain text may go as lines; nothing is advised for a file recognised as a localization
-    format (sent as lines, its keys and msgids would be translated)."""
-    if sniffing.extension(path.name) in sniffing.KNOWN_UNREAD:
+    plain text may go as lines; nothing more is advised for a file recognised as a format the
+    fleet does not read (the refusal says what to do with it) or as a localization format
+    (sent as lines, its keys and msgids would be translated)."""
+    if exc.details.get("kind") or sniffing.extension(path.name) in sniffing.KNOWN_UNREAD:
         return ""
     try:
         plain = sniffing.sniff(data, documents.extensions()) == "text"

@@ -247,9 +247,12 @@ class JobOptions(TypedDict, total=False):
     request when not given. ``pool``: the pool to translate with (default: the fleet's route for
     the pair); ``adapter``: a LoRA adapter that pool serves; ``guidance``: context,
     instructions and formality for an LLM engine (docs/llm.md); ``model_type``: a pool marked
-    for it where one serves the pair (the job's ``model_type_used`` says which)."""
+    for it where one serves the pair (the job's ``model_type_used`` says which);
+    ``protected_patterns``: regular expressions (RE2) whose matches are never translated
+    (docs/glossaries.md)."""
 
     glossary_id: str | None
+    protected_patterns: Sequence[str] | None
     pool: str | None
     adapter: str | None
     guidance: Guidance | None
@@ -263,6 +266,8 @@ def _options(options: JobOptions) -> dict[str, Any]:
     """``options`` as body fields (the guidance as its own fields)."""
     fields: dict[str, Any] = dict(options)
     guidance = fields.pop("guidance", None)
+    if fields.get("protected_patterns") is not None:
+        fields["protected_patterns"] = list(fields["protected_patterns"])
     return {**fields, **guidance_fields(guidance)}
 
 
@@ -471,9 +476,11 @@ def create_glossary(
     entries: Mapping[str, str] | None = None,
     protected: Sequence[str] | None = None,
     entries_tsv: str | None = None,
+    protected_patterns: Sequence[str] | None = None,
 ) -> Call[GlossaryDetail]:
     """A new glossary: ``entries`` source term -> target term, ``protected`` terms kept
-    untranslated in their casing; pass its ``id`` as ``glossary_id`` to submit/translate."""
+    untranslated in their casing, ``protected_patterns`` regular expressions (RE2) whose
+    matches are kept as they are; pass its ``id`` as ``glossary_id`` to submit/translate."""
     body = {
         "name": name,
         "source_lang": source,
@@ -485,7 +492,11 @@ def create_glossary(
         "POST",
         "/v1/glossaries",
         lambda r: GlossaryDetail.model_validate(_json(r)),
-        json=_with(body, entries_tsv=entries_tsv),
+        json=_with(
+            body,
+            entries_tsv=entries_tsv,
+            protected_patterns=list(protected_patterns) if protected_patterns else None,
+        ),
     )
 
 

@@ -109,6 +109,14 @@ KeyOpt = Annotated[
 GlossaryOpt = Annotated[
     str | None, typer.Option("--glossary", help="Glossary id (mtfleet glossary create).")
 ]
+PatternOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--protect-pattern",
+        help="A regular expression (RE2) whose matches are never translated: a game's colour "
+        "codes ('§[0-9a-fk-or]'), a shop's tokens ('\\[[A-Z_]+\\]'). Repeat for more.",
+    ),
+]
 PoolOpt = Annotated[
     str | None,
     typer.Option("--pool", help="The pool to translate with (default: the fleet's route)."),
@@ -217,6 +225,7 @@ def translate(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds to wait in all.")] = 60.0,
     glossary: GlossaryOpt = None,
+    protect_pattern: PatternOpt = None,
     pool: PoolOpt = None,
     adapter: AdapterOpt = None,
     context: ContextOpt = None,
@@ -256,6 +265,7 @@ def translate(
                 target=target,
                 timeout=timeout,
                 glossary_id=glossary,
+                protected_patterns=protect_pattern,
                 pool=pool,
                 adapter=adapter,
                 guidance=guidance,
@@ -356,6 +366,7 @@ def submit(
     url: UrlOpt = None,
     api_key: KeyOpt = None,
     glossary: GlossaryOpt = None,
+    protect_pattern: PatternOpt = None,
     pool: PoolOpt = None,
     adapter: AdapterOpt = None,
     context: ContextOpt = None,
@@ -393,6 +404,7 @@ def submit(
         lines=lines,
         encoding=encoding,
         glossary_id=glossary,
+        protected_patterns=protect_pattern or None,
         pool=pool,
         adapter=adapter,
         guidance=_guidance(context, instruction, formality),
@@ -879,6 +891,14 @@ def glossary_create(
         list[str] | None,
         typer.Option(help="Terms kept untranslated, comma-separated: 'iPhone,PlayStation'."),
     ] = None,
+    protect_pattern: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--protect-pattern",
+            help="A regular expression (RE2) whose matches are never translated in the "
+            "glossary's jobs. Repeat for more.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the glossary as JSON.")] = False,
     url: UrlOpt = None,
     api_key: KeyOpt = None,
@@ -892,7 +912,12 @@ def glossary_create(
         raise typer.Exit(2) from None
     with _client(url, api_key) as mt:
         g = mt.create_glossary(
-            name, source=source, target=target, entries_tsv=tsv, protected=protected
+            name,
+            source=source,
+            target=target,
+            entries_tsv=tsv,
+            protected=protected,
+            protected_patterns=protect_pattern,
         )
     if as_json:
         print(g.model_dump_json(indent=2))
@@ -900,6 +925,7 @@ def glossary_create(
     err_console.print(
         f"created glossary {g.id} ({g.name}, {g.source_lang}->{g.target_lang}): "
         f"{g.entry_count} entries, {g.protected_count} protected terms"
+        + (f", {g.pattern_count} protected patterns" if g.pattern_count else "")
     )
     print(g.id)
 

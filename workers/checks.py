@@ -56,6 +56,7 @@ from mtfleet.core.documents.pipeline import protect as protect_spans
 from mtfleet.core.errors import Unfinished
 from mtfleet.core.glossary import PLACEHOLDER, Matcher, Placed, Protected
 from mtfleet.core.models import Finding, SegmentOutcome
+from mtfleet.core.patterns import ProtectedPatterns
 from mtfleet.workers.translation import markup_warning
 
 log = logging.getLogger(__name__)
@@ -339,13 +340,20 @@ def _refused(outcome: SegmentOutcome) -> SegmentOutcome:
     )
 
 
-def prepare(text: str, matcher: Matcher | None, *, tags: bool = True) -> Protected:
+def prepare(
+    text: str,
+    matcher: Matcher | None,
+    *,
+    tags: bool = True,
+    patterns: ProtectedPatterns | None = None,
+) -> Protected:
     """What the engine gets for ``text``: URLs, e-mail addresses, placeholders (``{name}``,
-    ``%s``...), numbers with units and SKU codes as standalone tags (the same protection
-    document segments get in the API, :func:`core.documents.pipeline.protect`), then the
-    glossary's terms (tags, or with ``tags=False`` only listed, for the prompt); ``restore``
-    puts all of them back."""
-    spanned, span_codes = protect_spans(text, next_code(text) if "<" in text else 1)
+    ``%s``...), template tags, numbers with units, SKU codes and the matches of the job's
+    protected ``patterns`` as standalone tags (:func:`core.documents.pipeline.protect`), then
+    the glossary's terms (tags, or with ``tags=False`` only listed, for the prompt);
+    ``restore`` puts all of them back."""
+    first = next_code(text) if "<" in text else 1
+    spanned, span_codes = protect_spans(text, first, patterns.find if patterns else None)
     prep = matcher.protect(spanned, tags=tags) if matcher else Protected(spanned)
     if span_codes:
         prep.codes = {**span_codes, **prep.codes}
@@ -373,13 +381,14 @@ def translate_checked(
     pause: Callable[[], None] | None = None,
     *,
     terms_in_prompt: bool = False,
+    patterns: ProtectedPatterns | None = None,
 ) -> tuple[list[SegmentOutcome], int]:
     """Translate ``texts`` (normalized segments) through ``submit`` (the scheduler), applying the
-    glossary (as tags, or listed for the prompt with ``terms_in_prompt``) and every check; a
-    segment failing a hard check is submitted once more. Returns the outcomes, in order, and
-    how many segments were retried. ``pause`` is called between slices of the language check,
+    glossary (as tags, or listed for the prompt with ``terms_in_prompt``), the job's protected
+    ``patterns`` (:func:`prepare`) and every check; a segment failing a hard check is submitted
+    once more. Returns the outcomes, in order, and how many segments were retried. ``pause`` is called between slices of the language check,
     the costliest step (a bulk chunk's: it gives way to interactive work there)."""
-    preps = [prepare(t, matcher, tags=not terms_in_prompt) for t in texts]
+    preps = [prepare(t, matcher, tags=not terms_in_prompt, patterns=patterns) for t in texts]
     outs = [
         finish(t, p, o, cfg)
         for t, p, o in zip(texts, preps, submit(list(enumerate(preps))), strict=True)

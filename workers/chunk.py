@@ -32,6 +32,7 @@ from mtfleet.core.glossary import GlossaryNotFound, GlossaryStore
 from mtfleet.core.glossary.matching import Matcher, Protected
 from mtfleet.core.guidance import Guidance, cache_variant
 from mtfleet.core.models import ChunkMessage, Lane, SegmentOutcome
+from mtfleet.core.patterns import BadPattern, compiled
 from mtfleet.core.settings import CHUNK_BUDGET_SHARE, ENGINE_DEADLINE_SHARE, Settings
 from mtfleet.core.store import JobStore
 from mtfleet.core.tm import TMNotFound, TranslationMemoryStore
@@ -332,18 +333,22 @@ class ChunkProcessor:
                     outcomes.append((i, outcome))
 
         gv = msg.glossary_version if msg.glossary_id else None
-        variant = cache_variant(gv, msg.guidance, msg.memory)  # the phrase cache's key part
+        # the phrase cache's key part
+        variant = cache_variant(gv, msg.guidance, msg.memory, msg.protected_patterns)
         matcher = None
         memory: ChunkMemory | None = None
         try:
             if msg.glossary_id:
                 matcher = GlossaryStore(self.store.r).matcher(msg.glossary_id, gv or "")
+            # the glossary's protected patterns and the request's (checked by the API)
+            mine = matcher.glossary.protected_patterns if matcher else []
+            patterns = compiled(tuple(dict.fromkeys([*mine, *(msg.protected_patterns or ())])))
             if msg.memory is not None:
                 index = TranslationMemoryStore(self.store.r).index(
                     msg.memory.id, msg.memory.version
                 )
                 memory = ChunkMemory(index, msg.memory)
-        except (GlossaryNotFound, TMNotFound) as exc:
+        except (GlossaryNotFound, TMNotFound, BadPattern) as exc:
             for n in range(len(segments)):
                 deliver(n, SegmentOutcome(error=exc.as_dict()))
             final = self.store.record(msg.job_id, outcomes, chunk=msg.chunk, **where)
@@ -450,6 +455,7 @@ class ChunkProcessor:
             matcher,
             pause=self.lanes.bulk_turn if msg.lane is Lane.bulk else None,
             terms_in_prompt=terms_in_prompt,
+            patterns=patterns,
         )
         elapsed = time.monotonic() - t0
         to_cache = {}

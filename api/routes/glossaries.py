@@ -58,8 +58,9 @@ def _storage(services: Services, caller: Caller) -> Storage | None:
 def create_glossary(
     body: GlossaryCreate, services: ServicesDep, caller: CallerDep, response: Response
 ) -> GlossaryDetail:
-    """Create a glossary for one language pair (entries and/or protected terms). Glossaries do
-    not change: to change one, create another and delete the old one."""
+    """Create a glossary for one language pair (entries, protected terms and/or protected
+    patterns). Glossaries do not change: to change one, create another and delete the old
+    one."""
     pairs = list(body.entries.items())
     if body.entries_tsv:
         pairs += parse_tsv(body.entries_tsv)
@@ -71,6 +72,7 @@ def create_glossary(
         target_lang=body.target_lang,
         entries=pairs,
         protected=body.protected,
+        protected_patterns=body.protected_patterns,
     )
     response.headers["Location"] = f"/v1/glossaries/{g.id}"
     return detail(g)
@@ -85,6 +87,7 @@ def create(
     target_lang: str,
     entries: Sequence[tuple[str, str]],
     protected: Sequence[str] = (),
+    protected_patterns: Sequence[str] = (),
 ) -> Glossary:
     """Validate and store a glossary of the caller's, within its limits (the one way every
     surface creates one)."""
@@ -95,6 +98,7 @@ def create(
         target_lang=target_lang,
         entries=entries,
         protected=protected,
+        protected_patterns=protected_patterns,
         max_terms=s.glossary_max_terms,
         max_term_chars=s.glossary_max_term_chars,
     )

@@ -281,6 +281,13 @@ async def upload_document(
         list[str] | None, Form(description="Repeat the field for each instruction.")
     ] = None,
     formality: Annotated[str, Form()] = "default",
+    protected_patterns: Annotated[
+        list[str] | None,
+        Form(
+            description="A regular expression whose matches are kept as they are (RE2); "
+            "repeat the field for each."
+        ),
+    ] = None,
     model_type: Annotated[
         str | None,
         Form(description="latency_optimized, quality_optimized or prefer_quality_optimized."),
@@ -310,6 +317,7 @@ async def upload_document(
             context=context,
             custom_instructions=custom_instructions or [],
             formality=formality,
+            protected_patterns=protected_patterns or [],
             model_type=model_type,
         )
     except ValidationError as exc:

@@ -60,7 +60,8 @@ exactly as it was. The tests compare trees with lxml on top.
   holds no text outside its ``<code>``;
 * the content of ``<textarea>`` (the field's initial value: data the form submits, not
   interface text; its ``placeholder`` is translated);
-* any element with ``translate="no"`` or class ``notranslate``, its attributes included,
+* any element with ``translate="no"`` or class ``notranslate`` (Google's and Crowdin's
+  marker), its attributes included,
   unless a descendant says ``translate="yes"``; inside a unit such an element is one
   standalone code;
 * ``contenteditable`` changes nothing: its text is translated like any other;
@@ -188,6 +189,9 @@ class TagRules:
     embedded: frozenset[str] = frozenset(EMBEDDED)
     code_blocks: frozenset[str] = frozenset(CODE_BLOCKS)
     fallback_raw: frozenset[str] = frozenset(FALLBACK_RAW)
+    #: Backtick code spans in text are code (an HTML block in Markdown, where a writer's
+    #: `` `jekyll serve` `` is code although the block is HTML: :data:`IN_MARKDOWN`).
+    code_spans: bool = False
 
     @property
     def html(self) -> bool:
@@ -212,6 +216,10 @@ class TagRules:
 
 #: The html format's rules.
 HTML = TagRules()
+#: HTML's rules for an HTML block of a Markdown document: its backtick code spans are code.
+IN_MARKDOWN = TagRules(code_spans=True)
+#: A backtick code span as CommonMark reads one: a run of backticks, then the same run.
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)[\s\S]+?(?<!`)\1(?!`)")
 
 # HTML's whitespace is WS alone: a regex's \s also takes U+0085, U+00A0 and the rest of
 # Unicode's spaces, which inside a tag are part of a name or value (as browsers read them)
@@ -1065,6 +1073,15 @@ class _Scan:
         def add_text() -> None:
             raw = "".join(pending)
             pending.clear()
+            pos = 0
+            if self.rules.code_spans and "`" in raw:
+                for m in _CODE_SPAN.finditer(raw):  # as its source says: one code each
+                    add_raw(raw[pos : m.start()])
+                    b.standalone(m.group(0))
+                    pos = m.end()
+            add_raw(raw[pos:])
+
+        def add_raw(raw: str) -> None:
             pos = 0
             for m in _CHARREF.finditer(raw):
                 if m.group(0)[1] == "#" and _charref(m.group(0))[1] is None:

@@ -21,9 +21,11 @@ as it is, and a document whose translations equal its source comes back byte for
 * the attributes of inline HTML that HTML's rules translate (``alt``, ``title``,
   ``aria-label``... see :mod:`mtfleet.core.documents.html`): a unit each;
 * an HTML block (outside lists and blockquotes) goes through the html format's rules: its
-  text and attributes are units, its scripts, styles, code and ``translate="no"`` are not;
-  a translation never puts a blank line into it (that would end the block). ``<?...?>`` and
-  ``<![CDATA[`` blocks, and HTML blocks in lists and blockquotes, are kept;
+  text and attributes are units, its scripts, styles, code, ``translate="no"`` and
+  ``class="notranslate"`` are not, and a backtick code span in its text (`` `jekyll serve` ``,
+  which markdown-it leaves as text inside HTML) is one standalone code; a translation never
+  puts a blank line into it (that would end the block). ``<?...?>`` and ``<![CDATA[``
+  blocks, and HTML blocks in lists and blockquotes, are kept;
 * YAML front matter: the single-line string values of the top-level keys ``title``,
   ``subtitle``, ``description``, ``summary``, ``excerpt``, ``linkTitle`` and
   ``sidebar_label`` (what static site generators show as the page's title, description and
@@ -42,7 +44,10 @@ its content); everything after an inline or block ``<script>``, ``<style>``, ``<
 references and labels (``[^1]``, ``[^note]:``), task list markers (``[ ]``, ``[x]``), a
 heading's trailing attribute list (``{#id .class}``) and brackets the source holds as text
 although they look like a link (``[Enter] (key)``, an undefined ``[ref][x]``) are standalone
-codes.
+codes. Template syntax (Liquid, Jinja, Handlebars: ``{{ page.title }}``, ``{% if %}``) is a
+protected span of the sentence it is in (:mod:`mtfleet.core.documents.pipeline`); a ``{% raw %}``
+or ``{% comment %}`` block that reaches over more than one unit (a fenced example between
+``{% raw %}`` and ``{% endraw %}``) keeps every block it touches as it is.
 
 A soft line break (a hard-wrapped paragraph) is a plain ``\\n`` in a unit: on render the k-th
 ``\\n`` of the translation gets back the k-th line break of the source, with the next line's
@@ -84,6 +89,7 @@ from mtfleet.core.documents.base import (
     UnitBuilder,
     restore,
 )
+from mtfleet.core.documents.pipeline import TEMPLATE_BLOCK
 from mtfleet.core.documents.text import check_count, decode_document, newline_escape, pair_tags
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
@@ -271,7 +277,7 @@ class _HtmlBlock(_Part):
     def render(self, translations: Sequence[str]) -> str:
         # a line break at a unit's edge would meet the source's own: a blank line
         cleaned = [t.strip(" \t\r\n") for t in translations]
-        return html.rendered(self.source, cleaned, post=self.post)
+        return html.rendered(self.source, cleaned, html.IN_MARKDOWN, post=self.post)
 
 
 def _splice(s: str, edits: list[tuple[int, int, str]]) -> str:
@@ -451,7 +457,25 @@ def _parts(text: str) -> list[_Part]:
         if block is not None:
             parts.append(block)
     parts += _reference_titles(text, lines, env)
+    if "{%" in text:
+        parts = _outside_template_blocks(text, parts)
     return sorted(parts, key=lambda p: p.start)
+
+
+def _outside_template_blocks(text: str, parts: list[_Part]) -> list[_Part]:
+    """``parts`` without those a ``{% raw %}`` or ``{% comment %}`` block reaches into: such a
+    block is template source or a comment, never text. One that lies within a unit's text as
+    written is one protected span there (:data:`~mtfleet.core.documents.pipeline.TEMPLATE_BLOCK`);
+    one that spans blocks (a fence between ``{% raw %}`` and ``{% endraw %}``), or that
+    markup cuts, keeps every part it touches as it is."""
+    blocks = [(m.start(), m.end()) for m in TEMPLATE_BLOCK.finditer(text)]
+
+    def inside(part: _Part, a: int, b: int) -> bool:
+        return part.start <= a and b <= part.end and any(text[a:b] in u.text for u in part.units)
+
+    return [
+        p for p in parts if all(b <= p.start or p.end <= a or inside(p, a, b) for a, b in blocks)
+    ]
 
 
 def _source(text: str, lines: list[tuple[int, str, str]], span: list[int]) -> str:
@@ -513,11 +537,11 @@ def _html_block(text: str, lines: list[tuple[int, str, str]], tok: Token) -> _Pa
         return None
     if re.sub(r"\r\n?", "\n", source).rstrip("\n") != tok.content.rstrip("\n"):
         return None  # not the block's source (a container's prefix, tabs): leave it
-    found = html.units(source)
+    found = html.units(source, html.IN_MARKDOWN)
     if not found:
         return None
     post = None if _HTML_BLOCK_RAW.match(source) else html.no_blank_lines
-    if html.rendered(source, [u.text for u in found], post=post) != source:
+    if html.rendered(source, [u.text for u in found], html.IN_MARKDOWN, post=post) != source:
         return None  # the html format would not give it back byte for byte: leave it
     for u in found:
         u.path = f"line {tok.map[0] + 1} {u.path}"

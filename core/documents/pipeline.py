@@ -11,11 +11,15 @@
    back byte for byte.
 
 Protected spans are spans no engine may touch: URLs, e-mail addresses, placeholders
-(``{name}``, ``{{count}}``, ``%s``, ``%(name)s``, ``%1$s``), numbers with units (``20 kg``,
-``5.5 GHz``, ``$50``), SKU-like codes (``SKU-12345``, ``AB12-CD34``) and version numbers.
+(``{name}``, ``{{count}}``, ``%s``, ``%(name)s``, ``%1$s``), template syntax (Liquid, Jinja,
+Handlebars: ``{{ page.title | escape }}``, ``{% if user %}``, ``{{#each items}}``, ``{# note
+#}``, a ``{% raw %}...{% endraw %}`` block whole), command-line options (``--dry-run``), numbers
+with units (``20 kg``, ``5.5 GHz``, ``$50``), SKU-like codes (``SKU-12345``, ``AB12-CD34``),
+version numbers, and the matches of a job's protected patterns (:mod:`mtfleet.core.patterns`).
 :func:`protect` turns them into standalone tags ``<xN/>``; the worker does that, once, for every
 segment it translates (document sentences and plain texts alike) and puts them back after the
-engine (:func:`mtfleet.workers.checks.prepare`).
+engine (:func:`mtfleet.workers.checks.prepare`). A unit or sentence with no letter outside its
+tags and spans (``{{ page.title }}`` alone) is no segment: it stays as it is.
 
 ``assemble`` joins translated segments back into unit texts with the format's own tags left
 for the format's ``render``. A segment without a translation (it failed) keeps its source
@@ -25,7 +29,7 @@ text: nothing of the document is ever lost.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -33,14 +37,34 @@ from sentencex import segment as sentencex_segment
 
 from mtfleet.core.documents.base import TAG, Code, Unit, too_large, x
 
-# One alternation, most specific first; matches are taken left to right without overlap.
+#: Template syntax (Liquid, Jinja, Handlebars, Nunjucks, Django): what a page's generator
+#: reads, never its reader. A ``{% raw %}`` or ``{% comment %}`` block is one span with what it
+#: holds (template source shown as it is, or a comment); a tag or an output (``{% if x %}``,
+#: ``{{ "/assets" | relative_url }}``, ``{{#each items}}``, ``{{{html}}}``, ``{# note #}``) is
+#: one span, bounded at ``TEMPLATE_CHARS`` characters (a longer one is no tag).
+TEMPLATE_CHARS = 500
+_TEMPLATE_BLOCK = r"""\{%-?[ \t\r\n]*(?P<block>raw|comment)[ \t\r\n]*-?%\}[\s\S]*?
+        \{%-?[ \t\r\n]*end(?P=block)[ \t\r\n]*-?%\}"""
+#: A ``{% raw %}`` or ``{% comment %}`` block, what it holds included.
+TEMPLATE_BLOCK = re.compile(_TEMPLATE_BLOCK, re.VERBOSE)
+_TEMPLATE = rf"""{_TEMPLATE_BLOCK}
+    |\{{\{{\{{[^{{}}]{{1,{TEMPLATE_CHARS}}}\}}\}}\}}
+    |\{{\{{[^{{}}]{{1,{TEMPLATE_CHARS}}}\}}\}}
+    |\{{%[^{{}}]{{1,{TEMPLATE_CHARS}}}?%\}}
+    |\{{\#[^{{}}]{{1,{TEMPLATE_CHARS}}}?\#\}}"""
+
+# One alternation, most specific first; matches are taken left to right without overlap. A URL
+# stops at a brace: ``https://site/{{ page.url }}`` is a URL and a template output.
 _SPANS = {
-    "url": r"""\b(?:https?|ftp)://[^\s<>"'\u00a0]+[^\s<>"'\u00a0.,;:!?)\]}]
-        | \bwww\.[^\s<>"'\u00a0]+[^\s<>"'\u00a0.,;:!?)\]}]""",
+    "template": _TEMPLATE,
+    "url": r"""\b(?:https?|ftp)://[^\s<>"'\u00a0{]+[^\s<>"'\u00a0.,;:!?)\]}{]
+        | \bwww\.[^\s<>"'\u00a0{]+[^\s<>"'\u00a0.,;:!?)\]}{]""",
     "email": r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b",
     "placeholder": r"""\{\{\s*[\w.-]+\s*\}\}|\{[\w.-]*\}|\$\{[\w.-]+\}|%%
         |%(?:\d+\$)?[-+\#0]*\d*(?:\.\d+)?[sdifxXeEgGcou](?![A-Za-z])|%\([\w.-]+\)[sdifr]""",
     "sku": r"\b(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9]{2,}(?:-[A-Z0-9]+)+\b",
+    # a command-line option (``--dry-run``, ``--format=json``), not a dash inside a word
+    "flag": r"(?<![\w-])--[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*(?:=[\w./:@-]*[\w/])?",
     "version": r"\bv?\d+(?:\.\d+){2,}\b",
     "money": r"[$€£¥]\s?\d[\d,.]*\b",
     "measure": r"""\b\d+(?:[.,]\d+)?\s?(?:kg|mg|g|lbs?|oz|mm|cm|km|m|in|ft|ml|l|L|GB|MB|KB|TB|GHz
@@ -116,6 +140,7 @@ def _wide(text: str) -> bool:
         or "://" in text
         or "www." in text
     )
+        or "--" in text
 
 
 def _digit_window(text: str) -> tuple[int, int]:
@@ -136,8 +161,30 @@ def _digit_window(text: str) -> tuple[int, int]:
     return start, len(text) if nxt < 0 else nxt
 
 
-def spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of every protected span in ``text`` outside its inline tags."""
+#: Finds a caller's own spans in a piece of text without inline tags (a request's protected
+#: patterns: :meth:`mtfleet.core.patterns.ProtectedPatterns.find`); they may overlap.
+Extra = Callable[[str], list[tuple[int, int]]]
+
+
+def spans(text: str, extra: Extra | None = None) -> list[tuple[int, int]]:
+    """(start, end) of every protected span in ``text`` outside its inline tags; with
+    ``extra``, its spans too (where spans overlap, the leftmost, then the longest, is kept)."""
+    found = _builtin_spans(text)
+    if extra is None:
+        return found
+    pos = 0
+    for part in _split_keep_tags(text) if "<" in text else [text]:
+        if not TAG.fullmatch(part):
+            found += [(pos + a, pos + b) for a, b in extra(part) if part[a:b].strip()]
+        pos += len(part)
+    kept: list[tuple[int, int]] = []
+    for start, end in sorted(found, key=lambda span: (span[0], -span[1])):
+        if not kept or start >= kept[-1][1]:
+            kept.append((start, end))
+    return kept
+
+
+def _builtin_spans(text: str) -> list[tuple[int, int]]:
     wide = _wide(text)
     start, end = (0, len(text)) if wide else _digit_window(text)
     if start == end:
@@ -161,9 +208,10 @@ def spans(text: str) -> list[tuple[int, int]]:
     return found
 
 
-def protect(text: str, first: int) -> tuple[str, dict[int, Code]]:
-    """Replace protected spans outside existing tags by ``<xN/>`` tags numbered from ``first``."""
-    found = spans(text)
+def protect(text: str, first: int, extra: Extra | None = None) -> tuple[str, dict[int, Code]]:
+    """Replace protected spans (and ``extra``'s) outside existing tags by ``<xN/>`` tags
+    numbered from ``first``."""
+    found = spans(text, extra)
     if not found:
         return text, {}
     codes: dict[int, Code] = {}
@@ -223,7 +271,19 @@ def sentences(text: str, lang: str) -> list[str]:
 
 
 def _translatable(text: str) -> bool:
-    return bool(_WORDLIKE.search(TAG.sub(" ", text)))
+    """Whether ``text`` has a letter outside its tags and protected spans (a unit holding only
+    ``{{ page.title }}`` or a URL has nothing for an engine)."""
+    if not _WORDLIKE.search(TAG.sub(" ", text)):
+        return False
+    gaps: list[str] = []
+    pos = 0
+    for start, end in spans(text):
+        gaps.append(text[pos:start])
+        pos = end
+    if not gaps:
+        return True
+    gaps.append(text[pos:])
+    return bool(_WORDLIKE.search(TAG.sub(" ", " ".join(gaps))))
 
 
 def plan(units: Sequence[Unit], lang: str, *, split: bool = True, limit: int | None = None) -> Plan:

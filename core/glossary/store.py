@@ -55,7 +55,10 @@ class GlossaryStore:
             update={"id": secrets.token_hex(16), "owner": owner, "created_at": time.time()}
         )
         fields = {name: str(getattr(g, name)) for name in _INFO_FIELDS}
-        terms = json.dumps({"entries": g.entries, "protected": g.protected}, ensure_ascii=False)
+        body: dict[str, object] = {"entries": g.entries, "protected": g.protected}
+        if g.protected_patterns:
+            body["patterns"] = g.protected_patterns
+        terms = json.dumps(body, ensure_ascii=False)
         size = len(terms.encode()) + sum(len(k) + len(v) for k, v in fields.items())
         self._records.create(
             record=keys.glossary(g.id),
@@ -90,7 +93,12 @@ class GlossaryStore:
         if raw is None:
             return None
         terms = json.loads(raw)
-        return Glossary(**info.model_dump(), entries=terms["entries"], protected=terms["protected"])
+        return Glossary(
+            **info.model_dump(),
+            entries=terms["entries"],
+            protected=terms["protected"],
+            protected_patterns=terms.get("patterns", []),
+        )
 
     def list_for(self, owner: str) -> list[GlossaryInfo]:
         """The owner's live glossaries, oldest first."""
@@ -101,7 +109,9 @@ class GlossaryStore:
         out = []
         for raw in pipe.execute():
             if raw and raw.get("deleted") != "1":
-                out.append(GlossaryInfo.model_validate({k: raw[k] for k in _INFO_FIELDS}))
+                out.append(
+                    GlossaryInfo.model_validate({k: raw[k] for k in _INFO_FIELDS if k in raw})
+                )
         return out
 
     def delete(

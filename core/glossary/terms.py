@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel
 
-from mtfleet.core import languages
+from mtfleet.core import languages, patterns
 from mtfleet.core.documents.base import TAG
 from mtfleet.core.errors import InvalidInput, JobNotFound
 from mtfleet.core.markup import script_schemes
@@ -47,11 +47,14 @@ class GlossaryInfo(BaseModel):
     version: str
     entry_count: int
     protected_count: int
+    pattern_count: int = 0
 
 
 class Glossary(GlossaryInfo):
     entries: dict[str, str]
     protected: list[str]
+    #: Regular expressions whose matches are kept as they are (:mod:`mtfleet.core.patterns`).
+    protected_patterns: list[str] = []
 
 
 def normalize_term(term: str) -> str:
@@ -112,10 +115,13 @@ def validate(
     protected: Iterable[str],
     max_terms: int,
     max_term_chars: int,
+    protected_patterns: Iterable[str] = (),
 ) -> Glossary:
     """The glossary these inputs make (id, owner and created_at left blank), or InvalidInput:
-    bad languages, an empty, over-long or tag-like term, more than ``max_terms`` terms, or two
-    terms that match the same text (duplicates, or one term both translated and protected)."""
+    bad languages, an empty, over-long or tag-like term, more than ``max_terms`` terms, two
+    terms that match the same text (duplicates, or one term both translated and protected),
+    or a protected pattern RE2 does not read or that breaks a bound
+    (:func:`mtfleet.core.patterns.check`)."""
     name = name.strip()
     if not name or len(name) > MAX_NAME_CHARS or not name.isprintable():
         raise InvalidInput(f"a glossary name is 1-{MAX_NAME_CHARS} printable characters")
@@ -125,8 +131,11 @@ def validate(
         raise InvalidInput(f"source_lang and target_lang are both {source!r}")
     pairs = list(entries)
     kept = list(protected)
-    if not pairs and not kept:
-        raise InvalidInput("a glossary needs at least one entry or protected term")
+    kept_patterns = patterns.check(protected_patterns)
+    if not pairs and not kept and not kept_patterns:
+        raise InvalidInput(
+            "a glossary needs at least one entry, protected term or protected pattern"
+        )
     if len(pairs) + len(kept) > max_terms:
         raise InvalidInput(
             f"{len(pairs) + len(kept)} terms; a glossary holds at most {max_terms} "
@@ -156,20 +165,28 @@ def validate(
         source_lang=source,
         target_lang=target,
         created_at=0.0,
-        version=content_version(source, target, out_entries, out_protected),
+        version=content_version(source, target, out_entries, out_protected, kept_patterns),
         entry_count=len(out_entries),
         protected_count=len(out_protected),
+        pattern_count=len(kept_patterns),
         entries=out_entries,
         protected=out_protected,
+        protected_patterns=kept_patterns,
     )
 
 
 def content_version(
-    source: str, target: str, entries: dict[str, str], protected: Sequence[str]
+    source: str,
+    target: str,
+    entries: dict[str, str],
+    protected: Sequence[str],
+    protected_patterns: Sequence[str] = (),
 ) -> str:
-    """Short hash of what shapes translations (the phrase-cache key component)."""
-    body = json.dumps(
-        [MATCH_VERSION, source, target, sorted(entries.items()), sorted(protected)],
-        ensure_ascii=False,
-    )
+    """Short hash of what shapes translations (the phrase-cache key component); a glossary
+    without patterns keeps the version it had before glossaries carried them."""
+    content: list[object] = [MATCH_VERSION, source, target, sorted(entries.items())]
+    content.append(sorted(protected))
+    if protected_patterns:
+        content.append(sorted(protected_patterns))
+    body = json.dumps(content, ensure_ascii=False)
     return hashlib.sha256(body.encode()).hexdigest()[:16]

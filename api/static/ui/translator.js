@@ -75,7 +75,7 @@ function fillGlossaries() {
   const source = $("source").value;
   const target = $("target").value;
   const fitting = glossaries.filter((g) => g.target_lang === target && (source === "auto" || g.source_lang === source));
-  fill($("glossary"), [["", "None"], ...fitting.map((g) => [g.id, `${g.name} (${g.entry_count} terms)`])]);
+  fill($("glossary"), [["", "None"], ...fitting.map((g) => [g.id, `${g.name} (${g.entry_count} terms${g.pattern_count ? `, ${g.pattern_count} protected patterns` : ""})`])]);
 }
 
 async function loadLanguages() {

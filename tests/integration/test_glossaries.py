@@ -220,3 +220,87 @@ def test_a_deleted_glossary_still_serves_jobs_accepted_before(
     r.delete(keys.glossary(h["id"]), keys.glossary_terms(h["id"]))
     with pytest.raises(GlossaryNotFound):
         GlossaryStore(r).matcher(h["id"], h["version"])
+
+
+# --- protected patterns (issue 40 item 5) --------------------------------------------------------
+COLOURS = ["§[0-9a-fk-or]", r"\[[A-Z_]+\]"]
+
+
+def test_a_requests_protected_patterns_go_to_the_workers_and_key_the_cache(
+    api: TestClient, r: redis.Redis
+) -> None:
+    body = {**JOB, "protected_patterns": COLOURS}
+    job = api.post("/v1/jobs", json=body)
+    assert job.status_code == 202, job.text
+    (msg,) = ledger(r, job.json()["id"])
+    assert msg.protected_patterns == COLOURS
+    # a translation made with them is never served without them, nor the other way round
+    PhraseCache(r, ttl_s=60).put_many("fp", "en", "es", {JOB["texts"][0]: "plain"}, job_id="0" * 32)
+    assert api.post("/v1/jobs", json=JOB).json()["cached"] == 1
+    assert api.post("/v1/jobs", json=body).json()["cached"] == 0
+    translated = api.post("/v1/translate", json={**body, "timeout": 0.1})
+    assert translated.status_code == 202 and translated.json()["cached"] == 0
+    # and a document upload carries them as repeated form fields
+    upload = api.post(
+        "/v1/documents",
+        files={"file": ("page.html", b"<p>\xc2\xa7aHello [NAME]</p>", "text/html")},
+        data={"target_lang": "es", "source_lang": "en", "protected_patterns": COLOURS},
+    )
+    assert upload.status_code == 202, upload.text
+    (msg,) = ledger(r, upload.json()["id"])
+    assert msg.protected_patterns == COLOURS
+
+
+@pytest.mark.parametrize(
+    ("where", "pattern", "says"),
+    [
+        ("/v1/jobs", "(a", "pattern[1] '(a' is not a regular expression RE2 reads"),
+        ("/v1/translate", r"(a)\1", "is not a regular expression RE2 reads"),
+        ("/v1/jobs", "x*", "pattern[1] 'x*' matches the empty text"),
+        ("/v1/glossaries", "[z-a]", "pattern[0] '[z-a]' is not a regular expression"),
+        ("/v1/documents", "(?=x)", "is not a regular expression RE2 reads"),
+    ],
+)
+def test_a_bad_pattern_is_422_naming_it(
+    api: TestClient, where: str, pattern: str, says: str
+) -> None:
+    if where == "/v1/documents":
+        answer = api.post(
+            where,
+            files={"file": ("page.html", b"<p>Hello</p>", "text/html")},
+            data={"target_lang": "es", "protected_patterns": [pattern]},
+        )
+    elif where == "/v1/glossaries":
+        answer = api.post(where, json={**SHOP, "protected_patterns": [pattern]})
+    else:
+        answer = api.post(where, json={**JOB, "protected_patterns": ["ok", pattern]})
+    assert answer.status_code == 422, answer.text
+    error = answer.json()["error"]
+    assert error["type"] == "invalid_input" and says in error["message"], error
+
+
+def test_a_glossary_carries_protected_patterns_to_its_jobs(api: TestClient, r: redis.Redis) -> None:
+    made = api.post("/v1/glossaries", json={**SHOP, "protected_patterns": COLOURS})
+    assert made.status_code == 201, made.text
+    g = made.json()
+    assert g["protected_patterns"] == COLOURS and g["pattern_count"] == 2
+    plain = api.post("/v1/glossaries", json=SHOP).json()
+    assert g["version"] != plain["version"]
+    assert api.get(f"/v1/glossaries/{g['id']}").json()["protected_patterns"] == COLOURS
+    listed = {x["id"]: x for x in api.get("/v1/glossaries").json()["glossaries"]}
+    assert listed[g["id"]]["pattern_count"] == 2 and listed[plain["id"]]["pattern_count"] == 0
+    # patterns alone make a glossary
+    only = api.post(
+        "/v1/glossaries",
+        json={
+            **SHOP,
+            "entries": {},
+            "entries_tsv": None,
+            "protected": [],
+            "protected_patterns": COLOURS,
+        },
+    )
+    assert only.status_code == 201, only.text
+    # what a worker does for a chunk naming the glossary
+    m = GlossaryStore(r).matcher(g["id"], g["version"])
+    assert m.glossary.protected_patterns == COLOURS

@@ -108,13 +108,13 @@ def _utf8(data: bytes) -> str | None:
 def render(
     job: JobRecord, content: bytes, outcomes: list[SegmentOutcome | None], pool: DocumentPool
 ) -> DocumentOut:
-    """The translated file (sentences without a translation keep their source text)."""
+    """The translated file (a sentence without a translation keeps its source text, or is
+    marked untranslated where the format can say so) and what the format had to guess."""
     assert job.document_format is not None
     fmt = documents.for_name(job.document_format)
     translations = [o.translation if o is not None and o.ok else None for o in outcomes]
-    rendered = pool.render(
-        fmt.name, content, job.source_lang, translations, job.target_lang, job.owner
-    )
+    out = pool.render(fmt.name, content, job.source_lang, translations, job.target_lang, job.owner)
+    rendered = out.content
     text = None if fmt.binary else _utf8(rendered)  # a UTF-16 .strings, a Latin-1 .properties
     return DocumentOut(
         format=fmt.name,
@@ -127,5 +127,6 @@ def render(
             if o is not None
             for w in o.warnings
             if w.get("type") == Finding.tag_mismatch
-        ],
+        ]
+        + out.warnings,
     )

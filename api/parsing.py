@@ -37,8 +37,8 @@ from mtfleet.api import metrics
 from mtfleet.api.shares import KeyShares
 from mtfleet.core import documents
 from mtfleet.core.documents import fragments
-from mtfleet.core.documents.base import DocumentError, Unit, reading, unit_budget
-from mtfleet.core.documents.pipeline import Cut, assemble, plan
+from mtfleet.core.documents.base import DocumentError, Rendered, Unit, reading, unit_budget
+from mtfleet.core.documents.pipeline import Cut, assemble, plan, untranslated
 from mtfleet.core.errors import RateLimited, Unavailable
 from mtfleet.core.settings import Settings
 
@@ -91,15 +91,16 @@ def _render(
     source_lang: str,
     translations: Sequence[str | None],
     target_lang: str,
-) -> bytes:
+) -> Rendered:
     fmt = documents.for_name(fmt_name)
     p = plan(_extract(fmt_name, content), source_lang)
     if len(translations) != len(p.segments):  # cannot happen unless the format changed
         raise DocumentError(
             f"the document now has {len(p.segments)} segments, the job {len(translations)}"
         )
+    texts, missing = assemble(p, translations), untranslated(p, translations)
     with reading(fmt.name):
-        return fmt.render(content, assemble(p, translations), target_lang=target_lang)
+        return fmt.render_result(content, texts, missing, target_lang=target_lang)
 
 
 def _cut_fragments(texts: list[str], lang: str, how: fragments.Cutting) -> list[list[str]]:
@@ -241,8 +242,10 @@ class DocumentPool:
         translations: Sequence[str | None],
         target_lang: str,
         owner: str = "",
-    ) -> bytes:
-        """The translated file (``None``: the sentence keeps its source text)."""
+    ) -> Rendered:
+        """The translated file (``None``: the sentence has no translation, see
+        :meth:`~mtfleet.core.documents.base.DocumentFormat.render_result`) and the format's
+        warnings."""
         return self._run(
             "render",
             f"rendering this {fmt_name} document",

@@ -261,11 +261,17 @@ class DocumentOut(BaseModel):
         ".properties)."
     )
     content: str = Field(
-        description="The translated file; segments that failed keep their source text."
+        description=(
+            "The translated file; segments that failed or were withheld keep their source text "
+            "(a gettext catalogue leaves such an entry's msgstr empty: untranslated)."
+        )
     )
     warnings: list[str] = Field(
         default_factory=list,
-        description="Markup the translation lost, moved or repeated, and how it was repaired.",
+        description=(
+            "Markup the translation lost, moved or repeated, and how it was repaired; what the "
+            "format had to guess (a menu accelerator put on a letter the translation lacks)."
+        ),
     )
 
     def data(self) -> bytes:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -200,6 +201,32 @@ class DocumentFormat(ABC):
         returned by the engine: tags may be missing, repeated or moved; every code must still
         be restored once, see :func:`restore`). ``target_lang``: for formats that record the
         language of their translations (XLIFF); others ignore it."""
+
+    def render_result(
+        self,
+        content: bytes,
+        translations: Sequence[str],
+        untranslated: AbstractSet[int] = frozenset(),
+        *,
+        target_lang: str | None = None,
+    ) -> Rendered:
+        """What a job's result gets (the one place a format decides what a missing translation
+        becomes): the file as :meth:`render` makes it, where ``untranslated`` names the units
+        a sentence of which has no translation (it failed, or an output check withheld it;
+        ``translations`` hold that sentence in the source language). Most formats keep it so:
+        nothing of the document is lost, and the file has no way to say "not translated". A
+        format that has one overrides this (gettext: an empty ``msgstr``), so the source is
+        never shipped as a translation; it may also say what it had to guess in the file."""
+        return Rendered(self.render(content, translations, target_lang=target_lang))
+
+
+@dataclass
+class Rendered:
+    """A rendered file and what the format had to guess or repair in it (for the result's
+    ``warnings``)."""
+
+    content: bytes
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """gettext catalogues (``.po``, ``.pot``): msgid → msgstr, plurals in the target's forms.
 
-polib reads and writes the catalogue, so every field a translator's tool keeps survives:
+polib reads the catalogue, and every field a translator's tool keeps survives:
 ``msgctxt``, translator (``#``) and extracted (``#.``) comments, references (``#:``), flags
 (``#, fuzzy``, ``python-format``…), previous msgids (``#|``) and obsolete entries (``#~``, never
 units). A unit is an entry's ``msgid``, and for a plural entry also its ``msgid_plural``; the
@@ -12,8 +12,18 @@ for the target (from CLDR, through Babel's ``get_plural``: Russian three forms, 
 Japanese one), and a plural entry gets one ``msgstr[n]`` per target form: the form whose
 numbers CLDR calls ``one`` from the singular's translation, every other form from the
 plural's (so Russian's ``one``, which covers 21, reads as the singular does). Without a target
-(an identity render) the file's own ``Plural-Forms`` decides. polib writes entries in its own
-line layout (long lines are not wrapped), so a layout may change where the content does not.
+(an identity render) the file's own ``Plural-Forms`` decides.
+
+The catalogue is written into the original's text (:mod:`gettext_splice`): only the msgstr
+lines of the entries whose translation changed and the header's ``Language`` and
+``Plural-Forms`` lines are rewritten, every other byte stays.
+
+An entry a unit of which has no translation (it failed, or an output check withheld it) is left
+untranslated, an empty ``msgstr`` (:meth:`PoFormat.render_result`): gettext then shows the
+msgid and a translator's tool lists the entry as to do, where the English in ``msgstr`` would
+pass for a translation. Pango/HTML markup in a message (``<a href>``, ``<b>``) is codes, as
+placeholders are. Menu accelerators (``_File``, ``&Open``) are taken out of the msgid before
+the engine and put back on the same letter of the translation (:mod:`accelerators`).
 """
 
 from __future__ import annotations
@@ -21,14 +31,15 @@ from __future__ import annotations
 import gettext
 import re
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 import polib
 from babel import Locale, UnknownLocaleError
 from babel.messages.plurals import get_plural
 
-from mtfleet.core.documents import register
-from mtfleet.core.documents.base import DocumentError, DocumentFormat, Unit, restore
+from mtfleet.core.documents import accelerators, gettext_splice, register
+from mtfleet.core.documents.base import DocumentError, DocumentFormat, Rendered, Unit, restore
 from mtfleet.core.documents.text import check_count, coded_unit
 
 #: printf (C and Python) and Python brace placeholders.
@@ -40,14 +51,25 @@ _PLACEHOLDER = re.compile(
 _CHARSET = re.compile(r"charset=([\w.-]+)", re.I)
 
 
+#: Markup in a message (Pango's ``<b>``, ``<a href>``; HTML): codes, as placeholders are.
+_MARKUP = re.compile(rf"{_PLACEHOLDER.pattern}|</?[A-Za-z][\w:.-]*(?:\s[^<>]*)?/?>")
+_TAG = re.compile(r"<(/?)([A-Za-z][\w:.-]*)")
+
+
 @dataclass
 class _Entry:
     entry: polib.POEntry
     singular: Unit
     plural: Unit | None
+    accelerator: tuple[str, str] | None = None  # (marker, key) taken out of the msgid
 
 
 def _catalogue(content: bytes) -> polib.POFile:
+    return _parse(*_decode(content))
+
+
+def _decode(content: bytes) -> tuple[str, str]:
+    """The catalogue's text and its charset (its header's)."""
     head = content[:4096].decode("latin-1")
     found = _CHARSET.search(head)
     charset = found.group(1) if found and found.group(1).upper() != "CHARSET" else "utf-8"
@@ -60,6 +82,10 @@ def _catalogue(content: bytes) -> polib.POFile:
     if "\n" not in text.strip():
         # polib takes a one-line string for a path to open: a catalogue has several lines
         raise DocumentError("not a valid PO file: a catalogue has msgid and msgstr lines")
+    return text, charset
+
+
+def _parse(text: str, charset: str) -> polib.POFile:
     try:
         # no re-wrapping: a comment polib wrapped would read back as two lines
         return polib.pofile(text, encoding=charset, wrapwidth=1 << 30)
@@ -67,19 +93,73 @@ def _catalogue(content: bytes) -> polib.POFile:
         raise DocumentError(f"not a valid PO file: {exc}") from None
 
 
+def _tag(m: re.Match[str]) -> tuple[bool, str] | None:
+    found = _TAG.match(m.group(0))
+    if found is None or m.group(0).endswith("/>"):
+        return None
+    return bool(found.group(1)), found.group(2).lower()
+
+
 def _unit(text: str, path: str) -> Unit:
-    return coded_unit(text, path, _PLACEHOLDER)
+    return coded_unit(text, path, _MARKUP, _tag)
 
 
 def _entries(po: polib.POFile) -> list[_Entry]:
+    live = [e for e in po if not e.obsolete and e.msgid]  # obsolete ones: polib keeps them
+    marker = accelerators.marker_of(
+        po.metadata.get("X-Accelerator-Marker"), (e.msgid for e in live)
+    )
     out = []
-    for entry in po:  # obsolete entries are not iterated as translatable (polib keeps them)
-        if entry.obsolete or not entry.msgid:
-            continue
+    for entry in live:
         path = f"{entry.msgctxt}\x04{entry.msgid}" if entry.msgctxt else entry.msgid
-        plural = _unit(entry.msgid_plural, path + " (plural)") if entry.msgid_plural else None
-        out.append(_Entry(entry, _unit(entry.msgid, path), plural))
+        msgid, plural_id, key = entry.msgid, entry.msgid_plural, None
+        if marker is not None:
+            msgid, key = accelerators.take(msgid, marker, _MARKUP)
+            plural_id, plural_key = accelerators.take(plural_id, marker, _MARKUP)
+            key = key or plural_key
+        plural = _unit(plural_id, path + " (plural)") if entry.msgid_plural else None
+        accelerator = (marker, key) if marker is not None and key is not None else None
+        out.append(_Entry(entry, _unit(msgid, path), plural, accelerator))
     return out
+
+
+def _finish(entries: list[_Entry], untranslated: AbstractSet[int]) -> list[str]:
+    """After the translations are in: an entry a unit of which has no translation is left
+    untranslated (an empty ``msgstr``: gettext shows the msgid, and a translator's tool lists
+    it as to do), never shipped with the source as its translation; an accelerator taken out
+    goes back on its letter. Returns what had to be guessed."""
+    warnings: list[str] = []
+    n = 0
+    for e in entries:
+        mine = {n, n + 1} if e.plural is not None else {n}
+        n += len(mine)
+        entry = e.entry
+        if mine & untranslated:
+            if entry.msgid_plural:
+                entry.msgstr_plural = dict.fromkeys(entry.msgstr_plural, "")
+            else:
+                entry.msgstr = ""
+            continue
+        if e.accelerator is None:
+            continue
+        marker, key = e.accelerator
+        texts = entry.msgstr_plural if entry.msgid_plural else {0: entry.msgstr}
+        missing = False
+        for i, text in texts.items():
+            texts[i], found = accelerators.put(text, marker, key, _MARKUP)
+            missing = missing or not found
+        if not entry.msgid_plural:
+            entry.msgstr = texts[0]
+        if missing:
+            warnings.append(
+                f"msgid {entry.msgid[:60]!r}: the translation has no {key!r} for the "
+                f"accelerator {marker}{key}; put on its first letter"
+            )
+    return warnings
+
+
+def _state(po: polib.POFile) -> list[tuple[str, dict[int, str]]]:
+    return [(e.msgstr, dict(e.msgstr_plural)) for e in po]
 
 
 def _units(entries: list[_Entry]) -> list[Unit]:
@@ -137,10 +217,25 @@ class PoFormat(DocumentFormat):
     def render(
         self, content: bytes, translations: Sequence[str], *, target_lang: str | None = None
     ) -> bytes:
-        po = _catalogue(content)
+        return self.render_result(content, translations, target_lang=target_lang).content
+
+    def render_result(
+        self,
+        content: bytes,
+        translations: Sequence[str],
+        untranslated: AbstractSet[int] = frozenset(),
+        *,
+        target_lang: str | None = None,
+    ) -> Rendered:
+        """The catalogue with the translations in, written into the original's text (only
+        what changed is rewritten: :mod:`gettext_splice`); the units in ``untranslated`` leave
+        their entries untranslated (:func:`_finish`)."""
+        text, charset = _decode(content)
+        po = _parse(text, charset)
         entries = _entries(po)
         units = _units(entries)
         check_count(self.name, units, translations)
+        before, header = _state(po), dict(po.metadata)
         done = iter(translations)
         if target_lang:
             po.metadata["Language"] = _language(target_lang)
@@ -154,7 +249,11 @@ class PoFormat(DocumentFormat):
                 continue
             other = restore(next(done), e.plural.codes).text
             e.entry.msgstr_plural = {i: one if s else other for i, s in enumerate(singular)}
-        return str(po).encode(po.encoding or "utf-8")
+        warnings = _finish(entries, untranslated)
+        changed = {n for n, state in enumerate(_state(po)) if state != before[n]}
+        fields = {k: v for k, v in po.metadata.items() if header.get(k) != v}
+        out = gettext_splice.splice(text, po, changed, fields)
+        return Rendered((str(po) if out is None else out).encode(charset), warnings)
 
 
 register(PoFormat())

@@ -22,8 +22,9 @@ engine (:func:`mtfleet.workers.checks.prepare`). A unit or sentence with no lett
 tags and spans (``{{ page.title }}`` alone) is no segment: it stays as it is.
 
 ``assemble`` joins translated segments back into unit texts with the format's own tags left
-for the format's ``render``. A segment without a translation (it failed) keeps its source
-text: nothing of the document is ever lost.
+for the format's ``render``. A segment without a translation (it failed, or an output check
+withheld it) keeps its source text, and :func:`untranslated` names its unit, so a format whose
+files can say "not translated" says so instead (gettext's empty ``msgstr``).
 """
 
 from __future__ import annotations
@@ -362,6 +363,16 @@ def surrounding(segments: Sequence[str], unit_of: Sequence[int], tokens: int) ->
             out[i] = " ".join(kept) if kept else None
         first = end
     return out
+
+
+def untranslated(p: Plan, translations: Sequence[str | None]) -> set[int]:
+    """The units a sentence of which has no translation (None): what a format's
+    :meth:`~mtfleet.core.documents.base.DocumentFormat.render_result` is told."""
+    return {
+        n
+        for n, up in enumerate(p.units)
+        if any(isinstance(part, int) and translations[part] is None for part in up.layout)
+    }
 
 
 def assemble(p: Plan, translations: Sequence[str | None]) -> list[str]:

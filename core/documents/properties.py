@@ -6,12 +6,12 @@ leading white space is skipped); the key ends at the first unescaped ``=``, ``:`
 space; ``\\uXXXX``, ``\\t``, ``\\n``, ``\\r``, ``\\f`` and ``\\`` + any character are escapes.
 A unit is a value as the program sees it (escapes decoded); everything else (keys,
 separators and their padding, comments, blank lines, line endings, a value that starts on the
-line after ``=\\``) stays byte for byte. A value the translation leaves as it was is written
-back as it was; a translated one is written on the line its value started on, escaped as the
-file writes: raw
-UTF-8 in a UTF-8 file that has non-ASCII text, ``\\uXXXX`` in an ASCII file, raw Latin-1 (and
-``\\uXXXX`` beyond it) in an ISO-8859-1 file (bytes that are not UTF-8 are read as ISO-8859-1,
-the encoding ``Properties.load`` assumes).
+line after ``=\\``) stays byte for byte. A value the engine returned as it was given is written
+back as it was (its escapes and MessageFormat quoting included); a translated one is written on
+the line its value started on, escaped as the file writes: raw UTF-8 in a UTF-8 file that has
+non-ASCII text, ``\\uXXXX`` in an ASCII file, raw Latin-1 (and ``\\uXXXX`` beyond it) in an
+ISO-8859-1 file (bytes that are not UTF-8 are read as ISO-8859-1, the encoding
+``Properties.load`` assumes).
 
 A value with ``{0}``-style arguments is a ``MessageFormat`` pattern: its arguments (``{1}``,
 ``{0,number}``, ``{0,choice,0#days|1#day}``) and quoted literals (``'{'``) are standalone codes,
@@ -294,8 +294,10 @@ class PropertiesFormat(DocumentFormat):
             out.append(text[pos : value.start])
             escape = _mf_text if value.message_format else None
             restored = restore(translation, value.unit.codes, escape).text
-            if restored == value.text or not restored.strip():
-                out.append(text[value.start : value.end])  # unchanged (or emptied): as it was
+            if translation == value.unit.text or restored == value.text or not restored.strip():
+                # unchanged (or emptied): as it was, its escapes and quoting as the file wrote
+                # them (``{0}'s`` is not rewritten ``{0}''s``, nor ``\u00a7`` decoded)
+                out.append(text[value.start : value.end])
             else:
                 out.append(_escape_value(restored, parsed))
             pos = value.end

@@ -23,6 +23,7 @@ import pytest
 import srt as srt_lib
 from markdown_it import MarkdownIt
 
+from mtfleet.api import parsing
 from mtfleet.core import documents
 from mtfleet.core.documents import DocumentError, for_name, for_upload
 from mtfleet.core.documents.base import TAG, Unit
@@ -713,6 +714,20 @@ def test_properties_translations_are_written_in_the_files_own_style() -> None:
         [*(u.text for u in units[:at]), "Ya no se usa ‘,’", *(u.text for u in units[at + 1 :])],
     )
     assert f"{key}=\\\n  Ya no se usa ‘,’\n".encode() in out
+
+
+def test_properties_values_the_engine_returned_unchanged_keep_their_bytes() -> None:
+    """Through the cut and the render the document processes run (api/parsing.py): a value the
+    engine gave back as it got it is written as it was, its quoting and escapes included
+    (issue 40 item 4); a changed one in the file's style."""
+    content = b"a={0}'s file\nb=\\u00a7aGold {0} coins\nc=It's {1} o''clock\nd=Caf\\u00e9 open\n"
+    segments = parsing._cut("properties", content, "en", False, 1_000)[1].segments
+    assert "Café open" in segments
+    translations = ["Café ouvert" if s == "Café open" else s for s in segments]
+    out = parsing._render("properties", content, "en", translations, "fr").content
+    assert out == (
+        b"a={0}'s file\nb=\\u00a7aGold {0} coins\nc=It's {1} o''clock\nd=Caf\\u00e9 ouvert\n"
+    )
 
 
 @pytest.mark.timeout(60)  # read in linear time: about a second; quadratically, many minutes

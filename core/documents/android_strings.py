@@ -33,6 +33,13 @@ Inside a value:
 * ``java.util.Formatter`` specifiers (``%1$s``, ``%d``, ``%s``, ``%%``, ``%.2f``, ``%n``) are
   standalone codes, and so are HTML tags written escaped in the text (``&lt;b>``, markup for
   ``Html.fromHtml``), paired where they pair.
+* A reference to an entity the file declares (``&app_name;``) is a standalone code: never
+  expanded into the text, never translated, written back as it was.
+
+Entities: a file may declare its own in its DOCTYPE (``<!DOCTYPE resources [<!ENTITY app_name
+"NewPipe">]>``: an app that names itself once, aapt expanding it); the DOCTYPE comes back byte
+for byte. An external DTD or entity, a parameter entity and an entity defined by other entities
+(an expansion bomb) are refused (:func:`xliff.check_internal_entities`).
 
 On render a value the translation leaves unchanged is written as the file wrote it; a
 translated one is escaped the way aapt requires: ``\\``, ``"`` and ``'`` get a backslash (valid
@@ -103,13 +110,13 @@ _MARKUP = re.compile(
     r"<!--.*?-->"
     r"|<!\[CDATA\[(?P<cdata>.*?)\]\]>"
     r"|<\?.*?\?>"
-    r"|<!(?:[^\[>]|\[[^\]]*\])*>"
+    r"|<!(?:[^\[>]|\[(?:<!--.*?-->|\"[^\"]*\"|'[^']*'|<(?!!--)|[^\]\"'<])*+\])*>"
     r"|</(?P<end>[^\s>]+)\s*>"
     r"|<(?P<start>[^\s/>!?]+)(?:\s+[^\s=/>]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*\s*(?P<empty>/?)>",
     re.S,
 )
 #: A character of XML text (an entity or character reference, or one character).
-_XML_CHAR = re.compile(r"&(?:#[0-9]+|#x[0-9a-fA-F]+|[A-Za-z]+);|.", re.S)
+_XML_CHAR = re.compile(r"&(?:#[0-9]+|#x[0-9a-fA-F]+|[A-Za-z_:][\w.:-]*);|.", re.S)
 _ENTITIES = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
 #: Inside CDATA (HTML for Html.fromHtml): a tag, an entity, or one character.
 _HTML_TOKEN = re.compile(
@@ -237,8 +244,9 @@ class _Mark:
     ctx: _Ctx = "xml"
 
 
-def _xml_chars(raw: str) -> list[_Ch]:
-    out: list[_Ch] = []
+def _xml_chars(raw: str) -> list[_Ch | _Mark]:
+    """Characters of XML text; a reference to a declared entity is markup (a code)."""
+    out: list[_Ch | _Mark] = []
     for m in _XML_CHAR.finditer(raw):
         s = m.group(0)
         if len(s) == 1:
@@ -246,8 +254,10 @@ def _xml_chars(raw: str) -> list[_Ch]:
         elif s.startswith("&#"):
             num = int(s[3:-1], 16) if s[2] in "xX" else int(s[2:-1])
             out.append(_Ch(chr(num) if num <= 0x10FFFF else "\ufffd", s))
+        elif s[1:-1] in _ENTITIES:
+            out.append(_Ch(_ENTITIES[s[1:-1]], s))
         else:
-            out.append(_Ch(_ENTITIES.get(s[1:-1], s), s))
+            out.append(_Mark(s, None))
     return out
 
 
@@ -262,7 +272,8 @@ def _cdata(raw: str, key: str) -> list[_Ch | _Mark]:
             tag = None if void else (bool(m.group("close")), f"html:{name}")
             out.append(_Mark(s, tag, "html"))
         elif len(s) > 1:  # an entity or character reference
-            decoded = _xml_chars(s)[0].char if s[1] == "#" or s[1:-1] in _ENTITIES else None
+            ref = _xml_chars(s)[0]
+            decoded = ref.char if isinstance(ref, _Ch) else None
             out.append(_Ch(decoded, s) if decoded and len(decoded) == 1 else _Mark(s, None, "html"))
         else:
             out.append(_Ch(s, s))
@@ -566,7 +577,7 @@ def _path(node: _Node) -> str:
 
 
 def _parse(content: bytes) -> _Doc:
-    root = parse_untrusted_xml(content, "the Android strings.xml")
+    root = parse_untrusted_xml(content, "the Android strings.xml", internal_entities=True)
     if _local(root) != "resources" or _namespace(root):
         written = f"{root.prefix}:{_local(root)}" if root.prefix else _local(root)
         raise DocumentError(

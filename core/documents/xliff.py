@@ -40,6 +40,11 @@ XML safety (shared with the DOCX format through :func:`parse_untrusted_xml`): lx
 libxml2 refuses entity amplification (billion laughs) itself, and any document with a DOCTYPE
 is refused outright (XLIFF and OOXML never need one), so no entity is ever expanded and nothing
 outside the document is read. ``defusedxml.lxml`` is deprecated upstream, hence plain lxml.
+A format whose files declare their own entities (Android ``strings.xml``: ``<!ENTITY app_name
+"NewPipe">``) asks for ``internal_entities``: a DOCTYPE is then let through when its internal
+subset holds only internal general entities whose values refer to no other entity (checked on
+the text before libxml2 reads it, :func:`check_internal_entities`); the references stay
+unexpanded entity nodes in the tree.
 """
 
 from __future__ import annotations
@@ -102,15 +107,19 @@ def iterparse_untrusted(file: Any, what: str) -> Iterator[tuple[str, Any]]:
         raise DocumentError(f"{what} is empty")
 
 
-def parse_untrusted_xml(content: bytes, what: str) -> Any:
+def parse_untrusted_xml(content: bytes, what: str, *, internal_entities: bool = False) -> Any:
     """Parse bytes from a client: no DTD, no entities, no network, no huge trees.
 
-    Returns the root element; raises DocumentError naming ``what`` for anything else.
+    With ``internal_entities`` a DOCTYPE declaring internal entities is accepted
+    (:func:`check_internal_entities`) and each reference to one stays an unexpanded
+    ``etree.Entity`` node. Returns the root element; raises DocumentError naming ``what`` for
+    anything else.
     """
+    checked = internal_entities and check_internal_entities(content, what)
     try:
         root = etree.fromstring(content, _parser())
     except (etree.XMLSyntaxError, ValueError) as exc:
-        if b"<!DOCTYPE" in content[:4096].replace(b"\x00", b""):
+        if not internal_entities and b"<!DOCTYPE" in content[:4096].replace(b"\x00", b""):
             raise DocumentError(
                 f"{what} has a DOCTYPE; DTDs and entities are not accepted ({exc})"
             ) from None
@@ -118,9 +127,97 @@ def parse_untrusted_xml(content: bytes, what: str) -> Any:
     if root is None:
         raise DocumentError(f"{what} is empty")
     docinfo = root.getroottree().docinfo
-    if docinfo.doctype or docinfo.internalDTD is not None:
+    if not checked and (docinfo.doctype or docinfo.internalDTD is not None):
         raise DocumentError(f"{what} has a DOCTYPE; DTDs and entities are not accepted")
     return root
+
+
+#: Before the root element: the XML declaration, comments, PIs, white space; then a DOCTYPE's
+#: name, external identifier and internal subset (a quoted string or comment may hold "]").
+_BEFORE_DOCTYPE = re.compile(r"\ufeff?(?:\s|<\?.*?\?>|<!--.*?-->)*+<!DOCTYPE\b", re.S)
+_DOCTYPE_REST = re.compile(
+    r"\s+(?P<name>[^\s\[>]+)\s*(?P<external>(?:SYSTEM|PUBLIC)\b[^\[>]*)?"
+    r"(?:\[(?P<subset>(?:<!--.*?-->|\"[^\"]*\"|'[^']*'|<(?!!--)|[^\]\"'<])*+)\])?\s*>",
+    re.S,
+)
+#: A declaration of the internal subset: white space, a comment, or an internal general entity.
+_DECLARATION = re.compile(
+    r"\s+|<!--.*?-->"
+    r"|<!ENTITY\s+(?P<name>[A-Za-z_:][\w.:-]*)\s+(?P<value>\"[^\"]*\"|'[^']*')\s*>",
+    re.S,
+)
+_ENTITY_REF = re.compile(r"&[A-Za-z_:][\w.:-]*;")
+
+
+def _prolog_text(content: bytes) -> str:
+    """The document as text for a look at its DOCTYPE: decoded by its byte-order mark, else
+    as Latin-1 (every encoding an XML declaration may name spells markup in ASCII)."""
+    for bom, codec in (
+        (b"\xef\xbb\xbf", "latin-1"),
+        (b"\xff\xfe\x00\x00", "utf-32-le"),
+        (b"\x00\x00\xfe\xff", "utf-32-be"),
+        (b"\xff\xfe", "utf-16-le"),
+        (b"\xfe\xff", "utf-16-be"),
+    ):
+        if content.startswith(bom):
+            return content[len(bom) :].decode(codec, "replace")
+    return content.decode("latin-1")
+
+
+def check_internal_entities(content: bytes, what: str) -> bool:
+    """Refuse a DOCTYPE that is anything but internal general entities with plain values;
+    True when the document has a DOCTYPE (so checked), False when it has none.
+
+    Read on the text before libxml2 sees it (libxml2 expands a parameter entity of the
+    internal subset while it parses, whatever the parser's options): an external DTD or
+    entity (``SYSTEM``/``PUBLIC``), a parameter entity (``<!ENTITY % x …>``, ``%x;``), an
+    entity whose value refers to another entity (how an expansion bomb is built, billion
+    laughs), and element, attribute or notation declarations are each refused by name.
+    """
+    text = _prolog_text(content)
+    start = _BEFORE_DOCTYPE.match(text)
+    if start is None:
+        return False
+    doctype = _DOCTYPE_REST.match(text, start.end())
+    if doctype is None:
+        raise DocumentError(f"{what} has a DOCTYPE that cannot be read")
+    if doctype.group("external"):
+        raise DocumentError(
+            f"{what} has a DOCTYPE naming an external DTD (SYSTEM or PUBLIC); only entities "
+            "declared in the file itself are accepted"
+        )
+    subset = doctype.group("subset") or ""
+    pos = 0
+    while pos < len(subset):
+        decl = _DECLARATION.match(subset, pos)
+        if decl is None:
+            raise DocumentError(f"{what} has a DOCTYPE with {_refused(subset[pos:])}")
+        value = decl.group("value") or ""
+        if "%" in value:
+            raise DocumentError(
+                f"{what} declares the entity {decl.group('name')} with a parameter-entity "
+                "reference (%); parameter entities are not accepted"
+            )
+        if _ENTITY_REF.search(value):
+            raise DocumentError(
+                f"{what} declares the entity {decl.group('name')} by other entities; an "
+                "entity that refers to entities (an expansion bomb's shape) is not accepted"
+            )
+        pos = decl.end()
+    return True
+
+
+def _refused(rest: str) -> str:
+    """What a DOCTYPE's internal subset holds that is not accepted, in a few words."""
+    if re.match(r"<!ENTITY\s+%", rest):
+        return "a parameter entity (<!ENTITY % …>); parameter entities are not accepted"
+    if re.match(r"<!ENTITY\s+\S+\s+(?:SYSTEM|PUBLIC)\b", rest):
+        return "an external entity (SYSTEM or PUBLIC); only internal entities are accepted"
+    if rest.startswith("%"):
+        return "a parameter-entity reference (%…;); parameter entities are not accepted"
+    if m := re.match(r"<!(ELEMENT|ATTLIST|NOTATION)\b", rest):
+        return f'an {m.group(1)} declaration; only <!ENTITY name "value"> is accepted'
+    return 'a declaration that is not <!ENTITY name "value">'
 
 
 # XML 1.0 cannot carry these at all (not even as character references)

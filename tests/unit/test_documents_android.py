@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import random
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from hypothesis import strategies as st
 from lxml import etree
 
 from mtfleet.core.documents.android_strings import AndroidStringsFormat
-from mtfleet.core.documents.base import TAG, DocumentError
+from mtfleet.core.documents.base import TAG, DocumentError, x
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "documents" / "android"
 FILES = sorted(FIXTURES.glob("*.xml"))
@@ -400,7 +401,7 @@ def test_a_hostile_translation_still_gives_a_file_aapt_reads(path: Path, target:
         (
             b'<!DOCTYPE r [<!ENTITY a "aaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]>'
             b"<resources><string name='a'>&b;</string></resources>",
-            "DOCTYPE",
+            "refers to entities",
         ),
         (b"<resources><string name='a'>&nbsp;</string></resources>", "not well-formed"),
         (b"<resources><string name='a'>caf\xe9</string></resources>", "not well-formed"),
@@ -412,6 +413,84 @@ def test_bad_input_is_refused_with_a_clear_message(content: bytes, says: str) ->
         FMT.extract(content)
     with pytest.raises(DocumentError):
         FMT.render(content, [])
+
+
+# --- entities a file declares -------------------------------------------------------------------
+
+ENTITIES = FIXTURES / "entities_app_name.xml"
+
+
+def test_a_declared_entity_is_a_code_and_its_doctype_comes_back_as_written() -> None:
+    """``&app_name;`` never reaches the engine as text (neither its name nor its value), is
+    never translated, and stands where the translation puts it; the DOCTYPE declaring it comes
+    back byte for byte, so aapt expands it in the translated file as in the source."""
+    content = ENTITIES.read_bytes()
+    units = FMT.extract(content)
+    assert not [u.path for u in units if "NewPipe" in u.text or "app_name" in u.text]
+    refs = Counter(c.start for u in units for c in u.codes.values() if c.start.startswith("&"))
+    assert refs == {"&app_name;": 8, "&website;": 2}
+    translations = [pseudo(u.text) for u in units]
+    at = [u.path for u in units].index("welcome_title")
+    assert units[at].text == f"Welcome to {x(1)}"
+    translations[at] = f"{x(1)}: WELCOME"  # the engine moves the name first
+    out = FMT.render(content, translations, target_lang="ru")
+    doctype = content[: content.index(b"<resources")]
+    assert out.startswith(doctype) and out.count(b"<!DOCTYPE") == 1
+    assert out.count(b"&app_name;") == content.count(b"&app_name;") + 2  # ru: few and many
+    assert out.count(b"&website;") == content.count(b"&website;")
+    # read as aapt reads it: the entities expanded
+    expanded = etree.fromstring(out, etree.XMLParser(resolve_entities=True))
+    read = {el.get("name"): "".join(el.itertext()) for el in expanded.iter("string")}
+    assert read["app_name"] == read["app_title"] == "NewPipe"
+    assert read["welcome_title"] == "NewPipe: WELCOME"
+    assert read["crash_report"].startswith("SORRY, NewPipe STOPPED.")
+    assert read["crash_report"].endswith("AT newpipe.net?")
+    assert read["donate_summary"] == "NewPipe IS MADE BY VOLUNTEERS. VISIT newpipe.net TO HELP."
+
+
+@pytest.mark.parametrize(
+    ("doctype", "says"),
+    [
+        (b'<!DOCTYPE resources SYSTEM "https://example.com/r.dtd">', "external DTD"),
+        (
+            b'<!DOCTYPE resources [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>',
+            "external entity (SYSTEM or PUBLIC)",
+        ),
+        (
+            b'<!DOCTYPE resources [<!ENTITY xxe PUBLIC "-//X//Y" "https://example.com/x">]>',
+            "external entity (SYSTEM or PUBLIC)",
+        ),
+        (
+            b"<!DOCTYPE resources [<!ENTITY % p \"<!ENTITY app_name 'x'>\"> %p;]>",
+            "parameter entity (<!ENTITY % …>)",
+        ),
+        (
+            b'<!DOCTYPE resources [<!ENTITY app_name "%p;">]>',
+            "parameter-entity reference",
+        ),
+        (  # billion laughs
+            b'<!DOCTYPE resources [<!ENTITY lol "lol">'
+            + b"".join(
+                b'<!ENTITY lol%d "%s">' % (k, (b"&lol%d;" % (k - 1) if k > 1 else b"&lol;") * 10)
+                for k in range(1, 10)
+            )
+            + b'<!ENTITY app_name "&lol9;">]>',
+            "refers to entities (an expansion bomb",
+        ),
+        (b"<!DOCTYPE resources [<!ELEMENT resources ANY>]>", "ELEMENT declaration"),
+    ],
+)
+def test_entities_that_reach_outside_the_file_or_expand_are_refused(
+    doctype: bytes, says: str
+) -> None:
+    content = doctype + b'<resources><string name="a">Welcome to &app_name;</string></resources>'
+    with pytest.raises(DocumentError, match=re.escape(says)):
+        FMT.extract(content)
+
+
+def test_an_entity_the_file_does_not_declare_is_refused() -> None:
+    with pytest.raises(DocumentError, match="Entity 'app_name' not defined"):
+        FMT.extract(b'<resources><string name="a">Welcome to &app_name;</string></resources>')
 
 
 def test_mangled_files_raise_document_error_or_round_trip() -> None:

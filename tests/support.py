@@ -18,11 +18,15 @@ from dataclasses import dataclass, field
 
 import fakeredis
 
+from mtfleet.api import documents, parsing
 from mtfleet.api.chunking import plan_chunks
 from mtfleet.core import scripts
 from mtfleet.core.cache import PhraseCache, lookup, normalize
+from mtfleet.core.documents.base import Rendered
+from mtfleet.core.documents.pipeline import Cut
 from mtfleet.core.glossary import Glossary, GlossaryStore
 from mtfleet.core.models import ChunkMessage, JobStatus, Lane, Progress, SegmentOutcome
+from mtfleet.core.schemas import DocumentIn, DocumentOut
 from mtfleet.core.settings import Settings
 from mtfleet.core.store import JobRecord, JobStore, new_job_id
 from mtfleet.fleet.localfleet import free_port, port_free
@@ -320,3 +324,41 @@ def run_chunk(
         return bench.run(texts, **kwargs)
     finally:
         bench.close()
+
+
+class InProcessDocuments:
+    """The document processes' functions (api/parsing.py), run in this process (the pool's
+    process boundary is all that is left out)."""
+
+    def cut(self, fmt_name: str, content: bytes, lang: str, owner: str = "") -> Cut:
+        return parsing._cut(fmt_name, content, lang, False, 100_000)[1]
+
+    def render(
+        self,
+        fmt_name: str,
+        content: bytes,
+        source_lang: str,
+        translations: Sequence[str | None],
+        target_lang: str,
+        owner: str = "",
+    ) -> Rendered:
+        return parsing._render(fmt_name, content, source_lang, translations, target_lang)
+
+
+def document_result(
+    fmt: str, filename: str, content: bytes, engine: Callable[[str], str], target: str
+) -> DocumentOut:
+    """``content`` as a document job's result, the way the service makes it: cut as the API
+    cuts it, each text translated through the worker's chunk path (``engine`` answering the
+    text it is given; every output check applies), rendered as the document processes do."""
+    pool = InProcessDocuments()
+    doc = DocumentIn(format=fmt, content=content.decode(), filename=filename)
+    prepared = documents.prepare(doc, "en", pool)  # type: ignore[arg-type]
+    bench = ChunkRun(ScriptedEngine(lambda r: engine(r.text)))
+    try:
+        job, _ = bench.submit(prepared.texts, target=target)
+        outcomes = bench.run(prepared.texts, target=target)
+    finally:
+        bench.close()
+    job = job.model_copy(update={"document_format": fmt, "document_name": filename})
+    return documents.render(job, content, list(outcomes), pool)  # type: ignore[arg-type]

@@ -52,6 +52,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -62,6 +63,7 @@ from mtfleet.core.documents.base import (
     Code,
     DocumentError,
     DocumentFormat,
+    Rendered,
     Unit,
     UnitBuilder,
     restore,
@@ -601,6 +603,22 @@ class XliffFormat(DocumentFormat):
         """Fill the targets. ``target_lang`` (optional) names the language of the targets:
         ``target-language`` on each 1.2 ``<file>`` whose targets were written (or that named
         none), ``trgLang`` on the 2.x root."""
+        return self.render_result(content, translations, target_lang=target_lang).content
+
+    def render_result(
+        self,
+        content: bytes,
+        translations: Sequence[str],
+        untranslated: AbstractSet[int] = frozenset(),
+        *,
+        target_lang: str | None = None,
+    ) -> Rendered:
+        """As :meth:`render`; a source with a unit in ``untranslated`` is left untranslated
+        as XLIFF says it: a 2.x segment without a target (an earlier one, in another
+        language, taken out) and ``state="initial"``; a 1.2 ``<trans-unit>`` likewise without a
+        target, or, where a segmented target holds other segments, the segment's source text
+        in it and ``state="needs-translation"`` on the target. Never the source marked
+        translated."""
         doc = _parse(content)
         wanted = sum(len(slot.units()) for slot in doc.slots)
         if len(translations) != wanted:
@@ -610,7 +628,13 @@ class XliffFormat(DocumentFormat):
         it = iter(translations)
         q = doc.q
         done: set[Any] = set()
+        pending: set[Any] = set()  # segmented 1.2 targets with a segment left untranslated
+        index = 0
+        left = 0
         for slot in doc.slots:
+            n = len(slot.units())
+            missing = any(i in untranslated for i in range(index, index + n))
+            index += n
             if slot.icu_levels is not None:  # the ICU message, in the target's categories
                 mine = [None if p.unit is None else next(it) for p in slot.icu_levels]
                 translation = icu.render(
@@ -618,6 +642,10 @@ class XliffFormat(DocumentFormat):
                 )
             else:
                 translation = slot.unit.text if slot.empty else next(it)
+            if missing and not slot.segmented:
+                left += 1
+                _untranslated(doc, slot.holder)
+                continue
             if doc.version == 2:
                 target = _target_for(doc, slot.holder, slot.source)
                 _fill(slot, target, translation)
@@ -631,16 +659,23 @@ class XliffFormat(DocumentFormat):
                 if tu not in done:  # the target mirrors the seg-source; segments fill it
                     done.add(tu)
                     _copy_content(seg_source, target)
-                index = [m for m in seg_source.iter(q("mrk")) if m.get("mtype") == "seg"].index(
-                    slot.source
-                )
-                mrk = [m for m in target.iter(q("mrk")) if m.get("mtype") == "seg"][index]
+                segs = [m for m in seg_source.iter(q("mrk")) if m.get("mtype") == "seg"]
+                mrk = [m for m in target.iter(q("mrk")) if m.get("mtype") == "seg"][
+                    segs.index(slot.source)
+                ]
+                if missing:  # the copy of its source stays; the target says it is not done
+                    left += 1
+                    pending.add(target)
+                    continue
                 _fill(slot, mrk, translation)
             else:
                 target = _target_for(doc, tu, slot.source)
                 _fill(slot, target, translation)
             _name_language(target, target_lang)
             target.set("state", "translated")
+        for target in pending:
+            _name_language(target, target_lang)
+            target.set("state", "needs-translation")
         if target_lang:  # where targets were written, or no language was named
             filled = {next(s.holder.iterancestors(q("file")), None) for s in doc.slots}
             if doc.version == 1:
@@ -649,10 +684,28 @@ class XliffFormat(DocumentFormat):
                         file.set("target-language", target_lang)
             elif filled or not doc.root.get("trgLang"):
                 doc.root.set("trgLang", target_lang)
-        return to_bytes(doc.root, content)
+        warnings = (
+            [f"{left} XLIFF segment(s) left untranslated (no target, or state needs-translation)"]
+            if left
+            else []
+        )
+        return Rendered(to_bytes(doc.root, content), warnings)
 
 
 _XML_LANG = f"{{{_XML_NS}}}lang"
+
+
+def _untranslated(doc: _Doc, holder: Any) -> None:
+    """``holder`` (a 2.x ``<segment>``, a 1.2 ``<trans-unit>``) left untranslated: its target,
+    if it had one (in any language), taken out; a 2.x segment's state ``initial``."""
+    target = holder.find(doc.q("target"))
+    if target is not None:
+        previous = target.getprevious()
+        if previous is not None:
+            previous.tail = target.tail
+        holder.remove(target)
+    if doc.version == 2:
+        holder.set("state", "initial")
 
 
 def _name_language(target: Any, target_lang: str | None) -> None:

@@ -12,55 +12,25 @@ polib, independently of the format's code."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import polib
 import pytest
 
-from mtfleet.api import documents, parsing
 from mtfleet.core.documents import accelerators, for_upload
-from mtfleet.core.documents.base import Rendered, Unit
-from mtfleet.core.documents.pipeline import Cut
-from mtfleet.core.schemas import DocumentIn, DocumentOut
-from tests.support import ChunkRun, ScriptedEngine
+from mtfleet.core.documents.base import Unit
+from mtfleet.core.schemas import DocumentOut
+from tests.support import document_result
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "documents" / "po"
 GNOME = FIXTURES / "gnome-calculator_de.po"
 INJECTED = "<script>alert(1)</script>"
 
 
-class InProcess:
-    """The document processes' functions (api/parsing.py), run in this process."""
-
-    def cut(self, fmt_name: str, content: bytes, lang: str, owner: str = "") -> Cut:
-        return parsing._cut(fmt_name, content, lang, False, 100_000)[1]
-
-    def render(
-        self,
-        fmt_name: str,
-        content: bytes,
-        source_lang: str,
-        translations: Sequence[str | None],
-        target_lang: str,
-        owner: str = "",
-    ) -> Rendered:
-        return parsing._render(fmt_name, content, source_lang, translations, target_lang)
-
-
 def translate(content: bytes, engine: Callable[[str], str], target: str = "fr") -> DocumentOut:
     """``content`` as a .po job's result, ``engine`` answering each text it is given."""
-    pool = InProcess()
-    doc = DocumentIn(format="po", content=content.decode(), filename="x.po")
-    prepared = documents.prepare(doc, "en", pool)  # type: ignore[arg-type]
-    bench = ChunkRun(ScriptedEngine(lambda r: engine(r.text)))
-    try:
-        job, _ = bench.submit(prepared.texts, target=target)
-        outcomes = bench.run(prepared.texts, target=target)
-    finally:
-        bench.close()
-    job = job.model_copy(update={"document_format": "po", "document_name": "x.po"})
-    return documents.render(job, content, list(outcomes), pool)  # type: ignore[arg-type]
+    return document_result("po", "x.po", content, engine, target)
 
 
 def entries(out: DocumentOut) -> dict[str, polib.POEntry]:

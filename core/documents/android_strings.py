@@ -50,7 +50,9 @@ the value wrote as a ``\\uXXXX`` escape is written with that escape again.
 
 Plurals: with ``target_lang`` a ``<plurals>`` gets exactly the target's CLDR categories
 (:func:`plurals.for_target`): a missing category is made from the source's ``other`` item
-(same start tag and layout, its translation), an extra one is dropped with its line. Units
+(same start tag and layout, its translation), an extra one is dropped with its line, and an
+item that spells its number (``1 minute``) where the target's category covers several numbers
+(Russian ``one``: 1, 21, 31…) is made from ``other`` too. Units
 come only from the source's items. ``tools:locale`` on ``<resources>`` (the language the file
 is in) is set to the target. Without ``target_lang`` nothing structural changes.
 
@@ -74,7 +76,7 @@ from mtfleet.core.documents.base import (
     Unit,
     UnitBuilder,
 )
-from mtfleet.core.documents.plurals import for_target
+from mtfleet.core.documents.plurals import for_target, placeholders
 from mtfleet.core.documents.text import check_count, pair_tags
 from mtfleet.core.documents.xliff import (
     parse_untrusted_xml,
@@ -692,7 +694,11 @@ def _plural_edits(
     rebuilt: set[int],
 ) -> list[tuple[int, int, str]]:
     """The edits that give ``group`` exactly the target's categories (none when it has them)."""
-    cases = for_target([(it.quantity, it) for it in group.items], target)
+    cases = for_target(
+        [(it.quantity, it) for it in group.items],
+        target,
+        placeholders=lambda it: placeholders(it.value.unit if it.value else None),
+    )
     if len(cases) == len(group.items) and all(q == it.quantity for q, it in cases):
         return []  # it has the target's categories already
     kept = {id(it) for q, it in cases if q == it.quantity}

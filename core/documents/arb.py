@@ -43,6 +43,7 @@ class ArbFormat(JsonI18nFormat):
     name = "arb"
     extensions = (".arb",)
     media_type = "application/json"
+    suffix_plurals = False
 
     def render(
         self, content: bytes, translations: Sequence[str], *, target_lang: str | None = None

@@ -7,12 +7,16 @@ units). A unit is an entry's ``msgid``, and for a plural entry also its ``msgid_
 header entry and obsolete ones are not units. Format placeholders (``%s``, ``%(name)s``,
 ``%1$d``, ``{0}``, ``{name}``, ``%%``) are standalone codes.
 
-The translated catalogue is the target's: its header says ``Language`` and ``Plural-Forms``
-for the target (from CLDR, through Babel's ``get_plural``: Russian three forms, Arabic six,
-Japanese one), and a plural entry gets one ``msgstr[n]`` per target form: the form whose
-numbers CLDR calls ``one`` from the singular's translation, every other form from the
-plural's (so Russian's ``one``, which covers 21, reads as the singular does). Without a target
-(an identity render) the file's own ``Plural-Forms`` decides.
+The translated catalogue is the target's: its header says ``Language`` for the target, and
+``Plural-Forms`` is the catalogue's own where its ``Language`` already is the target's language,
+else gettext's conventional formula for the target (:func:`plurals.gettext_rule`, Weblate's
+data: Russian three forms, Arabic six, Japanese one, Spanish and French two, as their
+catalogues have). A plural entry gets one ``msgstr[n]`` per form: a form for 1 alone from the
+singular's translation; a form for 1 and other numbers but not 2 (Russian's 1, 21, 31…;
+French 0 and 1) from the singular's where the singular writes the count as the plural does
+(``%d file``), else from the plural's (``One file`` would read so for 21); every other form
+from the plural's. Without a target (an identity render) the file's own ``Plural-Forms``
+decides.
 
 The catalogue is written into the original's text (:mod:`gettext_splice`): only the msgstr
 lines of the entries whose translation changed and the header's ``Language`` and
@@ -30,16 +34,15 @@ from __future__ import annotations
 
 import gettext
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 import polib
-from babel import Locale, UnknownLocaleError
-from babel.messages.plurals import get_plural
 
 from mtfleet.core.documents import accelerators, gettext_splice, register
 from mtfleet.core.documents.base import DocumentError, DocumentFormat, Rendered, Unit, restore
+from mtfleet.core.documents.plurals import gettext_rule, placeholders
 from mtfleet.core.documents.text import check_count, coded_unit
 
 #: printf (C and Python) and Python brace placeholders.
@@ -166,38 +169,49 @@ def _units(entries: list[_Entry]) -> list[Unit]:
     return [u for e in entries for u in (e.singular, e.plural) if u is not None]
 
 
-def plural_forms(target: str) -> tuple[str, list[bool]]:
-    """The target's ``Plural-Forms`` header and, for each of its forms, whether it is made from
-    the singular (its numbers are CLDR's ``one``) or from the plural."""
-    lang = target.replace("-", "_")
-    rule = get_plural(lang)
-    forms = f"nplurals={rule.num_plurals}; plural={rule.plural_expr};"
-    try:
-        category: Callable[[int], str] = Locale.parse(lang).plural_form
-    except (UnknownLocaleError, ValueError):
-        category = lambda n: "one" if n == 1 else "other"  # noqa: E731 - Babel's default rule
-    return forms, _singular_forms(rule.num_plurals, rule.plural_expr, category)
-
-
-def _singular_forms(count: int, expr: str, category: Callable[[int], str]) -> list[bool]:
-    index = gettext.c2py(expr)
-    first: dict[int, int] = {}
-    for n in range(0, 1200):  # the first number of each form
-        first.setdefault(int(index(n)), n)
-    return [i in first and category(first[i]) == "one" for i in range(count)]
-
-
-def _file_forms(po: polib.POFile) -> list[bool]:
-    """What the file's own ``Plural-Forms`` says (English's two forms when it says nothing)."""
+def _own_rule(po: polib.POFile) -> tuple[int, str] | None:
+    """The catalogue's own ``Plural-Forms`` (nplurals, expression); None where it has none
+    that reads (a template's ``nplurals=INTEGER``)."""
     header = po.metadata.get("Plural-Forms", "")
     n = re.search(r"nplurals\s*=\s*(\d+)", header)
     expr = re.search(r"plural\s*=\s*([^;]+)", header)
-    if not n or not expr:
-        return [True, False]
+    if not n or not expr or not 0 < int(n.group(1)) <= 10:
+        return None
     try:
-        return _singular_forms(int(n.group(1)), expr.group(1), lambda k: "one" if k == 1 else "")
+        gettext.c2py(expr.group(1))
     except (ValueError, SyntaxError):
-        return [True, False]
+        return None
+    return int(n.group(1)), expr.group(1).strip()
+
+
+def _rule(po: polib.POFile, target: str) -> tuple[tuple[int, str], bool]:
+    """The ``Plural-Forms`` of the target's catalogue, and whether it is the file's own: the
+    file's where its ``Language`` is the target's language (a catalogue of that language whose
+    team chose its formula), else gettext's conventional one for the target
+    (:func:`plurals.gettext_rule`)."""
+    own = _own_rule(po)
+    language = po.metadata.get("Language", "").replace("-", "_").split("_")[0].lower()
+    if own and language and language == target.replace("-", "_").split("_")[0].lower():
+        return own, True
+    return gettext_rule(target), False
+
+
+def _forms(count: int, expr: str) -> list[frozenset[int]]:
+    """The numbers (up to 1,199) each of the formula's forms covers."""
+    index = gettext.c2py(expr)
+    numbers: list[set[int]] = [set() for _ in range(count)]
+    for n in range(1200):
+        i = int(index(n))
+        if 0 <= i < count:
+            numbers[i].add(n)
+    return [frozenset(found) for found in numbers]
+
+
+def _from_singular(numbers: frozenset[int], counts: bool) -> bool:
+    """Whether a form is written from the entry's singular: a form for 1 alone, or for 1 and
+    other numbers but not 2 (Russian's 1, 21, 31…; French 0 and 1) where the singular writes
+    the count as the plural does (``%d file``, not ``One file``)."""
+    return 1 in numbers and (numbers == {1} or (2 not in numbers and counts))
 
 
 def _language(target: str) -> str:
@@ -238,17 +252,24 @@ class PoFormat(DocumentFormat):
         before, header = _state(po), dict(po.metadata)
         done = iter(translations)
         if target_lang:
+            (count, expr), own = _rule(po, target_lang)
             po.metadata["Language"] = _language(target_lang)
-            po.metadata["Plural-Forms"], singular = plural_forms(target_lang)
+            if not own:
+                po.metadata["Plural-Forms"] = f"nplurals={count}; plural={expr};"
         else:
-            singular = _file_forms(po)
+            count, expr = _own_rule(po) or (2, "n != 1")
+        forms = _forms(count, expr)
         for e in entries:
             one = restore(next(done), e.singular.codes).text
             if e.plural is None:
                 e.entry.msgstr = one
                 continue
             other = restore(next(done), e.plural.codes).text
-            e.entry.msgstr_plural = {i: one if s else other for i, s in enumerate(singular)}
+            counts = placeholders(e.singular) >= placeholders(e.plural)
+            e.entry.msgstr_plural = {
+                i: one if _from_singular(numbers, counts) else other
+                for i, numbers in enumerate(forms)
+            }
         warnings = _finish(entries, untranslated)
         changed = {n for n, state in enumerate(_state(po)) if state != before[n]}
         fields = {k: v for k, v in po.metadata.items() if header.get(k) != v}

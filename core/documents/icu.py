@@ -40,7 +40,9 @@ language, each ``plural`` (and ``selectordinal``, with ordinal categories) gets 
 target's CLDR categories through :func:`mtfleet.core.documents.plurals.for_target`: explicit
 ``=0``/``=1`` forms stay, a category the target lacks is dropped, one it has and the source lacks
 is made from the translated ``other`` case (``#`` kept), written with the spacing of ``other``'s
-key. ``select`` cases are kept as they are (only their text is translated).
+key, and so is a case that spells its number (``one {1 item}``: no ``#``, no ``{count}``) where
+the target's category covers several numbers (Russian ``one``: 1, 21, 31…). ``select`` cases
+are kept as they are (only their text is translated).
 
 Translated text is escaped so it cannot become syntax. With ICU quoting on (JSON and ARB files
 that use complex arguments, XLIFF ICU sources), in ICU's DOUBLE_OPTIONAL apostrophe mode (also
@@ -508,6 +510,7 @@ def render(
                 target,
                 explicit=lambda k: k.startswith("="),
                 ordinal=a.kind == "selectordinal",
+                placeholders=lambda case: _writes(case[0], a.name),
             )
         nonlocal spent
         spent += len(a.head) + len(a.tail)
@@ -523,6 +526,15 @@ def render(
     out = level()
     if next(it, None) is not None:
         raise ValueError("render got more levels than the message has")
+    return out
+
+
+def _writes(case: Case, name: str) -> set[str]:
+    """How ``case`` writes its plural's number: ``#``, or ``{name}`` (the argument itself)."""
+    out = set()
+    for t in tokens(case.body):
+        if t.kind == "hash" or (t.kind == "arg" and t.text.strip("{} ").split(",")[0] == name):
+            out.add("#")
     return out
 
 

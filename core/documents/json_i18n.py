@@ -35,6 +35,7 @@ from typing import Any
 
 from mtfleet.core.documents import icu, register
 from mtfleet.core.documents.base import DocumentError, DocumentFormat, Unit
+from mtfleet.core.documents.plurals import CATEGORIES, for_target
 from mtfleet.core.documents.text import check_count, decode_document
 
 _WS = " \t\n\r"
@@ -68,6 +69,19 @@ class _Value:
     path: str
 
 
+@dataclass
+class _Member:
+    """An object's member: where its key starts and ends (quotes included), where its value
+    starts and ends, and the value when it is a string."""
+
+    key: str
+    key_start: int
+    key_end: int
+    value_start: int
+    value_end: int
+    value: _Value | None
+
+
 # --- the JSON scanner ---------------------------------------------------------------------------
 
 
@@ -75,9 +89,11 @@ def _pointer(path: str, key: str | int) -> str:
     return f"{path}/{str(key).replace('~', '~0').replace('/', '~1')}"
 
 
-def _strings(text: str) -> list[_Value]:
-    """Every string value of the JSON ``text`` (valid JSON: json.loads accepted it), in order."""
+def _strings(text: str) -> tuple[list[_Value], list[list[_Member]]]:
+    """Every string value of the JSON ``text`` (valid JSON: json.loads accepted it), in order,
+    and every object's members (those of ``@`` metadata apart)."""
     out: list[_Value] = []
+    objects: list[list[_Member]] = []
 
     def ws(pos: int) -> int:
         while pos < len(text) and text[pos] in _WS:
@@ -97,12 +113,19 @@ def _strings(text: str) -> list[_Value]:
             close = "}" if c == "{" else "]"
             pos = ws(pos + 1)
             index = 0
+            members: list[_Member] = []
+            if c == "{" and not skip:
+                objects.append(members)
             while text[pos] != close:
                 if c == "{":
-                    key, pos = scanstring(text, pos + 1)
-                    pos = ws(pos)  # at ':'
-                    pos = ws(pos + 1)
-                    pos = value(pos, _pointer(path, key), skip or key.startswith("@"), depth + 1)
+                    key_start = pos
+                    key, key_end = scanstring(text, pos + 1)
+                    pos = ws(ws(key_end) + 1)  # past ':'
+                    found = len(out)
+                    end = value(pos, _pointer(path, key), skip or key.startswith("@"), depth + 1)
+                    string = out[-1] if len(out) > found and out[-1].start == pos else None
+                    members.append(_Member(key, key_start, key_end, pos, end, string))
+                    pos = end
                 else:
                     pos = value(pos, _pointer(path, index), skip, depth + 1)
                 index += 1
@@ -119,7 +142,7 @@ def _strings(text: str) -> list[_Value]:
         raise DocumentError(f"unexpected {c!r} at offset {pos}")  # json.loads would have said so
 
     value(ws(0), "", False, 0)
-    return out
+    return out, objects
 
 
 def too_deep() -> DocumentError:
@@ -145,10 +168,10 @@ def loads(text: str, **hooks: Any) -> Any:
         raise too_deep() from None
 
 
-def _parse(content: bytes) -> tuple[str, str, list[_Value]]:
+def _parse(content: bytes) -> tuple[str, str, list[_Value], list[list[_Member]]]:
     bom, text = decode_document(content, "JSON")
     loads(text)
-    return bom, text, _strings(text)
+    return bom, text, *_strings(text)
 
 
 # --- inside a value: placeholders, tags, ICU messages ------------------------------------------
@@ -226,16 +249,19 @@ class JsonI18nFormat(DocumentFormat):
     name = "json"
     extensions = (".json",)
     media_type = "application/json"
+    #: i18next's ``key_one``/``key_other`` members are plurals (not in ARB, whose keys are
+    #: Dart names).
+    suffix_plurals: bool = True
 
     def extract(self, content: bytes) -> list[Unit]:
-        _, _, values = _parse(content)
+        _, _, values, _ = _parse(content)
         icu_file = _icu_file(values)
         return [p.unit for m in _messages(values, icu_file) for p in m.levels if p.unit is not None]
 
     def render(
         self, content: bytes, translations: Sequence[str], *, target_lang: str | None = None
     ) -> bytes:
-        bom, text, values = _parse(content)
+        bom, text, values, objects = _parse(content)
         icu_file = _icu_file(values)
         messages = _messages(values, icu_file)
         units = [p.unit for m in messages for p in m.levels if p.unit is not None]
@@ -244,8 +270,7 @@ class JsonI18nFormat(DocumentFormat):
             re.search(r"\\u(?!00[0-7])[0-9a-fA-F]{4}", text)
         )
         done = iter(translations)
-        out = [bom]
-        pos = 0
+        written: dict[int, str] = {}  # a changed value's JSON literal, by id of its _Value
         for m in messages:
             mine = [None if p.unit is None else next(done) for p in m.levels]
             unchanged = all(
@@ -257,11 +282,129 @@ class JsonI18nFormat(DocumentFormat):
             if new == m.value.value:
                 continue
             ascii_only = escaped or any("\ud800" <= c <= "\udfff" for c in new)
-            out.append(text[pos : m.value.start])
-            out.append(json.dumps(new, ensure_ascii=ascii_only))
-            pos = m.value.end
+            written[id(m.value)] = json.dumps(new, ensure_ascii=ascii_only)
+        edits: list[tuple[int, int, str]] = []
+        removed: set[int] = set()
+        if target_lang and self.suffix_plurals:
+            for group in _suffix_plurals(objects):
+                edits += _plural_edits(text, group, target_lang, written, removed, escaped)
+        edits += [
+            (m.value.start, m.value.end, written[id(m.value)])
+            for m in messages
+            if id(m.value) in written and id(m.value) not in removed
+        ]
+        edits.sort(key=lambda e: (e[0], e[1]))
+        out = [bom]
+        pos = 0
+        for start, end, new_text in edits:
+            out += [text[pos:start], new_text]
+            pos = end
         out.append(text[pos:])
         return "".join(out).encode("utf-8")
+
+
+# --- i18next suffix plurals ---------------------------------------------------------------------
+
+#: An i18next v4 plural key: ``name_one``, ``name_ordinal_few``.
+_SUFFIX = re.compile(
+    r"(?P<name>.+?)_(?P<ordinal>ordinal_)?(?P<category>" + "|".join(CATEGORIES) + ")"
+)
+
+
+@dataclass
+class _SuffixPlural:
+    """One i18next plural: its members (category, member) in the file's order, all strings,
+    ``other`` among them; the next member of the object after each (None for the last) and
+    the one before it."""
+
+    name: str
+    ordinal: bool
+    cases: list[tuple[str, _Member]]
+    siblings: list[_Member]
+
+
+def _suffix_plurals(objects: Sequence[Sequence[_Member]]) -> list[_SuffixPlural]:
+    """Every i18next plural: members ``name_<category>`` (or ``name_ordinal_<category>``) of
+    one object, all strings, one of them ``name_other``. A key that only ends like one
+    (``arrowhead_one`` without an ``arrowhead_other``) is an ordinary key."""
+    out = []
+    for members in objects:
+        groups: dict[tuple[str, bool], list[tuple[str, _Member]]] = {}
+        for member in members:
+            m = _SUFFIX.fullmatch(member.key)
+            if m is not None:
+                key = (m.group("name"), bool(m.group("ordinal")))
+                groups.setdefault(key, []).append((m.group("category"), member))
+        for (name, ordinal), cases in groups.items():
+            categories = [c for c, _ in cases]
+            if "other" not in categories or len(set(categories)) != len(categories):
+                continue
+            if any(member.value is None for _, member in cases):
+                continue
+            out.append(_SuffixPlural(name, ordinal, cases, list(members)))
+    return out
+
+
+def _placeholders(value: str) -> set[str]:
+    """The codes of a value that stand for a value (``{{count}}``, ``%d``, ``{count}``)."""
+    found = {m.group(0) for m in _CODE.finditer(value) if m.lastgroup not in ("tag", "entity")}
+    return found | set(re.findall(r"\{\s*[\w.-]+\s*\}", value))  # ICU's simple arguments
+
+
+def _plural_edits(
+    text: str,
+    group: _SuffixPlural,
+    target: str,
+    written: dict[int, str],
+    removed: set[int],
+    escaped: bool,
+) -> list[tuple[int, int, str]]:
+    """The edits that give ``group`` exactly the target's keys (:func:`plurals.for_target`,
+    ``_zero`` explicit as i18next reads it for 0 in every language): a member the target lacks
+    is removed with its comma, a made one (from ``other``'s translation) goes before
+    ``name_other`` in its layout. The ids of removed members' values go into ``removed``."""
+    cases = group.cases
+    wanted = for_target(
+        cases,
+        target,
+        explicit=lambda c: c == "zero",
+        ordinal=group.ordinal,
+        placeholders=lambda member: _placeholders(member.value.value if member.value else ""),
+    )
+    own = dict(cases)
+    kept = {id(member) for c, member in wanted if member is own.get(c)}
+    edits: list[tuple[int, int, str]] = []
+    siblings = group.siblings
+    gone = {id(member) for _, member in cases if id(member) not in kept}
+    for at, member in enumerate(siblings):
+        if id(member) not in gone:
+            continue
+        if any(id(later) not in gone for later in siblings[at + 1 :]):
+            edits.append((member.key_start, siblings[at + 1].key_start, ""))  # with its comma
+        else:  # in the object's last members: from the end of the one before (its comma)
+            edits.append((siblings[at - 1].value_end, member.value_end, ""))
+        if member.value is not None:
+            removed.add(id(member.value))
+    made = [(c, member) for c, member in wanted if member is not own.get(c)]
+    if not made:
+        return edits
+    other = own["other"]
+    before = other.key_start
+    while before > 0 and text[before - 1] in _WS:
+        before -= 1
+    layout = text[before : other.key_start]
+    colon = text[other.key_end : other.value_start]
+    value = (
+        written[id(other.value)]
+        if other.value is not None and id(other.value) in written
+        else text[other.value_start : other.value_end]
+    )
+    prefix = group.name + ("_ordinal_" if group.ordinal else "_")
+    members = "".join(
+        json.dumps(prefix + c, ensure_ascii=escaped) + colon + value + "," + layout for c, _ in made
+    )
+    edits.append((other.key_start, other.key_start, members))
+    return edits
 
 
 register(JsonI18nFormat())

@@ -15,8 +15,10 @@ width (``NSStringVariableWidthRuleType``) variants are units too. Format specifi
 The file is the target's (a ``.stringsdict`` holds one language): with ``target_lang``, each
 plural rule gets exactly the target's CLDR categories (:func:`plurals.for_target`): a
 category the target lacks is removed with the whitespace before it, one it needs is inserted
-before ``other`` (from ``other``'s translation) in the file's own indentation; ``zero`` is an
-explicit form Apple reads in every language, so it stays.
+before ``other`` (from ``other``'s translation) in the file's own indentation, and so is one
+whose source spells its number (``1 day``) where the target's category covers several
+(Russian ``one``: 1, 21, 31…); ``zero`` is an explicit form Apple reads in every language, so it
+stays.
 
 The file is never re-serialised: render splices the new values into the original text (a
 value the translation leaves as it was keeps its bytes: entities, CDATA), so tabs, the
@@ -264,23 +266,29 @@ def _edits(doc: _Doc, target_lang: str | None) -> list[tuple[int, int, str]]:
     if target_lang:
         for rule in doc.rules:
             cases = [(k, (key_el, s)) for k, key_el, s in rule.cases]
-            wanted = for_target(cases, target_lang, explicit=lambda k: k == "zero")
-            kept = {k for k, _ in wanted}
-            made = [k for k, _ in wanted if k not in {c for c, _ in cases}]
-            for k, (key_el, s) in cases:
-                if k not in kept:
+            wanted = for_target(
+                cases,
+                target_lang,
+                explicit=lambda k: k == "zero",
+                placeholders=lambda case: PLACEHOLDER.findall(case[1].text),
+            )
+            own = dict(cases)
+            kept = {id(case[1]) for k, case in wanted if case is own.get(k)}
+            made = [(k, case) for k, case in wanted if case is not own.get(k)]
+            for _, (key_el, s) in cases:
+                if id(s) not in kept:
                     edits.append((key_el.before, s.el.end, ""))
                     dropped.add(id(s))
             if not made:
                 continue
-            source = dict(wanted)[made[0]][1]  # the case the made ones copy (other)
+            source = made[0][1][1]  # the case the made ones copy (other)
             anchor = next((key_el for k, (key_el, _) in cases if k == "other"), None)
             last_key, last = cases[-1][1]
             indent = _ws(text, (anchor or last_key).before, (anchor or last_key).start)
             between = _ws(text, last_key.end, last.el.start)
             at = anchor.before if anchor is not None else last.el.end
             insert = "".join(
-                f"{indent}<key>{k}</key>{between}<string>{source.new}</string>" for k in made
+                f"{indent}<key>{k}</key>{between}<string>{source.new}</string>" for k, _ in made
             )
             edits.append((at, at, insert))
     for s in doc.strings:

@@ -19,10 +19,12 @@ codes, a ``` `code` ``` span one standalone code.
 Render writes ``localizations[target]`` of every entry with something translated: the source's
 shape, each ``stringUnit`` ``{"state": "translated", "value": …}``, plural variations with
 exactly the target's CLDR categories (:func:`plurals.for_target`; ``zero`` is explicit and
-stays where the source has it). A target localization already holding the same texts is left
-as it is (its ``state`` too). Every other localization, ``comment``, ``extractionState`` and
-key stays as it was. Without ``target_lang`` the translations go to the source language (the
-catalogue then reads as its translation); an identity render gives the file back unchanged.
+stays where the source has it; a case that spells its number, ``1 day``, is made from
+``other`` where the target's category covers several numbers). A target localization already
+holding the same texts is left as it is (its ``state`` too). Every other localization,
+``comment``, ``extractionState`` and key stays as it was. Without ``target_lang`` the
+translations go to the source language (the catalogue then reads as its translation); an
+identity render gives the file back unchanged.
 
 The file is never re-serialised: render splices the new localization into the original text,
 written in the file's own JSON style (Xcode's ``"key" : value`` and two-space indent, or
@@ -343,7 +345,12 @@ def _build(
                     continue
                 pairs = [(c, (c, sub)) for c, sub in cases.items() if isinstance(sub, dict)]
                 if kind == "plural":  # made categories come from "other": built from its path
-                    pairs = for_target(pairs, target, explicit=lambda c: c == "zero")
+                    pairs = for_target(
+                        pairs,
+                        target,
+                        explicit=lambda c: c == "zero",
+                        placeholders=lambda case: _specifiers(case[1]),
+                    )
                 variations[kind] = _sorted(
                     {
                         c: _build(sub, (*path, "variations", kind, source), entry, target)
@@ -360,6 +367,21 @@ def _build(
                     subs[var] = _sorted({**rest, **made})
             out[name] = _sorted(subs)
     return _sorted(out)
+
+
+def _specifiers(loc: dict[str, Any]) -> set[str]:
+    """The format specifiers a localization's values write (how a plural case writes its
+    number), its nested variations' included."""
+    unit = loc.get("stringUnit")
+    value = unit.get("value") if isinstance(unit, dict) else None
+    found = set()
+    if isinstance(value, str):
+        found = {m.group(0) for m in CODE.finditer(value) if m.lastgroup in ("sub", "arg", "spec")}
+    for cases in (loc.get("variations") or {}).values():
+        for sub in cases.values() if isinstance(cases, dict) else ():
+            if isinstance(sub, dict):
+                found |= _specifiers(sub)
+    return found
 
 
 def _texts(loc: Any) -> Any:

@@ -39,10 +39,14 @@ With a target language:
 * a root mapping with a single key that is a language tag (Rails' ``en:``, ``"en-US":``) gets
   the target's tag, in the key's quoting style;
 * a Rails plural (a block mapping whose keys are CLDR categories, ``other`` among them, each
-  holding a string) gets exactly the target's categories (:func:`plurals.for_target`): a made
-  category is a new line before ``other`` holding ``other``'s translation, a category the
-  target lacks is removed; ``zero`` is explicit in Rails and stays. A plural in flow style, or
-  whose cases carry anchors, is left as it is.
+  holding a string) gets exactly the categories rails-i18n selects for the target
+  (:func:`plurals.for_target` with ``rules="rails"``: Spanish ``one``/``other``, Russian
+  ``one``/``few``/``many``/``other``): a made category is a new line before ``other`` holding
+  ``other``'s translation, a category the target lacks is removed, and a case that spells its
+  number or leaves it out (``maximum is 1 character``, no ``%{count}``) where the target's
+  category covers several numbers is made from ``other``; ``zero`` is explicit in Rails (Ruby
+  I18n reads it for 0 in every language) and stays. A plural in flow style, or whose cases
+  carry anchors, is left as it is.
 
 Refused (DocumentError): text that is not YAML (with the line), a document whose top level is a
 single value rather than a mapping or a list, recursive aliases, aliases that expand the
@@ -723,14 +727,20 @@ class YamlI18nFormat(DocumentFormat):
         edits: list[_Edit] = []
         for plural in parsed.plurals:
             cases = [(cat, (k, v)) for cat, k, v in plural.cases]
-            wanted = for_target(cases, target, explicit=lambda c: c == "zero")
-            keep = {cat for cat, _ in wanted}
-            have = {cat for cat, _ in cases}
-            for cat, (k, v) in cases:
-                if cat not in keep:
-                    start, end = _line_span(text, k, v)
+            wanted = for_target(
+                cases,
+                target,
+                explicit=lambda c: c == "zero",
+                rules="rails",
+                placeholders=lambda case: _placeholders(case[1].value),
+            )
+            own = dict(cases)
+            keep = {id(case) for cat, case in wanted if case is own.get(cat)}
+            for _, case in cases:
+                if id(case) not in keep:
+                    start, end = _line_span(text, *case)
                     edits.append(_Edit(start, end, ""))
-            made = [cat for cat, _ in wanted if cat not in have]
+            made = [cat for cat, case in wanted if case is not own.get(cat)]
             if not made:
                 continue
             other_key, other_value = next(kv for cat, kv in cases if cat == "other")
@@ -782,6 +792,11 @@ class YamlI18nFormat(DocumentFormat):
             if where(p).rpartition(".")[0] not in plurals
         ]
         return got == expected
+
+
+def _placeholders(value: str) -> set[str]:
+    """The codes of a value that stand for a value (``%{count}``, ``%d``, ``{{count}}``)."""
+    return {m.group(0) for m in _CODE.finditer(value) if m.lastgroup not in ("tag", "entity")}
 
 
 def _strip_root(path: str) -> str:

@@ -36,6 +36,13 @@ def cldr(lang: str) -> set[str]:
     return set(Locale.parse(lang).plural_form.tags) | {"other"}
 
 
+def several(lang: str, category: str) -> bool:
+    """Whether the target's CLDR category covers more than one number (Russian ``one``: 1,
+    21, 31…): a case that spells its number is then made from ``other``."""
+    rule = Locale.parse(lang.replace("-", "_")).plural_form
+    return sum(rule(n) == category for n in range(200)) > 1
+
+
 def shout(text: str) -> str:
     """Upper-case the text outside the tags."""
     parts = re.split(f"({TAG.pattern})", text)
@@ -153,7 +160,12 @@ def test_pseudo_translation_gives_the_targets_plural_categories(
         want = had if target is None else cldr(target) | (had & {"zero"})
         assert set(new) & CATEGORIES == want, (where, target)
         for category in want:
-            origin = old[category] if category in had else old["other"]
+            spelled = not set(SPECIFIER.findall(old["other"])) <= set(
+                SPECIFIER.findall(old.get(category, ""))
+            )
+            remade = target and category != "zero" and spelled and several(target, category)
+            kept = category in had and not remade
+            origin = old[category] if kept else old["other"]
             if SPECIFIER.sub("", origin).strip():
                 assert new[category] == loud(origin), (where, category)
             else:

@@ -40,6 +40,20 @@ def cldr(lang: str) -> set[str]:
     return set(Locale.parse(lang).plural_form.tags) | {"other"}
 
 
+def several(lang: str, category: str) -> bool:
+    """Whether the target's CLDR category covers more than one number (Russian ``one``: 1,
+    21, 31…): a case that spells its number is then made from ``other``."""
+    rule = Locale.parse(lang.replace("-", "_")).plural_form
+    return sum(rule(n) == category for n in range(200)) > 1
+
+
+def spells(case: Any, other: Any) -> bool:
+    """Whether a plural case lacks a placeholder its ``other`` has (``1 issue``)."""
+    return not set(PLACEHOLDER.findall(json.dumps(other))) <= set(
+        PLACEHOLDER.findall(json.dumps(case))
+    )
+
+
 def xcode(data: Any) -> str:
     """JSON as Xcode writes a String Catalog."""
     return json.dumps(data, indent=2, separators=(",", " : "), ensure_ascii=False)
@@ -209,7 +223,10 @@ def check_localization(source: dict[str, Any], loc: dict[str, Any], target: str)
         else:
             assert set(made) == set(cases)
         for case, sub in made.items():
-            check_localization(cases.get(case, cases["other"]), sub, target)
+            origin = cases.get(case, cases["other"])
+            if kind == "plural" and case != "zero" and several(target, case):
+                origin = cases["other"] if spells(origin, cases["other"]) else origin
+            check_localization(origin, sub, target)
     for var, sub in source.get("substitutions", {}).items():
         made = loc["substitutions"][var]
         assert {k: v for k, v in made.items() if k != "variations"} == {

@@ -349,6 +349,10 @@ def test_rails_plurals_get_exactly_the_targets_categories(target: str) -> None:
             assert set(cases) == cldr(target), path
             for cat in cases:  # kept ones translated, made ones from "other"
                 origin = before[path].get(cat, before[path]["other"])
+                several = sum(Locale.parse(target).plural_form(n) == cat for n in range(200)) > 1
+                wanted = set(PLACEHOLDER.findall(before[path]["other"]))
+                if cat != "zero" and several and not wanted <= set(PLACEHOLDER.findall(origin)):
+                    origin = before[path]["other"]  # "less than 1 second": 21 would read so
                 assert cases[cat] == loud(origin), (path, cat)
         # everything but the plurals as it was (shouted)
         assert got["date"]["day_names"] == [d.upper() for d in src["date"]["day_names"]]

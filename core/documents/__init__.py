@@ -83,7 +83,7 @@ def for_upload(
     if declared:
         return for_name(declared)
     exts = extensions()
-    name = sniffing.by_name(filename, exts) if filename else None
+    name = sniffing.by_name(filename, exts, content) if filename else None
     return FORMATS[name or sniffing.sniff(content, exts)]
 
 

@@ -435,14 +435,27 @@ def test_a_text_file_comes_back_line_for_line_on_every_surface(
 
 
 UNREAD = sorted((ROOT / "tests" / "fixtures" / "documents" / "unread").iterdir())
+#: What each of them is (the refusal's ``kind``) and what the refusal calls it.
+UNREAD_KINDS = {
+    "Resources.resx": ("resx", ".NET resource file"),
+    "app_de.ts": ("qt", "Qt Linguist"),
+    "brochure.idml": ("idml", "InDesign package"),
+    "docutils_styles.odt": ("odt", "OpenDocument text"),
+    "memory-utf16.tmx": ("tmx", "translation memory (TMX)"),
+    "memory.tmx": ("tmx", "translation memory (TMX)"),
+    "mozilla-send_en-US.ftl": ("fluent", "Mozilla Fluent"),
+}
 
 
 @pytest.mark.parametrize("path", UNREAD, ids=[p.name for p in UNREAD])
 def test_a_file_the_fleet_does_not_read_is_refused_on_v1_named_or_not(
     fleet: LocalFleet, path: Path
 ) -> None:
-    """A YAML, Android or iOS plist file is a 415 naming the formats the fleet reads, whether its
-    name says what it is or, nameless, its bytes do: never a job translating it as text."""
+    """A TMX (UTF-16 too), Fluent, Qt, RESX, ODF or IDML file is a 415 saying what it is and
+    naming the formats the fleet reads, whether its name says what it is or, nameless, its
+    bytes do: never a job translating it as text (a nameless Fluent file was translated as
+    Java properties, a nameless UTF-16 TMX refused as a broken .strings file)."""
+    kind, what = UNREAD_KINDS[path.name]
     made = jobs_made(fleet)
     with httpx.Client(base_url=fleet.api_url, timeout=30) as client:
         for name in (path.name, "upload"):
@@ -454,8 +467,78 @@ def test_a_file_the_fleet_does_not_read_is_refused_on_v1_named_or_not(
             assert resp.status_code == 415, resp.text
             error = resp.json()["error"]
             assert error["type"] == "unsupported_format" and ".html" in error["formats"]
+            assert error["kind"] == kind and what in error["message"], error
             assert "this server reads" in error["message"]
     assert jobs_made(fleet) == made
+
+
+ENTITIES = ROOT / "tests" / "fixtures" / "documents" / "android" / "entities_app_name.xml"
+
+
+def entity_refs(content: bytes) -> dict[str, list[str]]:
+    """The entities each string and array item of a strings.xml refers to, in order (the
+    plural items, whose categories the target sets, left out)."""
+    root = etree.fromstring(content, etree.XMLParser(resolve_entities=False))
+    return {
+        f"{el.getparent().get('name')}/{k}" if el.tag == "item" else el.get("name"): [
+            e.name for e in el.iter() if isinstance(e, etree._Entity)
+        ]
+        for k, el in enumerate(root.iter("string", "item"))
+        if not el.get("quantity")
+    }
+
+
+def test_android_strings_that_declare_entities_come_back_translated_with_them(
+    fleet: LocalFleet,
+) -> None:
+    """A strings.xml naming the app once in its DOCTYPE (``&app_name;``), uploaded named or
+    nameless, comes back in Spanish with the DOCTYPE as written and every reference where it
+    was, never expanded nor translated; one whose entities expand (billion laughs) or reach
+    outside the file is a 422 saying so, and no job is made of it."""
+    content = ENTITIES.read_bytes()
+    with httpx.Client(base_url=fleet.api_url, timeout=60) as client:
+        for name in ("strings.xml", "upload"):
+            job = client.post(
+                "/v1/documents",
+                files={"file": (name, content)},
+                data={"target_lang": "es", "source_lang": "en"},
+            )
+            assert job.status_code in (200, 202), job.text
+            assert job.json()["document_format"] == "android"
+            done = client.get(f"/v1/jobs/{job.json()['id']}", params={"wait": 30}).json()
+            assert done["status"] == "succeeded", done
+            out = client.get(f"/v1/jobs/{job.json()['id']}/document").content
+            assert out.startswith(content[: content.index(b"<resources")])
+            assert entity_refs(out) == entity_refs(content)
+            read = {
+                el.get("name"): "".join(el.itertext())
+                for el in etree.fromstring(out, etree.XMLParser(resolve_entities=True)).iter(
+                    "string"
+                )
+            }
+            assert read["app_name"] == read["app_title"] == "NewPipe"
+            assert "NewPipe" in read["welcome_title"] and "Welcome" not in read["welcome_title"]
+            assert "newpipe.net" in read["crash_report"]
+        made = jobs_made(fleet)
+        laughs = b"".join(
+            b'<!ENTITY lol%d "%s">' % (k, (b"&lol%d;" % (k - 1)) * 10) for k in range(1, 10)
+        )
+        for doctype, says in (
+            (b'<!DOCTYPE resources [<!ENTITY lol0 "lol">' + laughs + b"]>", "refers to entities"),
+            (
+                b'<!DOCTYPE resources [<!ENTITY app_name SYSTEM "file:///etc/passwd">]>',
+                "external entity",
+            ),
+        ):
+            bad = doctype + content[content.index(b"<resources") :]
+            resp = client.post(
+                "/v1/documents",
+                files={"file": ("strings.xml", bad)},
+                data={"target_lang": "es", "source_lang": "en"},
+            )
+            assert resp.status_code == 422, resp.text
+            assert says in resp.json()["error"]["message"]
+        assert jobs_made(fleet) == made
 
 
 def test_submit_sends_the_files_it_can_and_reports_the_one_it_cannot(

@@ -66,6 +66,143 @@ def test_a_file_the_fleet_does_not_read_is_refused_by_name_and_by_content(
         assert "this server reads" in sniffed.value.message
 
 
+def package(mimetype: str, *members: str) -> bytes:
+    """An ODF or IDML package: its ``mimetype`` member first and stored, as they write it."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr(zipfile.ZipInfo("mimetype"), mimetype, zipfile.ZIP_STORED)
+        for name in members:
+            z.writestr(name, "<root/>")
+    return buf.getvalue()
+
+
+def tmx(encoding: str, bom: bytes, declaration: bool) -> bytes:
+    """The unread TMX fixture in ``encoding``, after ``bom``, with or without its XML
+    declaration (which then names that encoding)."""
+    text = (FIXTURES / "unread" / "memory.tmx").read_text(encoding="utf-8")
+    decl, _, body = text.partition("\n")
+    head = decl.replace("UTF-8", encoding.upper()) + "\n" if declaration else ""
+    return bom + (head + body).encode(encoding)
+
+
+UNREAD = FIXTURES / "unread"
+#: Each format the fleet recognises and does not read: (id, name, bytes, kind, what the
+#: refusal calls it).
+RECOGNISED = [
+    ("fluent", "send.ftl", (UNREAD / "mozilla-send_en-US.ftl").read_bytes(), "fluent", "Fluent"),
+    ("tmx", "memory.tmx", (UNREAD / "memory.tmx").read_bytes(), "tmx", "translation memory"),
+    ("tmx-utf16le-trados", "tm.tmx", (UNREAD / "memory-utf16.tmx").read_bytes(), "tmx", "TMX"),
+    ("tmx-utf16le", "tm.tmx", tmx("utf-16-le", b"\xff\xfe", True), "tmx", "TMX"),
+    ("tmx-utf16be", "tm.tmx", tmx("utf-16-be", b"\xfe\xff", True), "tmx", "TMX"),
+    ("tmx-utf16le-no-decl", "tm.tmx", tmx("utf-16-le", b"\xff\xfe", False), "tmx", "TMX"),
+    ("tmx-utf16be-no-decl", "tm.tmx", tmx("utf-16-be", b"\xfe\xff", False), "tmx", "TMX"),
+    ("tmx-utf16le-no-bom", "tm.tmx", tmx("utf-16-le", b"", True), "tmx", "TMX"),
+    ("tmx-utf8-bom-no-decl", "tm.tmx", tmx("utf-8", b"\xef\xbb\xbf", False), "tmx", "TMX"),
+    ("qt-ts", "app_de.ts", (UNREAD / "app_de.ts").read_bytes(), "qt", "Qt Linguist"),
+    ("resx", "Resources.resx", (UNREAD / "Resources.resx").read_bytes(), "resx", ".NET resource"),
+    (
+        "odt",
+        "styles.odt",
+        (UNREAD / "docutils_styles.odt").read_bytes(),
+        "odt",
+        "OpenDocument text",
+    ),
+    (
+        "ods",
+        "sheet.ods",
+        package("application/vnd.oasis.opendocument.spreadsheet", "content.xml"),
+        "ods",
+        "OpenDocument spreadsheet",
+    ),
+    (
+        "odp",
+        "deck.odp",
+        package("application/vnd.oasis.opendocument.presentation", "content.xml"),
+        "odp",
+        "OpenDocument presentation",
+    ),
+    ("idml", "brochure.idml", (UNREAD / "brochure.idml").read_bytes(), "idml", "InDesign package"),
+]
+
+
+@pytest.mark.parametrize(
+    "name,content,kind,what", [r[1:] for r in RECOGNISED], ids=[r[0] for r in RECOGNISED]
+)
+def test_a_format_the_fleet_recognises_is_refused_by_name_named_or_not(
+    name: str, content: bytes, kind: str, what: str
+) -> None:
+    """A nameless Fluent file was translated as Java properties, a nameless UTF-16 TMX refused
+    as "not a valid .strings file": each is told by its bytes and refused as what it is, as it
+    is when its name says so."""
+    for nameless in (None, "file", "upload"):
+        with pytest.raises(UnsupportedFormat) as sniffed:
+            documents.for_upload(content, nameless)
+        assert sniffed.value.details["kind"] == kind
+        assert what in sniffed.value.message and "this server reads" in sniffed.value.message
+    with pytest.raises(UnsupportedFormat) as named:
+        documents.for_upload(content, name)
+    assert named.value.details["kind"] == kind
+    assert what in named.value.message and name in named.value.message
+
+
+def test_each_refusal_says_what_to_do_with_the_file() -> None:
+    """A TMX is a translation memory to import (with the command and route that exist), an
+    ODF document one to save as its Office twin, a Qt file one to convert to XLIFF."""
+    advice = {}
+    for name in ("memory.tmx", "docutils_styles.odt", "app_de.ts"):
+        with pytest.raises(UnsupportedFormat) as refused:
+            documents.for_upload((UNREAD / name).read_bytes(), name)
+        advice[name] = refused.value.message
+    assert "mtfleet tm import memory.tmx --from" in advice["memory.tmx"]
+    assert "POST /v1/translation_memories" in advice["memory.tmx"]
+    tm_docs = (ROOT / "docs" / "translation-memories.md").read_text(encoding="utf-8")
+    assert "mtfleet tm import shop.tsv" in tm_docs and "POST /v1/translation_memories" in tm_docs
+    assert "save it as DOCX" in advice["docutils_styles.odt"]
+    assert "lconvert -i app_de.ts -o app_de.xlf" in advice["app_de.ts"]
+    assert "name the file with" not in "".join(advice.values())  # renaming would not help
+
+
+def test_a_ts_or_zip_name_is_told_by_its_bytes() -> None:
+    with pytest.raises(UnsupportedFormat, match="a TypeScript file"):
+        documents.for_upload(b"export const cart = 'Your cart';\n", "cart.ts")
+    with pytest.raises(UnsupportedFormat, match="InDesign"):
+        documents.for_upload((UNREAD / "brochure.idml").read_bytes(), "brochure.zip")
+
+
+@pytest.mark.parametrize(
+    "text,fmt",
+    [
+        ("title = Send\nimportingFile = Importing\ncopied = Copied!\n", "properties"),
+        (
+            "app.title = Shop\napp.cart = Cart {0}\napp.empty = Your cart is { empty }\n",
+            "properties",
+        ),
+        ("a = 1\nb = 2\nc = { $x }\n[section]\nd = 4\n", "properties"),  # INI, not Fluent
+    ],
+)
+def test_key_value_files_without_fluent_syntax_stay_properties(text: str, fmt: str) -> None:
+    assert documents.for_upload(text.encode(), None).name == fmt
+
+
+def test_xml_in_utf16_is_told_by_its_root() -> None:
+    """UTF-16 that is XML is told like UTF-8 XML (Android resources stay Android); UTF-16
+    that is not stays an Apple .strings file."""
+    android = (FIXTURES / "android" / "shop_strings.xml").read_text(encoding="utf-8")
+    body = android.partition("\n")[2]
+    assert documents.for_upload(b"\xff\xfe" + body.encode("utf-16-le"), None).name == "android"
+    assert documents.for_upload(b"\xfe\xff" + body.encode("utf-16-be"), "file").name == "android"
+    strings = (FIXTURES / "strings" / "Localizable-utf16.strings").read_bytes()
+    assert documents.for_upload(strings, None).name == "strings"
+
+
+def test_android_resources_that_declare_entities_are_told_by_their_bytes() -> None:
+    """The DOCTYPE's internal subset is read past (its entity values may hold ``>``)."""
+    content = (FIXTURES / "android" / "entities_app_name.xml").read_bytes()
+    assert documents.for_upload(content, None).name == "android"
+    subset = b'<?xml version="1.0"?>\n<!DOCTYPE resources [<!ENTITY arrow "->">]>\n<resources/>'
+    assert documents.for_upload(subset, "upload").name == "android"
+
+
 @pytest.mark.parametrize(
     "name,what",
     [
@@ -73,6 +210,8 @@ def test_a_file_the_fleet_does_not_read_is_refused_by_name_and_by_content(
         ("Resources.resx", ".NET resource file"),
         ("a/b/report.xls", "Excel 97-2003 workbook"),
         ("memory.tmx", "translation memory"),
+        ("send.ftl", "Mozilla Fluent"),
+        ("Strings.ts", "TypeScript"),
     ],
 )
 def test_the_refusal_says_what_the_file_was_taken_for(name: str, what: str) -> None:

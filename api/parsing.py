@@ -93,14 +93,16 @@ def _render(
     target_lang: str,
 ) -> Rendered:
     fmt = documents.for_name(fmt_name)
-    p = plan(_extract(fmt_name, content), source_lang)
+    with reading(fmt.name):
+        doc = fmt.open(content)  # read once: its units, and the render of their translations
+    p = plan(doc.units, source_lang)
     if len(translations) != len(p.segments):  # cannot happen unless the format changed
         raise DocumentError(
             f"the document now has {len(p.segments)} segments, the job {len(translations)}"
         )
     texts, missing = assemble(p, translations), untranslated(p, translations)
     with reading(fmt.name):
-        return fmt.render_result(content, texts, missing, target_lang=target_lang)
+        return doc.render(texts, missing, target_lang)
 
 
 def _cut_fragments(texts: list[str], lang: str, how: fragments.Cutting) -> list[list[str]]:

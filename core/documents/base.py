@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -193,6 +193,19 @@ class DocumentFormat(ABC):
         """The document's translatable units, in document order. Raises DocumentError for
         content that is not this format. Must be deterministic: ``render`` extracts again."""
 
+    def open(self, content: bytes) -> Opened:
+        """The document read once, for a job's result: its units and the render of their
+        translations (:class:`Opened`). A format whose reading is costly (a ZIP of XML parts)
+        keeps what it parsed for the render; by default the render reads ``content`` again
+        (:meth:`render_result`)."""
+
+        def render(
+            translations: Sequence[str], untranslated: AbstractSet[int], target_lang: str | None
+        ) -> Rendered:
+            return self.render_result(content, translations, untranslated, target_lang=target_lang)
+
+        return Opened(self.extract(content), render)
+
     @abstractmethod
     def render(
         self, content: bytes, translations: Sequence[str], *, target_lang: str | None = None
@@ -227,6 +240,17 @@ class Rendered:
 
     content: bytes
     warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Opened:
+    """A document read once (:meth:`DocumentFormat.open`): ``units`` as ``extract`` gives
+    them, and ``render(translations, untranslated, target_lang)`` as :meth:`render_result`
+    gives the file for the same content. The render may be called once: it may rebuild the
+    parts it read in place."""
+
+    units: list[Unit]
+    render: Callable[[Sequence[str], AbstractSet[int], str | None], Rendered]
 
 
 @dataclass

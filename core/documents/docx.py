@@ -3,8 +3,18 @@ paragraph with text is a unit.
 
 Covered: the main document (body, tables and nested tables, block-level content controls, text
 boxes: the DrawingML one and its VML fallback, each a unit), every header and footer,
-footnotes and endnotes. Not covered (their text stays as is): comments, charts, SmartArt,
-embedded objects, the text of inline content controls and of field results.
+footnotes, endnotes and comments (``word/comments.xml``: each paragraph of a comment is a
+unit, read like the body's; a reviewer reads the document's comments in its language, as an
+XLSX workbook's comments are translated). Not covered (their text stays as is): charts,
+SmartArt, embedded objects, the text of inline content controls and of field results, the
+authors' names and initials of comments.
+
+Comments stay where they are anchored: the marks in the text (``w:commentRangeStart``,
+``w:commentRangeEnd``, the run holding ``w:commentReference``) and a comment's own mark
+(``w:annotationRef``) are standalone codes that go back in place, and a comment keeps its
+``w:id``. Its replies and resolved state (``word/commentsExtended.xml`` and the parts beside
+it) name a comment's last paragraph by its ``w14:paraId``, an attribute of the paragraph that
+a rebuilt paragraph keeps: they are metadata, copied byte for byte.
 
 Inside a paragraph:
 
@@ -51,8 +61,8 @@ from typing import Any, ClassVar
 from lxml import etree
 
 from mtfleet.core.documents import register
-from mtfleet.core.documents.base import DocumentError, DocumentFormat, Unit, UnitBuilder
-from mtfleet.core.documents.ooxml import Package
+from mtfleet.core.documents.base import DocumentError, Rendered, Unit, UnitBuilder
+from mtfleet.core.documents.ooxml import Package, PackageFormat
 from mtfleet.core.documents.xliff import (
     close_tag,
     open_tag,
@@ -74,7 +84,7 @@ _MAIN_TYPES = (
 )
 _OTHER_TYPES = tuple(
     f"application/vnd.openxmlformats-officedocument.wordprocessingml.{kind}+xml"
-    for kind in ("header", "footer", "footnotes", "endnotes")
+    for kind in ("header", "footer", "footnotes", "endnotes", "comments")
 )
 
 
@@ -393,7 +403,7 @@ class _ParagraphWriter:
 
 def _text_parts(pkg: Package) -> list[zipfile.ZipInfo]:
     """The parts whose paragraphs are units: the main document, then headers, footers,
-    footnotes and endnotes (each kind in name order)."""
+    footnotes, endnotes and comments (each kind in name order)."""
     kinds = pkg.parts_by_type()
     main = [i for t in _MAIN_TYPES for i in kinds.get(t, [])]
     if not main:
@@ -412,43 +422,30 @@ class _Part:
     paras: list[_Para]
 
 
-def _read_package(content: bytes) -> tuple[Package, list[_Part]]:
-    pkg = Package(content, "DOCX")
-    parts = []
-    for info in _text_parts(pkg):
-        data, root = pkg.parse(info)
-        paras = [
-            _ParagraphReader(p, f"{info.filename}#p{i + 1}").para
-            for i, p in enumerate(root.iter(_P))
-        ]
-        parts.append(_Part(info, data, root, paras))
-    return pkg, parts
+class _Document:
+    """A Word document read once: its parts, their paragraphs, and its units."""
 
+    def __init__(self, content: bytes) -> None:
+        self.pkg = Package(content, "DOCX")
+        self.parts = []
+        for info in _text_parts(self.pkg):
+            data, root = self.pkg.parse(info)
+            paras = [
+                _ParagraphReader(p, f"{info.filename}#p{i + 1}").para
+                for i, p in enumerate(root.iter(_P))
+            ]
+            self.parts.append(_Part(info, data, root, paras))
+        self.units = [para.unit for part in self.parts for para in part.paras if not para.empty]
 
-class DocxFormat(DocumentFormat):
-    name: ClassVar[str] = "docx"
-    extensions: ClassVar[tuple[str, ...]] = (".docx",)
-    binary: ClassVar[bool] = True
-    media_type: ClassVar[str] = (
-        "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
-    )
-
-    def extract(self, content: bytes) -> list[Unit]:
-        _pkg, parts = _read_package(content)
-        return [para.unit for part in parts for para in part.paras if not para.empty]
-
-    def render(
-        self, content: bytes, translations: Sequence[str], *, target_lang: str | None = None
-    ) -> bytes:
-        pkg, parts = _read_package(content)
-        wanted = sum(1 for part in parts for para in part.paras if not para.empty)
-        if len(translations) != wanted:
+    def render(self, translations: Sequence[str], target_lang: str | None) -> Rendered:
+        if len(translations) != len(self.units):
             raise DocumentError(
-                f"{len(translations)} translations for the {wanted} units of this DOCX document"
+                f"{len(translations)} translations for the {len(self.units)} units of this "
+                "DOCX document"
             )
         it = iter(translations)
         rewritten: dict[str, bytes] = {}
-        for part in parts:
+        for part in self.parts:
             changed = False
             for para in part.paras:
                 if para.empty:
@@ -459,7 +456,18 @@ class DocxFormat(DocumentFormat):
                     changed = True
             if changed:
                 rewritten[part.info.filename] = to_bytes(part.root, part.data)
-        return pkg.write(rewritten)
+        return Rendered(self.pkg.write(rewritten))
+
+
+class DocxFormat(PackageFormat):
+    name: ClassVar[str] = "docx"
+    extensions: ClassVar[tuple[str, ...]] = (".docx",)
+    media_type: ClassVar[str] = (
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    )
+
+    def read(self, content: bytes) -> _Document:
+        return _Document(content)
 
 
 register(DocxFormat())

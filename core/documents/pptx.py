@@ -4,13 +4,24 @@ way): every DrawingML paragraph ``<a:p>`` with text is a unit.
 Covered, in this order for each slide of the presentation (``ppt/presentation.xml``'s
 ``sldIdLst``, through its relationships): the slide (every shape, placeholder, table cell and
 group shape: every ``<a:p>`` of the part), the SmartArt it shows (the diagram data part, then
-the diagram's drawing cache, see below), then its notes page. Slides, notes pages and diagram
-parts no slide refers to follow in name order. Not covered (their text stays as is): slide
-layouts and masters (their placeholder prompts are not shown in a slide show; the text a
-slide shows is on the slide), charts (their titles and ``c:v`` category strings live in
-spreadsheet-like caches beside an embedded workbook: changing one without the other is undone
-by the first edit), comments, alternative text (``descr``), embedded objects and document
-properties.
+the diagram's drawing cache, see below), its charts, then its notes page. Slides, notes pages,
+diagram and chart parts no slide refers to follow in name order. Not covered (their text stays
+as is): slide layouts and masters (their placeholder prompts are not shown in a slide show;
+the text a slide shows is on the slide), comments, alternative text (``descr``), embedded
+objects and document properties.
+
+A chart (:mod:`mtfleet.core.documents.charts`) shows its title, axis titles and data labels
+(paragraphs, units as a slide's are) and its series names and category labels from the
+caches of its embedded workbook's cells (``ppt/embeddings/*.xlsx``). PowerPoint draws a chart
+from those caches, so each cached string is translated (a unit the first time its text
+appears in the deck; a category label repeated for every series is one unit). When the chart's
+data is edited, PowerPoint reads the embedded workbook again and redraws from its cells, so
+the workbook follows: every cell the XLSX format translates (:mod:`mtfleet.core.documents.xlsx`)
+whose text is a translated cached string gets the same translation, and nothing else in it
+changes. A translated string no such cell holds (a series name in a table's header row: the
+XLSX format keeps table headers, which name the table's columns), or a chart whose data is an
+external or binary (``.xls``) workbook, is named in a warning of the result: the chart shows
+the translation until its data is edited.
 
 SmartArt keeps its text twice: in the diagram data (``ppt/diagrams/data*.xml``, what PowerPoint
 lays the diagram out from when it is edited) and in the drawing cache
@@ -24,39 +35,15 @@ is stale) is a unit of its own: duplicates are cheaper than a cache that shows t
 The paragraphs of an ``mc:Fallback`` (the copy of an ``mc:Choice`` for older readers) are
 echoes the same way.
 
-Inside a paragraph:
-
-* text in the paragraph's own formatting is plain text: the formatting most of its text has
-  (the first such on a tie; runs with a hyperlink count only when all runs have one), so
-  "**Definition** *(from Wikipedia)* - Reflection is …" is ``<g1>Definition</g1>
-  <g2>(from Wikipedia)</g2> - Reflection is …``; a stretch of adjacent runs with another
-  formatting is a paired tag ``<gN>…</gN>``. A run's formatting is its ``<a:rPr>``, without
-  the attributes PowerPoint recomputes and nobody sees: ``lang``, ``altLang`` (the proofing
-  language), ``dirty``, ``err`` (the spelling checker's state), ``smtClean``, ``smtId``
-  (smart tags) and ``bmk``; so runs that differ only there (typically a word typed with
-  another keyboard language, or one marked misspelt) are plain text. ``noProof`` is kept:
-  it is someone's choice (code, a product name) and survives into the translation;
-* a hyperlink lives in its run's ``<a:rPr>`` (``a:hlinkClick``, ``a:hlinkMouseOver``): a run
-  with a link is therefore a paired tag whose rebuilt run keeps the link;
-* tabs (a ``\t`` in a run's text) are standalone tags ``<xN/>`` too, written back as text
-  in the run where the tag lands;
-* line breaks ``<a:br/>``, fields ``<a:fld>`` (slide number, date: kept whole, their cached
-  text is not translated) and anything else that is not a text run (``mc:AlternateContent``
-  math...) are standalone tags ``<xN/>``: each goes back in place, never copied, never lost;
-* ``<a:pPr>`` (paragraph properties) and ``<a:endParaRPr>`` (the formatting of the paragraph
-  mark) are no tags: they stay where they are. Runs without text are dropped from a rebuilt
-  paragraph.
-
-``render`` rebuilds a unit's runs from its tagged translation: untagged text becomes a run with
-the base run's formatting, a ``<gN>`` span one with that stretch's formatting (the innermost
-span wins when the engine nests them), and every standalone code's element is moved back. A
-rebuilt run drops ``dirty`` and ``err`` (its text is new: PowerPoint proofs it again); with
-``target_lang`` (a BCP 47 tag such as ``fr`` or ``pt-BR``; anything else is not written) the
-rebuilt paragraph's runs, breaks and paragraph mark get ``lang="<target>"``. A paragraph whose
-translation is its own unit text is not touched (unless the language is written), and a part
-with no rebuilt paragraph keeps its bytes. Only the parts holding rebuilt paragraphs are
-re-serialized; every other ZIP member is copied byte for byte with its name, order, timestamp
-and compression (:mod:`mtfleet.core.documents.ooxml`, which also refuses ZIP bombs).
+A paragraph is a unit as :mod:`mtfleet.core.documents.drawingml` says (runs with their own
+formatting and links as paired codes, breaks, fields and tabs as standalone ones).
+``render`` rebuilds a unit's paragraph from its tagged translation (with ``target_lang``, its
+runs name it in ``lang``). A paragraph whose translation is its own unit text is not touched
+(unless the language is written), and a part with no rebuilt paragraph keeps its bytes. Only
+the parts holding rebuilt paragraphs are re-serialized; every other ZIP member is copied byte
+for byte with its name, order, timestamp and compression (:mod:`mtfleet.core.documents.ooxml`,
+which also refuses ZIP bombs). The parts are parsed once for a job's result: the units and
+the render come from the same reading (:meth:`PptxFormat.open`).
 
 The round-trip contract: ``render(content, [u.text for u in extract(content)])`` gives every
 ZIP member byte-equal. When the paragraphs are rebuilt (a target language, or a translation)
@@ -71,33 +58,22 @@ parser of :mod:`mtfleet.core.documents.xliff` (no DTD, no entities, no network).
 
 from __future__ import annotations
 
-import copy
-import posixpath
-import re
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
-from urllib.parse import unquote
-
-from lxml import etree
 
 from mtfleet.core.documents import register
-from mtfleet.core.documents.base import DocumentError, DocumentFormat, Unit, UnitBuilder
-from mtfleet.core.documents.ooxml import MAX_PART_BYTES, Package, natural
-from mtfleet.core.documents.xliff import (
-    parse_untrusted_xml,
-    restore_markers,
-    serialize,
-    to_bytes,
-    walk_markers,
-)
+from mtfleet.core.documents.base import DocumentError, Rendered
+from mtfleet.core.documents.charts import CHART_TYPE, Cached, Chart
+from mtfleet.core.documents.drawingml import P, Para, ParagraphWriter, read_paragraph, target_lang
+from mtfleet.core.documents.ooxml import Package, PackageFormat, natural
+from mtfleet.core.documents.xliff import to_bytes
+from mtfleet.core.documents.xlsx import XlsxFormat
 
-A = "http://schemas.openxmlformats.org/drawingml/2006/main"
 _MC = "http://schemas.openxmlformats.org/markup-compatibility/2006"
 _PML = "http://schemas.openxmlformats.org/presentationml/2006/main"
 _R_NS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
-_RELS_NS = "http://schemas.openxmlformats.org/package/2006/relationships"
 
 _PRESENTATION_TYPES = tuple(
     f"application/vnd.openxmlformats-officedocument.presentationml.{kind}.main+xml"
@@ -112,176 +88,11 @@ _DATA = "application/vnd.openxmlformats-officedocument.drawingml.diagramData+xml
 _DRAWING = "application/vnd.ms-office.drawingml.diagramDrawing+xml"
 
 # relationship types by their last segment (the 2006 and Microsoft namespaces alike)
-_REL_SLIDE, _REL_NOTES = "slide", "notesSlide"
-_REL_DATA, _REL_DRAWING = "diagramData", "diagramDrawing"
-
-
-def _a(local: str) -> str:
-    return f"{{{A}}}{local}"
-
-
-_P, _R, _T, _RPR, _PPR, _END = (_a(n) for n in ("p", "r", "t", "rPr", "pPr", "endParaRPr"))
-_BR = _a("br")
-_LINKS = {_a("hlinkClick"), _a("hlinkMouseOver")}
+_REL_SLIDE, _REL_NOTES, _REL_CHART = "slide", "notesSlide", "chart"
+_REL_DATA, _REL_DRAWING, _REL_PACKAGE = "diagramData", "diagramDrawing", "package"
 _FALLBACK = f"{{{_MC}}}Fallback"
-#: ``a:rPr`` attributes PowerPoint recomputes (proofing language, spelling and smart-tag
-#: state, bookmarks): not part of a run's formatting.
-_IGNORED = frozenset({"lang", "altLang", "dirty", "err", "smtClean", "smtId", "bmk"})
-#: Dropped from the runs of a rebuilt paragraph: their text is new, proofing starts over.
-_STALE = ("dirty", "err")
-_LANG = re.compile(r"[A-Za-z]{2,8}(?:-[A-Za-z0-9]{1,8})*")
-
-
-# --- extraction ---------------------------------------------------------------------------------
-
-
-def _key(run: Any) -> bytes:
-    """A run's formatting: its rPr without the attributes of :data:`_IGNORED`."""
-    rpr = run.find(_RPR)
-    if rpr is None:
-        return b"[]"
-    attrs = sorted((k, v) for k, v in rpr.attrib.items() if k not in _IGNORED)
-    return repr(attrs).encode() + b"".join(etree.tostring(c, with_tail=False) for c in rpr)
-
-
-def _linked(run: Any) -> bool:
-    rpr = run.find(_RPR)
-    return rpr is not None and any(c.tag in _LINKS for c in rpr)
-
-
-def _text_run(child: Any) -> bool:
-    """A run holding only its formatting and text (what the schema allows) with some text."""
-    return (
-        child.tag == _R
-        and all(c.tag in (_RPR, _T) for c in child)
-        and bool("".join(t.text or "" for t in child.iter(_T)))
-    )
-
-
-def _base_run(runs: list[Any]) -> Any:
-    """The run whose formatting is the paragraph's: of the formatting most of its text has
-    (the first one on a tie), links apart unless all of it is linked."""
-    plain = [r for r in runs if not _linked(r)] or runs
-    chars: dict[bytes, int] = {}
-    first: dict[bytes, Any] = {}
-    for run in plain:
-        key = _key(run)
-        chars[key] = chars.get(key, 0) + sum(len(t.text or "") for t in run.iter(_T))
-        first.setdefault(key, run)
-    return first[max(chars, key=lambda k: chars[k])] if chars else None
-
-
-@dataclass
-class _Para:
-    element: Any
-    unit: Unit
-    base: Any  # the run whose formatting untagged text takes
-    refs: dict[int, Any]  # code number -> a run (a <gN> span) or a list of elements (<xN/>)
-    empty: bool
-    echo: bool  # in a diagram drawing cache or an mc:Fallback
-
-
-def _read_paragraph(p: Any, path: str, echo: bool) -> _Para:
-    b = UnitBuilder(path)
-    refs: dict[int, Any] = {}
-    base = _base_run([c for c in p if _text_run(c)])
-    base_key = _key(base) if base is not None else None
-    span: bytes | None = None  # formatting of the open span
-    for child in p:
-        if child.tag in (_PPR, _END):
-            continue
-        if child.tag == _R and all(c.tag in (_RPR, _T) for c in child):
-            text = "".join(t.text or "" for t in child.iter(_T))
-            if not text:
-                continue  # a run without text: nothing to keep
-            key = _key(child)
-            if key == base_key:
-                if span is not None:
-                    b.close()
-                    span = None
-            elif key != span:
-                if span is not None:
-                    b.close()
-                rpr = child.find(_RPR)
-                n = b.open(f"<a:r>{serialize(rpr) if rpr is not None else ''}", "</a:r>")
-                refs[n] = child
-                span = key
-            for i, piece in enumerate(text.split("\t")):
-                if i:  # a tab lays out columns: a code, so the engine cannot drop it
-                    b.standalone("\t")
-                b.text(piece)
-        else:  # a:br, a:fld, mc:AlternateContent, a comment...
-            refs[b.standalone(serialize(child))] = [child]
-    unit = b.build()
-    return _Para(p, unit, base, refs, b.empty, echo)
-
-
-# --- rebuilding ---------------------------------------------------------------------------------
-
-
-class _ParagraphWriter:
-    """Rebuilds one paragraph's runs from a translation restored with its codes."""
-
-    def __init__(self, para: _Para, translation: str, lang: str | None) -> None:
-        self.para = para
-        self.lang = lang
-        p = para.element
-        self.end = p.find(_END)
-        for child in list(p):
-            if child.tag not in (_PPR, _END):
-                p.remove(child)
-        self.spans: list[Any] = []  # the runs of the open <gN> spans, innermost last
-        self.run: Any = None  # the run text may join: (its source run, its a:t)
-        self.t: Any = None
-        tree, _warnings = restore_markers(translation, para.unit.codes)
-        walk_markers(tree, self.text, self.standalone, self.open, self.close)
-        if lang is not None:
-            for child in p:
-                rpr = child if child.tag == _END else child.find(_RPR) if child.tag == _BR else None
-                if rpr is not None:
-                    rpr.set("lang", lang)
-
-    def _add(self, el: Any) -> None:
-        if self.end is not None:
-            self.end.addprevious(el)
-        else:
-            self.para.element.append(el)
-
-    def text(self, s: str) -> None:
-        source = self.spans[-1] if self.spans else self.para.base
-        if self.run is not source:
-            out = etree.Element(_R, dict(source.attrib))
-            rpr = source.find(_RPR)
-            rpr = copy.deepcopy(rpr) if rpr is not None else etree.Element(_RPR)
-            for name in _STALE:
-                rpr.attrib.pop(name, None)
-            if self.lang is not None:
-                rpr.set("lang", self.lang)
-            if len(rpr) or rpr.attrib:
-                out.append(rpr)
-            self.t = etree.SubElement(out, _T)
-            self._add(out)
-            self.run = source
-        self.t.text = (self.t.text or "") + s
-
-    def standalone(self, n: int) -> None:
-        items = self.para.refs.get(n)
-        if not isinstance(items, list):  # a tab, or literal tag-like text: text again
-            self.text(self.para.unit.codes[n].start)
-            return
-        self.run = None
-        for el in items:
-            el.tail = None
-            self._add(el)
-
-    def open(self, n: int) -> None:
-        self.spans.append(self.para.refs[n])
-
-    def close(self, n: int) -> None:
-        self.spans.pop()
-
-
-# --- the package --------------------------------------------------------------------------------
+#: How a part's paragraphs are read.
+_TEXT, _ECHOES, _CHART = "text", "echoes", "chart"  # echoes: a diagram drawing cache
 
 
 @dataclass
@@ -289,36 +100,13 @@ class _Part:
     info: zipfile.ZipInfo
     data: bytes
     root: Any
-    paras: list[_Para] = field(default_factory=list)
+    paras: list[Para] = field(default_factory=list)
+    chart: Chart | None = None
 
 
-def _relationships(pkg: Package, info: zipfile.ZipInfo) -> list[tuple[str, str, str]]:
-    """``(id, type's last segment, target member name)`` of a part's internal
-    relationships, in their order."""
-    folder, name = posixpath.split(info.filename)
-    rels = pkg.member(posixpath.join(folder, "_rels", f"{name}.rels"))
-    if rels is None:
-        return []
-    root = parse_untrusted_xml(pkg.read(rels, MAX_PART_BYTES), f"the PPTX part {rels.filename}")
-    out = []
-    for rel in root.iter(f"{{{_RELS_NS}}}Relationship"):
-        target = unquote(str(rel.get("Target", "")))
-        if rel.get("TargetMode") == "External" or not target:
-            continue
-        path = target.lstrip("/") if target.startswith("/") else posixpath.join(folder, target)
-        out.append(
-            (
-                str(rel.get("Id", "")),
-                str(rel.get("Type", "")).rsplit("/", 1)[-1],
-                posixpath.normpath(path),
-            )
-        )
-    return out
-
-
-def _text_parts(pkg: Package) -> list[tuple[zipfile.ZipInfo, bool]]:
-    """The parts whose paragraphs are read, in reading order, each with whether it is a
-    diagram drawing cache (its paragraphs are echoes)."""
+def _text_parts(pkg: Package) -> list[tuple[zipfile.ZipInfo, str]]:
+    """The parts whose text is read, in reading order, each with how (:data:`_TEXT`,
+    :data:`_ECHOES`, :data:`_CHART`)."""
     kinds = pkg.parts_by_type()
     main = [i for t in _PRESENTATION_TYPES for i in kinds.get(t, [])]
     if not main:
@@ -326,18 +114,18 @@ def _text_parts(pkg: Package) -> list[tuple[zipfile.ZipInfo, bool]]:
             "a ZIP archive but not a PowerPoint presentation: no presentation part "
             "(is it a Word document, a spreadsheet or an ODF file?)"
         )
-    order: list[tuple[zipfile.ZipInfo, bool]] = []
+    order: list[tuple[zipfile.ZipInfo, str]] = []
     seen: set[str] = set()
 
-    def add(info: zipfile.ZipInfo | None, drawing: bool) -> bool:
+    def add(info: zipfile.ZipInfo | None, how: str) -> bool:
         if info is None or info.filename in seen:
             return False
         seen.add(info.filename)
-        order.append((info, drawing))
+        order.append((info, how))
         return True
 
     presentation = main[0]
-    rels = {rid: (kind, target) for rid, kind, target in _relationships(pkg, presentation)}
+    rels = {rid: (kind, target) for rid, kind, target in pkg.relationships(presentation)}
     _data, root = pkg.parse(presentation)
     slides = []
     for sld in root.iter(f"{{{_PML}}}sldId"):
@@ -345,46 +133,42 @@ def _text_parts(pkg: Package) -> list[tuple[zipfile.ZipInfo, bool]]:
         if kind == _REL_SLIDE:
             slides.append(pkg.member(target))
     slides += kinds.get(_SLIDE, [])
+    charts = {i.filename for i in kinds.get(CHART_TYPE, [])}
     for slide in slides:
-        if slide is None or not add(slide, False):
+        if slide is None or not add(slide, _TEXT):
             continue
-        slide_rels = _relationships(pkg, slide)
-        for kinds_wanted, drawing in (((_REL_DATA,), False), ((_REL_DRAWING,), True)):
-            targets = sorted((t for _id, k, t in slide_rels if k in kinds_wanted), key=natural)
-            for target in targets:
-                add(pkg.member(target), drawing)
+        slide_rels = pkg.relationships(slide)
+        for kind, how in ((_REL_DATA, _TEXT), (_REL_DRAWING, _ECHOES)):
+            for target in sorted((t for _id, k, t in slide_rels if k == kind), key=natural):
+                add(pkg.member(target), how)
+        for _id, kind, target in slide_rels:
+            member = pkg.member(target) if kind == _REL_CHART else None
+            if member is not None and member.filename in charts:
+                add(member, _CHART)
         for _id, kind, target in slide_rels:
             if kind == _REL_NOTES:
-                add(pkg.member(target), False)
-    for content_type, drawing in ((_NOTES, False), (_DATA, False), (_DRAWING, True)):
+                add(pkg.member(target), _TEXT)
+    for content_type, how in (
+        (_NOTES, _TEXT),
+        (_DATA, _TEXT),
+        (_DRAWING, _ECHOES),
+        (CHART_TYPE, _CHART),
+    ):
         for info in kinds.get(content_type, []):
-            add(info, drawing)
+            add(info, how)
     return order
 
 
-def _read_package(content: bytes) -> tuple[Package, list[_Part], list[_Para]]:
-    """The package, its parts with their paragraphs, and the paragraphs that are units (in
-    order); every echo paragraph that is no unit is mapped in ``echoes``."""
-    pkg = Package(content, "PPTX")
-    parts = []
-    for info, drawing in _text_parts(pkg):
-        data, root = pkg.parse(info)
-        part = _Part(info, data, root)
-        for i, p in enumerate(root.iter(_P)):
-            echo = drawing or any(a.tag == _FALLBACK for a in p.iterancestors())
-            part.paras.append(_read_paragraph(p, f"{info.filename}#p{i + 1}", echo))
-        parts.append(part)
-    return pkg, parts, _units(parts)
-
-
-def _units(parts: list[_Part]) -> list[_Para]:
-    """The paragraphs sent as units: every paragraph with text that is no echo, then (in
-    their places) the echoes whose text no other paragraph has."""
+def _units(parts: list[_Part]) -> list[Para | Cached]:
+    """What is sent as units: every paragraph with text that is no echo, then (in their
+    places) the echoes whose text no other paragraph has; a chart's cached strings after its
+    paragraphs, each text once in the deck."""
     primary = {
         para.unit.text for part in parts for para in part.paras if not para.empty and not para.echo
     }
     seen: set[str] = set()
-    units = []
+    cached: set[str] = set()
+    units: list[Para | Cached] = []
     for part in parts:
         for para in part.paras:
             if para.empty:
@@ -394,57 +178,151 @@ def _units(parts: list[_Part]) -> list[_Para]:
             if para.echo:
                 seen.add(para.unit.text)
             units.append(para)
+        for item in part.chart.cached if part.chart is not None else ():
+            if item.unit.text not in cached:
+                cached.add(item.unit.text)
+                units.append(item)
     return units
 
 
-def _target_lang(lang: str | None) -> str | None:
-    if lang is None:
-        return None
-    lang = lang.strip().replace("_", "-")
-    return lang if _LANG.fullmatch(lang) else None
+_WORKBOOK = XlsxFormat()
 
 
-class PptxFormat(DocumentFormat):
+def _in_fallback(root: Any, data: bytes) -> set[Any]:
+    """The paragraphs inside an ``mc:Fallback`` (echoes of their ``mc:Choice``)."""
+    if b"Fallback" not in data:
+        return set()
+    return {p for fallback in root.iter(_FALLBACK) for p in fallback.iter(P)}
+
+
+class _Deck:
+    """A presentation read once: its parts, their paragraphs and charts, and its units."""
+
+    def __init__(self, content: bytes) -> None:
+        self.pkg = pkg = Package(content, "PPTX")
+        self.parts: list[_Part] = []
+        for info, how in _text_parts(pkg):
+            if how == _CHART:
+                chart = Chart.read(pkg, info)
+                self.parts.append(_Part(info, chart.data, chart.root, chart.paras, chart))
+                continue
+            data, root = pkg.parse(info)
+            part = _Part(info, data, root)
+            fallback = _in_fallback(root, data)
+            for i, p in enumerate(root.iter(P)):
+                echo = how == _ECHOES or p in fallback
+                part.paras.append(read_paragraph(p, f"{info.filename}#p{i + 1}", echo))
+            self.parts.append(part)
+        self.items = _units(self.parts)
+        self.units = [item.unit for item in self.items]
+
+    def render(self, translations: Sequence[str], lang_tag: str | None) -> Rendered:
+        if len(translations) != len(self.items):
+            raise DocumentError(
+                f"{len(translations)} translations for the {len(self.items)} units of this "
+                "PPTX presentation"
+            )
+        lang = target_lang(lang_tag)
+        by_text: dict[str, str] = {}  # a paragraph's text: its translation (for echoes)
+        strings: dict[str, str] = {}  # a cached string's text: its translation
+        mine: dict[int, str] = {}
+        for item, translation in zip(self.items, translations, strict=True):
+            mine[id(item)] = translation
+            (strings if isinstance(item, Cached) else by_text).setdefault(
+                item.unit.text, translation
+            )
+        rewritten: dict[str, bytes] = {}
+        follow: dict[str, dict[str, str]] = {}  # an embedded workbook: its charts' strings
+        warnings: list[str] = []
+        for part in self.parts:
+            paras = [mine.get(id(para), by_text.get(para.unit.text)) for para in part.paras]
+            if part.chart is not None:
+                cached = [strings[item.unit.text] for item in part.chart.cached]
+                data = part.chart.render(paras, cached, lang)
+                warnings += self._workbook_of(part.chart, strings, follow)
+            else:
+                changed = False
+                for para, done in zip(part.paras, paras, strict=True):
+                    # an unchanged paragraph keeps its bytes
+                    if not para.empty and done is not None and done != para.unit.text:
+                        ParagraphWriter(para, done, lang)
+                        changed = True
+                data = to_bytes(part.root, part.data) if changed else None
+            if data is not None:
+                rewritten[part.info.filename] = data
+        for name, wanted in follow.items():
+            warnings += self._follow(name, wanted, rewritten)
+        return Rendered(self.pkg.write(rewritten), warnings)
+
+    def _workbook_of(
+        self, chart: Chart, strings: dict[str, str], follow: dict[str, dict[str, str]]
+    ) -> list[str]:
+        """Note the translated copies of cells ``chart`` holds under its embedded workbook in
+        ``follow``; a warning when it has none that can follow."""
+        wanted = {
+            item.unit.text: strings[item.unit.text]
+            for item in chart.cached
+            if item.ref and strings[item.unit.text] != item.unit.text
+        }
+        if not wanted:
+            return []
+        workbook = next(
+            (
+                self.pkg.member(target)
+                for _id, kind, target in self.pkg.relationships(chart.info)
+                if kind == _REL_PACKAGE
+            ),
+            None,
+        )
+        if workbook is None or not workbook.filename.lower().endswith((".xlsx", ".xlsm")):
+            return [
+                f"{chart.info.filename}: the chart's data is not an embedded XLSX workbook "
+                "(an external or .xls one) and keeps the source text; the chart shows the "
+                "translation until its data is edited in PowerPoint"
+            ]
+        follow.setdefault(workbook.filename, {}).update(wanted)
+        return []
+
+    def _follow(self, name: str, wanted: dict[str, str], rewritten: dict[str, bytes]) -> list[str]:
+        """The embedded workbook ``name`` with each cell the XLSX format translates whose
+        text is in ``wanted`` translated so (into ``rewritten``); a warning naming what could
+        not follow."""
+        info = self.pkg.member(name)
+        assert info is not None
+        content = self.pkg.read(info)
+        try:
+            book = _WORKBOOK.read(content)
+            texts = [wanted.get(unit.text, unit.text) for unit in book.units]
+            out = book.render(texts, None).content
+        except DocumentError as exc:
+            return [
+                f"{name}: the embedded workbook of a chart cannot be read ({exc.message}) and "
+                "keeps the source text; the chart shows the translation until its data is "
+                "edited in PowerPoint"
+            ]
+        if out != content:
+            rewritten[name] = out
+        held = {unit.text for unit in book.units}
+        missing = [text for text in wanted if text not in held]
+        if not missing:
+            return []
+        shown = ", ".join(repr(text) for text in missing[:5]) + (" ..." if len(missing) > 5 else "")
+        return [
+            f"{name}: {shown} of a chart keep the source text in its embedded workbook (not "
+            "a cell the workbook's translation changes, such as a table's header cell); the "
+            "chart shows the translation until its data is edited in PowerPoint"
+        ]
+
+
+class PptxFormat(PackageFormat):
     name: ClassVar[str] = "pptx"
     extensions: ClassVar[tuple[str, ...]] = (".pptx",)
-    binary: ClassVar[bool] = True
     media_type: ClassVar[str] = (
         "application/vnd.openxmlformats-officedocument.presentationml.presentation"
     )
 
-    def extract(self, content: bytes) -> list[Unit]:
-        _pkg, _parts, units = _read_package(content)
-        return [para.unit for para in units]
-
-    def render(
-        self, content: bytes, translations: Sequence[str], *, target_lang: str | None = None
-    ) -> bytes:
-        pkg, parts, units = _read_package(content)
-        if len(translations) != len(units):
-            raise DocumentError(
-                f"{len(translations)} translations for the {len(units)} units of this "
-                "PPTX presentation"
-            )
-        lang = _target_lang(target_lang)
-        by_text: dict[str, str] = {}
-        for para, translation in zip(units, translations, strict=True):
-            by_text.setdefault(para.unit.text, translation)
-        mine = {id(para): t for para, t in zip(units, translations, strict=True)}
-        rewritten: dict[str, bytes] = {}
-        for part in parts:
-            changed = False
-            for para in part.paras:
-                if para.empty:
-                    continue
-                own = mine.get(id(para))
-                # an echo that is no unit takes the translation of the paragraph it repeats
-                translation = own if own is not None else by_text[para.unit.text]
-                if translation != para.unit.text:  # an unchanged paragraph keeps its bytes
-                    _ParagraphWriter(para, translation, lang)
-                    changed = True
-            if changed:
-                rewritten[part.info.filename] = to_bytes(part.root, part.data)
-        return pkg.write(rewritten)
+    def read(self, content: bytes) -> _Deck:
+        return _Deck(content)
 
 
 register(PptxFormat())

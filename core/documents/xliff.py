@@ -60,6 +60,7 @@ from lxml import etree
 
 from mtfleet.core.documents import icu, register
 from mtfleet.core.documents.base import (
+    TAG,
     Code,
     DocumentError,
     DocumentFormat,
@@ -241,6 +242,10 @@ def restore_markers(translation: str, codes: dict[int, Code]) -> tuple[Any, list
     text and tails, plus restore's warnings. Each code of ``codes`` occurs exactly once, nested
     well, whatever the engine did with its tags; a format then rebuilds its own markup from it.
     """
+    if not codes and TAG.search(translation) is None:  # plain text: what restore would give
+        tree = etree.Element("m")
+        tree.text = _NOT_XML.sub("", translation) or None
+        return tree, []
     markers = {
         n: Code(f'<g n="{n}">', "</g>") if code.paired else Code(f'<x n="{n}"/>')
         for n, code in codes.items()

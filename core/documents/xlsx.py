@@ -68,18 +68,17 @@ when one of its strings changes.
 from __future__ import annotations
 
 import codecs
-import posixpath
 import re
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
-from urllib.parse import unquote
 from xml.parsers import expat
 
 from mtfleet.core.documents import register
-from mtfleet.core.documents.base import TAG, DocumentError, DocumentFormat, Unit, UnitBuilder
-from mtfleet.core.documents.ooxml import MAX_PART_BYTES, Package
+from mtfleet.core.documents.base import TAG, DocumentError, Rendered, Unit, UnitBuilder
+from mtfleet.core.documents.charts import CHART_TYPE, Chart
+from mtfleet.core.documents.ooxml import MAX_PART_BYTES, Package, PackageFormat
 from mtfleet.core.documents.xliff import restore_markers, walk_markers, xml_text
 
 #: Sheet names (``<sheet name=…>`` in ``xl/workbook.xml``) are not translated: formulas,
@@ -732,28 +731,6 @@ class _Part:
     slots: list[_Slot]
 
 
-def _relationships(pkg: Package, info: zipfile.ZipInfo) -> list[tuple[str, str, str]]:
-    """A part's internal relationships: (id, type, target part name)."""
-    source = info.filename
-    rels = pkg.member(
-        posixpath.join(posixpath.dirname(source), "_rels", posixpath.basename(source) + ".rels")
-    )
-    if rels is None:
-        return []
-    _data, root = pkg.parse(rels)
-    out = []
-    for rel in root.iter(_PKG_REL):
-        if str(rel.get("TargetMode", "")).lower() == "external":
-            continue
-        target = unquote(str(rel.get("Target", "")))
-        if target.startswith("/"):
-            name = target.lstrip("/")
-        else:
-            name = posixpath.normpath(posixpath.join(posixpath.dirname(source), target))
-        out.append((str(rel.get("Id", "")), str(rel.get("Type", "")), name))
-    return out
-
-
 def _kept_cells(pkg: Package, table: zipfile.ZipInfo) -> set[tuple[int, int]]:
     """The header row and totals row cells of a table."""
     _data, root = pkg.parse(table)
@@ -782,7 +759,7 @@ class _Sheet:
 def _sheets(pkg: Package, workbook: zipfile.ZipInfo, kinds: dict[str, Any]) -> list[_Sheet]:
     """The worksheets in the workbook's order (then any the workbook does not list)."""
     worksheets = {i.filename: i for i in kinds.get(_SHEET_TYPE, [])}
-    rels = {rid: name for rid, _type, name in _relationships(pkg, workbook)}
+    rels = {rid: name for rid, _type, name in pkg.relationships(workbook)}
     _data, root = pkg.parse(workbook)
     sheets: list[_Sheet] = []
     seen: set[str] = set()
@@ -798,11 +775,10 @@ def _sheets(pkg: Package, workbook: zipfile.ZipInfo, kinds: dict[str, Any]) -> l
     comment_parts = {i.filename for i in kinds.get(_COMMENTS_TYPE, [])}
     threaded_parts = {i.filename for i in kinds.get(_THREADED_TYPE, [])}
     for sheet in sheets:
-        for _rid, rel_type, name in _relationships(pkg, sheet.info):
+        for _rid, kind, name in pkg.relationships(sheet.info):
             member = pkg.member(name)
             if member is None:
                 continue
-            kind = rel_type.rsplit("/", 1)[-1]
             if kind == "table":
                 sheet.keep |= _kept_cells(pkg, member)
             elif kind == "comments" and member.filename in comment_parts:
@@ -823,76 +799,79 @@ def _maybe_text_cells(data: bytes) -> bool:
     return b"inlineStr" in data or (b"str" in data and _STR_CELL.search(data) is not None)
 
 
-def _read_package(content: bytes) -> tuple[Package, list[_Part]]:
-    pkg = Package(content, "XLSX")
-    kinds = pkg.parts_by_type()
-    workbook = next((i for t in _WORKBOOK_TYPES for i in kinds.get(t, [])), None)
-    if workbook is None:
-        if kinds.get(_XLSB_TYPE):
+class _Workbook:
+    """A workbook read once: the parts holding its strings, its charts, and its units."""
+
+    def __init__(self, content: bytes) -> None:
+        self.content = content
+        self.pkg = pkg = Package(content, "XLSX")
+        kinds = pkg.parts_by_type()
+        workbook = next((i for t in _WORKBOOK_TYPES for i in kinds.get(t, [])), None)
+        if workbook is None:
+            if kinds.get(_XLSB_TYPE):
+                raise DocumentError(
+                    "an Excel binary workbook (.xlsb) is not supported; save it as .xlsx"
+                )
             raise DocumentError(
-                "an Excel binary workbook (.xlsb) is not supported; save it as .xlsx"
+                "a ZIP archive but not an Excel workbook: no workbook part "
+                "(is it a Word document, a presentation or an ODF file?)"
             )
-        raise DocumentError(
-            "a ZIP archive but not an Excel workbook: no workbook part "
-            "(is it a Word document, a presentation or an ODF file?)"
-        )
-    sheets = _sheets(pkg, workbook, kinds)
+        sheets = _sheets(pkg, workbook, kinds)
 
-    def load(info: zipfile.ZipInfo) -> tuple[bytes, str]:
-        what = f"the XLSX part {info.filename}"
-        return _as_utf8(pkg.read(info, MAX_PART_BYTES), what), what
+        def load(info: zipfile.ZipInfo) -> tuple[bytes, str]:
+            what = f"the XLSX part {info.filename}"
+            return _as_utf8(pkg.read(info, MAX_PART_BYTES), what), what
 
-    kept: set[int] = set()
-    sheet_parts: list[_Part] = []  # only the parts holding units keep their bytes
-    for sheet in sheets:
-        data, what = load(sheet.info)
-        if sheet.keep or _maybe_text_cells(data):
-            scan = _SheetScan(data, what, sheet.name, sheet.keep)
-            scan.run()
-            kept |= scan.kept
-            sheet_parts.append(_Part(sheet.info, data, scan.slots))
-        for info in sheet.comments:
+        kept: set[int] = set()
+        sheet_parts: list[_Part] = []  # only the parts holding units keep their bytes
+        for sheet in sheets:
+            data, what = load(sheet.info)
+            if sheet.keep or _maybe_text_cells(data):
+                scan = _SheetScan(data, what, sheet.name, sheet.keep)
+                scan.run()
+                kept |= scan.kept
+                sheet_parts.append(_Part(sheet.info, data, scan.slots))
+            for info in sheet.comments:
+                data, what = load(info)
+                comments = _CommentsScan(data, what, sheet.name)
+                comments.run()
+                sheet_parts.append(_Part(info, data, comments.slots))
+            for info in sheet.threaded:
+                data, what = load(info)
+                threaded = _ThreadedScan(data, what, sheet.name)
+                threaded.run()
+                sheet_parts.append(_Part(info, data, threaded.slots))
+            sheet_parts = [p for p in sheet_parts if p.slots]
+        parts: list[_Part] = []
+        for info in kinds.get(_SST_TYPE, [])[:1]:
             data, what = load(info)
-            comments = _CommentsScan(data, what, sheet.name)
-            comments.run()
-            sheet_parts.append(_Part(info, data, comments.slots))
-        for info in sheet.threaded:
-            data, what = load(info)
-            threaded = _ThreadedScan(data, what, sheet.name)
-            threaded.run()
-            sheet_parts.append(_Part(info, data, threaded.slots))
-        sheet_parts = [p for p in sheet_parts if p.slots]
-    parts: list[_Part] = []
-    for info in kinds.get(_SST_TYPE, [])[:1]:
-        data, what = load(info)
-        strings = _StringsScan(data, what, info.filename, kept)
-        strings.run()
-        parts.append(_Part(info, data, strings.slots))
-    return pkg, [p for p in parts + sheet_parts if p.slots]
+            strings = _StringsScan(data, what, info.filename, kept)
+            strings.run()
+            parts.append(_Part(info, data, strings.slots))
+        self.parts = [p for p in parts + sheet_parts if p.slots]
+        self.units = [slot.unit for part in self.parts for slot in part.slots]
+        # the charts: their paragraphs and literal strings are units; a copy of cells takes
+        # the translation of the cells' text (the cells are units above, or keep their text)
+        self.charts = [Chart.read(pkg, info) for info in kinds.get(CHART_TYPE, [])]
+        self.chart_units: list[int] = []  # where each chart's paragraphs' units start
+        literals: set[str] = set()
+        for chart in self.charts:
+            self.chart_units.append(len(self.units))
+            self.units += [para.unit for para in chart.paras]
+            for item in chart.cached:
+                if not item.ref and item.unit.text not in literals:
+                    literals.add(item.unit.text)
+                    self.units.append(item.unit)
 
-
-class XlsxFormat(DocumentFormat):
-    name: ClassVar[str] = "xlsx"
-    extensions: ClassVar[tuple[str, ...]] = (".xlsx", ".xlsm")
-    binary: ClassVar[bool] = True
-    media_type: ClassVar[str] = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-
-    def extract(self, content: bytes) -> list[Unit]:
-        _pkg, parts = _read_package(content)
-        return [slot.unit for part in parts for slot in part.slots]
-
-    def render(
-        self, content: bytes, translations: Sequence[str], *, target_lang: str | None = None
-    ) -> bytes:
-        pkg, parts = _read_package(content)
-        wanted = sum(len(part.slots) for part in parts)
-        if len(translations) != wanted:
+    def render(self, translations: Sequence[str], target_lang: str | None) -> Rendered:
+        if len(translations) != len(self.units):
             raise DocumentError(
-                f"{len(translations)} translations for the {wanted} units of this XLSX workbook"
+                f"{len(translations)} translations for the {len(self.units)} units of this "
+                "XLSX workbook"
             )
         it = iter(translations)
         rewritten: dict[str, bytes] = {}
-        for part in parts:
+        for part in self.parts:
             pieces: list[bytes] = []
             pos = 0
             for slot in part.slots:
@@ -905,9 +884,28 @@ class XlsxFormat(DocumentFormat):
             if pieces:
                 pieces.append(part.data[pos:])
                 rewritten[part.info.filename] = b"".join(pieces)
+        if self.charts:
+            by_text: dict[str, str] = {}
+            for unit, translation in zip(self.units, translations, strict=True):
+                by_text.setdefault(unit.text, translation)
+            for chart, start in zip(self.charts, self.chart_units, strict=True):
+                paras = translations[start : start + len(chart.paras)]
+                cached = [by_text.get(item.unit.text) for item in chart.cached]
+                data = chart.render(paras, cached)
+                if data is not None:
+                    rewritten[chart.info.filename] = data
         if not rewritten:
-            return content
-        return pkg.write(rewritten)
+            return Rendered(self.content)
+        return Rendered(self.pkg.write(rewritten))
+
+
+class XlsxFormat(PackageFormat):
+    name: ClassVar[str] = "xlsx"
+    extensions: ClassVar[tuple[str, ...]] = (".xlsx", ".xlsm")
+    media_type: ClassVar[str] = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+
+    def read(self, content: bytes) -> _Workbook:
+        return _Workbook(content)
 
 
 register(XlsxFormat())

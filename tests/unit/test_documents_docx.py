@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
+from mtfleet.api.parsing import _cut, _render
 from mtfleet.core.documents import for_name, for_upload
 from mtfleet.core.documents.base import TAG, DocumentError, Unit, tag_counts
 from mtfleet.core.documents.docx import DocxFormat
@@ -429,3 +430,72 @@ def test_too_many_members_is_refused() -> None:
     content = _zip({f"junk/{i}": b"" for i in range(MAX_MEMBERS + 1)})
     with pytest.raises(DocumentError, match=f"the limit is {MAX_MEMBERS}"):
         FMT.extract(content)
+
+
+# --- comments ------------------------------------------------------------------------------------
+
+COMMENTS = DOCS / "docx" / "pandoc_comments.docx"
+_ANCHORS = {f"{{{W}}}{n}" for n in ("commentRangeStart", "commentRangeEnd", "commentReference")}
+
+
+def _upper(text: str) -> str:
+    """``text`` upper-cased outside its tags."""
+    pos, out = 0, []
+    for m in TAG.finditer(text):
+        out += [text[pos : m.start()].upper(), m.group(0)]
+        pos = m.end()
+    return "".join(out) + text[pos:].upper()
+
+
+def _anchors(document_xml: bytes) -> list[list[tuple[str, str | None]]]:
+    """Per paragraph of the body, its comment anchors and text pieces in order: each anchor as
+    (its kind, its comment's id), each text as ("text", None)."""
+    out = []
+    for p in etree.fromstring(document_xml).iter(f"{{{W}}}p"):
+        seq: list[tuple[str, str | None]] = []
+        for el in p.iter(*_ANCHORS, f"{{{W}}}t"):
+            if el.tag == f"{{{W}}}t":
+                if not seq or seq[-1] != ("text", None):
+                    seq.append(("text", None))
+            else:
+                seq.append((etree.QName(el).localname, el.get(f"{{{W}}}id")))
+        out.append(seq)
+    return out
+
+
+def test_comments_are_translated_and_stay_anchored() -> None:
+    """pandoc's comments test file (ranges across paragraphs, a comment inside a comment, a
+    comment of several paragraphs), through the functions the API's document processes run:
+    every comment's text is translated, each comment keeps its id, author and the paragraph
+    ids its replies and state point at, and its anchors stay where they were in the text."""
+    content = COMMENTS.read_bytes()
+    _units, cut = _cut("docx", content, "en", False, 100_000)
+    assert "<x1/>I left a comment." in cut.segments  # the comment's mark: a code
+    assert "See?" in cut.segments and "<x1/>Do something else." in cut.segments
+    out = _render("docx", content, "en", [_upper(s) for s in cut.segments], "de").content
+    before, after = _members(content), _members(out)
+    # the comments read back translated, as python-docx reads them
+    comments = {c.comment_id: c for c in docx.Document(io.BytesIO(out)).comments}
+    originals = {c.comment_id: c for c in docx.Document(io.BytesIO(content)).comments}
+    assert comments.keys() == originals.keys() and len(comments) == 5
+    for cid, comment in comments.items():
+        assert comment.text == originals[cid].text.upper()
+        assert comment.author == originals[cid].author
+    assert comments[2].text == "THIS ONE HAS MULTIPLE PARAGRAPHS.\n\nSEE?"
+    # each comment still starts with its mark, and keeps its paragraphs' ids
+    old_c, new_c = (
+        etree.fromstring(before["word/comments.xml"]),
+        etree.fromstring(after["word/comments.xml"]),
+    )
+    para_id = "{http://schemas.microsoft.com/office/word/2010/wordml}paraId"
+    assert [p.get(para_id) for p in new_c.iter(f"{{{W}}}p")] == [
+        p.get(para_id) for p in old_c.iter(f"{{{W}}}p")
+    ]
+    assert len(list(new_c.iter(f"{{{W}}}annotationRef"))) == 5
+    # the anchors in the body: the same ids, in the same places among its text
+    assert _anchors(after["word/document.xml"]) == _anchors(before["word/document.xml"])
+    assert b"COMMENT IN A COMMENT" in after["word/document.xml"]
+    # the metadata parts are copied as they are
+    for name in before:
+        if name not in ("word/document.xml", "word/comments.xml"):
+            assert after[name] == before[name], name

@@ -55,3 +55,24 @@ def test_an_untouched_member_keeps_its_compressed_bytes(path: str) -> None:
         assert [i.filename for i in z.infolist()] == [
             i.filename for i in zipfile.ZipFile(io.BytesIO(content)).infolist()
         ]
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
+def test_a_member_whose_bytes_do_not_match_its_crc_is_refused(method: int) -> None:
+    """Members are read from their stored bytes (not through zipfile's reader): a damaged one
+    is refused as zipfile would refuse it, never read as text."""
+    from mtfleet.core.documents.base import DocumentError
+    from mtfleet.core.documents.ooxml import Package
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        z.writestr("word/document.xml", b"<w:document>" + b"hello " * 50 + b"</w:document>", method)
+    good = out.getvalue()
+    package = Package(good, "DOCX")
+    assert package.read(package.member("word/document.xml")).count(b"hello") == 50
+    at = good.index(b"hello") if method == zipfile.ZIP_STORED else 60
+    damaged = bytearray(good)
+    damaged[at] ^= 0x01
+    package = Package(bytes(damaged), "DOCX")
+    with pytest.raises(DocumentError, match=r"word/document\.xml"):
+        package.read(package.member("word/document.xml"))

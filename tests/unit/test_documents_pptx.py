@@ -18,6 +18,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+import openpyxl
 import pptx
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -25,7 +26,8 @@ from hypothesis import strategies as st
 from lxml import etree
 from pptx.enum.shapes import MSO_SHAPE_TYPE
 
-from mtfleet.core.documents.base import TAG, Code, DocumentError, Unit, tag_counts
+from mtfleet.api.parsing import _cut, _render
+from mtfleet.core.documents.base import TAG, Code, DocumentError, Rendered, Unit, tag_counts
 from mtfleet.core.documents.pptx import PptxFormat
 
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
@@ -634,3 +636,114 @@ def test_time_extraction_of_a_300_slide_deck() -> None:
     )
     assert len(units) == 300 * 7
     assert len(FMT.extract(out)) == len(units)
+
+
+# --- charts --------------------------------------------------------------------------------------
+
+CHARTS = DOCS / "pptx" / "python-pptx_cht-charts.pptx"
+
+
+def _result(content: bytes) -> tuple[list[str], Rendered]:
+    """The segments of ``content`` and the result rendered from their upper-cased
+    translations, through the functions the API's document processes run (a read at
+    submission, the render of the result)."""
+    _units, cut = _cut("pptx", content, "en", False, 100_000)
+    upper = [_upper(s) for s in cut.segments]
+    return cut.segments, _render("pptx", content, "en", upper, "de")
+
+
+def _upper(text: str) -> str:
+    """``text`` upper-cased outside its tags."""
+    pos, out = 0, []
+    for m in TAG.finditer(text):
+        out += [text[pos : m.start()].upper(), m.group(0)]
+        pos = m.end()
+    return "".join(out) + text[pos:].upper()
+
+
+def _charts(content: bytes) -> list[Any]:
+    deck = pptx.Presentation(io.BytesIO(content))
+    return [shape.chart for slide in deck.slides for shape in slide.shapes if shape.has_chart]
+
+
+def test_chart_series_names_and_categories_are_translated_with_their_data() -> None:
+    """python-pptx's chart deck: its only text is a chart's series names and category labels
+    (cached copies of its embedded workbook's cells). Each text is one unit however many
+    series repeat it; the chart shows the translations, the embedded workbook's category
+    cells hold them too, and the series names, header cells of the workbook's table (which
+    the XLSX format keeps: they name the table's columns), are named in a warning."""
+    content = CHARTS.read_bytes()
+    segments, done = _result(content)
+    assert sorted(segments) == [f"Category {n}" for n in range(1, 5)] + [
+        f"Series {n}" for n in range(1, 4)
+    ]
+    (chart,) = _charts(done.content)
+    assert list(chart.plots[0].categories) == [f"CATEGORY {n}" for n in range(1, 5)]
+    assert [s.name for s in chart.plots[0].series] == [f"SERIES {n}" for n in range(1, 4)]
+    # the numbers are untouched
+    (before,) = _charts(content)
+    assert [list(s.values) for s in chart.plots[0].series] == [
+        list(s.values) for s in before.plots[0].series
+    ]
+    embedded = _members(done.content)["ppt/embeddings/Microsoft_Excel_Sheet1.xlsx"]
+    sheet = openpyxl.load_workbook(io.BytesIO(embedded)).active
+    assert [sheet[f"A{row}"].value for row in range(2, 6)] == [f"CATEGORY {n}" for n in range(1, 5)]
+    assert [sheet[f"{col}1"].value for col in "BCD"] == [f"Series {n}" for n in range(1, 4)]
+    (warning,) = done.warnings
+    assert "'Series 1', 'Series 2', 'Series 3'" in warning and "embedded workbook" in warning
+    # every other member byte-equal
+    changed = {n for n, b in _members(done.content).items() if _members(content)[n] != b}
+    assert changed == {"ppt/charts/chart1.xml", "ppt/embeddings/Microsoft_Excel_Sheet1.xlsx"}
+
+
+def test_chart_titles_and_axis_titles_are_translated() -> None:
+    """A chart made by python-pptx with a title and axis titles: they are paragraphs of the
+    chart part, translated as a slide's, read after their slide's text; the file opens."""
+    from pptx.chart.data import CategoryChartData
+    from pptx.enum.chart import XL_CHART_TYPE
+    from pptx.util import Inches
+
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[5])
+    slide.shapes.title.text = "Quarterly results"
+    data = CategoryChartData()
+    data.categories = ["North", "South"]
+    data.add_series("Revenue", (1.5, 2.5))
+    frame = slide.shapes.add_chart(
+        XL_CHART_TYPE.COLUMN_CLUSTERED, Inches(1), Inches(1), Inches(6), Inches(4), data
+    )
+    chart = frame.chart
+    chart.has_title = True
+    chart.chart_title.text_frame.text = "Revenue by region"
+    chart.category_axis.has_title = True
+    chart.category_axis.axis_title.text_frame.text = "Sales region"
+    chart.value_axis.has_title = True
+    chart.value_axis.axis_title.text_frame.text = "Millions of euros"
+    buf = io.BytesIO()
+    deck.save(buf)
+    content = buf.getvalue()
+    segments, done = _result(content)
+    assert segments[:4] == [
+        "Quarterly results",
+        "Revenue by region",
+        "Sales region",
+        "Millions of euros",
+    ]
+    (out,) = _charts(done.content)
+    assert out.chart_title.text_frame.text == "REVENUE BY REGION"
+    assert out.category_axis.axis_title.text_frame.text == "SALES REGION"
+    assert out.value_axis.axis_title.text_frame.text == "MILLIONS OF EUROS"
+    assert list(out.plots[0].categories) == ["NORTH", "SOUTH"]
+    assert [s.name for s in out.plots[0].series] == ["REVENUE"]
+    # python-pptx's embedded workbook has no table: every string the chart shows follows
+    assert done.warnings == []
+    embedded = next(b for n, b in _members(done.content).items() if n.endswith(".xlsx"))
+    sheet = openpyxl.load_workbook(io.BytesIO(embedded)).active
+    assert [sheet["A2"].value, sheet["A3"].value, sheet["B1"].value] == [
+        "NORTH",
+        "SOUTH",
+        "REVENUE",
+    ]
+    # an identity translation leaves every member byte-equal
+    units = FMT.extract(content)
+    assert _members(FMT.render(content, [u.text for u in units])) == _members(content)

@@ -27,6 +27,7 @@ from lxml import etree
 from openpyxl.cell.rich_text import CellRichText, TextBlock
 from openpyxl.worksheet.formula import ArrayFormula
 
+from mtfleet.api.parsing import _cut, _render
 from mtfleet.core.documents import for_name, for_upload
 from mtfleet.core.documents.base import (
     TAG,
@@ -36,6 +37,8 @@ from mtfleet.core.documents.base import (
     tag_counts,
     unit_budget,
 )
+from mtfleet.core.documents.charts import C as CHART_NS
+from mtfleet.core.documents.drawingml import A as A_NS
 from mtfleet.core.documents.xlsx import (
     SHEET_NAMES_TRANSLATED,
     TABLE_HEADERS_TRANSLATED,
@@ -132,9 +135,10 @@ def test_identity_round_trip_is_byte_equal(path: Path) -> None:
 
 @pytest.mark.parametrize("path", [BOOK1, FEATURES], ids=lambda p: p.name)
 def test_one_changed_string_changes_only_its_own_bytes(path: Path) -> None:
-    """Each unit translated alone: every other ZIP member byte-equal, the part holding it
-    equal outside the string's own markup (whitespace between tags included), and every other
-    unit read back unchanged."""
+    """Each unit translated alone: every other ZIP member byte-equal (but the charts whose
+    caches copy its cells: they show the same translation), the part holding it equal outside
+    the string's own markup (whitespace between tags included), and every other unit read
+    back unchanged."""
     content = path.read_bytes()
     units = FMT.extract(content)
     before = _members(content)
@@ -145,6 +149,10 @@ def test_one_changed_string_changes_only_its_own_bytes(path: Path) -> None:
         after = _members(out)
         assert list(after) == list(before)
         changed = [name for name in before if before[name] != after[name]]
+        for chart in [name for name in changed if name.startswith("xl/charts/")]:
+            shown = [v.text for v in etree.fromstring(after[chart]).iter(f"{{{CHART_NS}}}v")]
+            assert texts[i] in shown, (unit.path, chart)
+            changed.remove(chart)
         assert len(changed) == 1, (unit.path, changed)
         old, new = before[changed[0]], after[changed[0]]
         prefix = next(k for k, (a, b) in enumerate(zip(old, new, strict=False)) if a != b)
@@ -291,13 +299,16 @@ def test_pseudo_translation_reads_back_with_openpyxl(path: Path) -> None:
         for table in ws.tables.values():
             names = [c.name for c in table.tableColumns]
             assert names == [c.value for c in ws[table.ref][0]]
-    # only the parts holding strings changed; charts, styles, tables... are byte-equal
+    # only the parts holding strings changed (and the charts showing them); styles, tables...
+    # are byte-equal
     members_before, members_after = _members(content), _members(out)
     assert list(members_after) == list(members_before)
     changed = {n for n in members_before if members_before[n] != members_after[n]}
     assert changed and all(
         re.fullmatch(
-            r"xl/(sharedStrings|worksheets/sheet\d+|comments/?\w*|threadedComments/\w+)\.xml", n
+            r"xl/(sharedStrings|worksheets/sheet\d+|comments/?\w*|threadedComments/\w+"
+            r"|charts/chart\d+)\.xml",
+            n,
         )
         for n in changed
     ), changed
@@ -601,3 +612,85 @@ def test_tags_in_units_are_balanced() -> None:
             counts = tag_counts(unit.text)
             assert all(v == 1 for v in counts.values()), unit
             assert len(counts) == sum(1 if c.end is None else 2 for c in unit.codes.values())
+
+
+# --- charts --------------------------------------------------------------------------------------
+
+
+def _result(content: bytes, name: str = "xlsx") -> tuple[list[str], bytes]:
+    """The segments of ``content`` and the file rendered from their upper-cased translations,
+    through the functions the API's document processes run (a read at submission, the
+    render of the result)."""
+    _units, cut = _cut(name, content, "en", False, 100_000)
+    done = _render(name, content, "en", [_upper_outside_codes(s) for s in cut.segments], "de")
+    return cut.segments, done.content
+
+
+def _chart_strings(chart: bytes) -> list[tuple[str, str]]:
+    """(the ``c:f`` reference, or "" for a literal, and the text) of each cached string."""
+    out = []
+    for v in etree.fromstring(chart).iter(f"{{{CHART_NS}}}v"):
+        pt = v.getparent()
+        holder = pt.getparent().getparent() if pt.tag == f"{{{CHART_NS}}}pt" else None
+        if holder is not None and holder.tag.endswith("numRef"):
+            continue
+        f = holder.find(f"{{{CHART_NS}}}f") if holder is not None else None
+        out.append((f.text if f is not None else "", v.text))
+    return out
+
+
+def test_chart_caches_show_their_cells_translated() -> None:
+    """A chart's series names and category labels are copies of cells (c:strRef's
+    c:strCache): each shows its cell's translation, and no cell is sent twice."""
+    content = BOOK1.read_bytes()
+    _segments, out = _result(content)
+    assert not [u.path for u in FMT.extract(content) if "chart" in u.path]  # no unit of theirs
+    book = openpyxl.load_workbook(io.BytesIO(out))
+    for name in ("xl/charts/chart1.xml", "xl/charts/chart2.xml"):
+        strings = _chart_strings(_members(out)[name])
+        assert len(strings) > 4
+        for ref, text in strings:
+            sheet, _, cells = ref.partition("!")
+            found = book[sheet][cells.replace("$", "")]
+            rows = found if isinstance(found, tuple) else ((found,),)
+            assert text in [c.value for row in rows for c in row], (ref, text)
+            assert text == text.upper()  # translated, as its cell is
+    assert ("Sheet2!$A$1", "MONITOR") in _chart_strings(_members(out)["xl/charts/chart1.xml"])
+
+
+def _titled_chart_book() -> bytes:
+    """A workbook with a chart titled, its axes titled and a series named by a literal."""
+    from openpyxl.chart import BarChart, Reference
+    from openpyxl.chart.series import SeriesLabel
+
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    for row in (["Fruit", "Sales"], ["Apples", 3], ["Pears", 5]):
+        ws.append(row)
+    chart = BarChart()
+    chart.title = "Sales by fruit"
+    chart.x_axis.title = "Kind of fruit"
+    chart.y_axis.title = "Boxes sold"
+    chart.add_data(Reference(ws, min_col=2, min_row=2, max_row=3))
+    chart.series[0].tx = SeriesLabel(v="Boxes this year")
+    chart.set_categories(Reference(ws, min_col=1, min_row=2, max_row=3))
+    ws.add_chart(chart, "D2")
+    buf = io.BytesIO()
+    wb.save(buf)
+    return buf.getvalue()
+
+
+def test_chart_titles_axis_titles_and_literal_series_names_are_translated() -> None:
+    content = _titled_chart_book()
+    segments, out = _result(content)
+    for text in ("Sales by fruit", "Kind of fruit", "Boxes sold", "Boxes this year"):
+        assert text in segments
+    chart = etree.fromstring(_members(out)["xl/charts/chart1.xml"])
+    titles = ["".join(t.text for t in p.iter(f"{{{A_NS}}}t")) for p in chart.iter(f"{{{A_NS}}}p")]
+    assert [t for t in titles if t] == ["SALES BY FRUIT", "KIND OF FRUIT", "BOXES SOLD"]
+    assert ("", "BOXES THIS YEAR") in _chart_strings(_members(out)["xl/charts/chart1.xml"])
+    cells = openpyxl.load_workbook(io.BytesIO(out)).active
+    assert [cells["A2"].value, cells["A3"].value] == ["APPLES", "PEARS"]
+    # an identity translation leaves the file as it was
+    units = FMT.extract(content)
+    assert FMT.render(content, [u.text for u in units]) == content

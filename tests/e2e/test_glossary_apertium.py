@@ -130,3 +130,31 @@ def test_async_sdk_glossaries(fleet: LocalFleet) -> None:
 
     (translation,) = asyncio.run(use())
     assert translation is not None and "iPhone" in translation
+
+
+def test_protected_patterns_through_the_cli_and_a_glossary(fleet: LocalFleet) -> None:
+    """A game's colour codes and a shop's tokens (issue 40 item 5): kept byte for byte by a
+    request's patterns (the CLI) and by a glossary's (the SDK), the text around them
+    translated; a bad pattern is refused naming it."""
+    text = "§aWelcome to the shop, [NAME]!"
+    colours = ("--protect-pattern", "§[0-9a-fk-or]", "--protect-pattern", r"\[[A-Z_]+\]")
+    done = cli(fleet, "translate", text, "--from", "en", "--to", "es", *colours)
+    assert done.returncode == 0, done.stderr
+    line = done.stdout.strip()
+    assert line.startswith("§a") and "[NAME]" in line and "tienda" in line, line
+    bad = cli(fleet, "translate", text, "--from", "en", "--to", "es", "--protect-pattern", "(a")
+    assert bad.returncode != 0 and "'(a' is not a regular expression" in bad.stderr, bad.stderr
+    with MTClient(fleet.api_url) as mt:
+        g = mt.create_glossary(
+            "game codes", source="en", target="es", protected_patterns=["§[0-9a-fk-or]"]
+        )
+        assert g.protected_patterns == ["§[0-9a-fk-or]"]
+        (out,) = mt.translate(
+            ["§lThe shop §ris open, [NAME]"],
+            source="en",
+            target="es",
+            glossary_id=g.id,
+            protected_patterns=[r"\[[A-Z_]+\]"],
+        )
+    assert out is not None and out.startswith("§l") and "§r" in out and "[NAME]" in out, out
+    assert "tienda" in out, out

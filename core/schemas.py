@@ -622,12 +622,6 @@ class GlossaryCreate(BaseModel):
         "casing given here.",
         examples=[["iPhone", "PlayStation"]],
     )
-
-
-class GlossaryPublic(BaseModel):
-    id: str
-    name: str
-    source_lang: str
     protected_patterns: list[str] = Field(
         default_factory=list,
         max_length=patterns.MAX_PATTERNS,
@@ -640,19 +634,25 @@ class GlossaryPublic(BaseModel):
     @classmethod
     def _patterns(cls, v: list[str]) -> list[str]:
         return check_patterns(v)
+
+
+class GlossaryPublic(BaseModel):
+    id: str
+    name: str
+    source_lang: str
     target_lang: str
     version: str = Field(description="Hash of the content; part of the phrase-cache key.")
     entry_count: int
     protected_count: int
+    pattern_count: int = 0
     created_at: float
 
 
 class GlossaryDetail(GlossaryPublic):
     entries: dict[str, str]
     protected: list[str]
-    pattern_count: int = 0
+    protected_patterns: list[str] = Field(default_factory=list)
 
 
 class GlossaryList(BaseModel):
     glossaries: list[GlossaryPublic]
-    protected_patterns: list[str] = Field(default_factory=list)

@@ -386,8 +386,9 @@ def translate_checked(
     """Translate ``texts`` (normalized segments) through ``submit`` (the scheduler), applying the
     glossary (as tags, or listed for the prompt with ``terms_in_prompt``), the job's protected
     ``patterns`` (:func:`prepare`) and every check; a segment failing a hard check is submitted
-    once more. Returns the outcomes, in order, and how many segments were retried. ``pause`` is called between slices of the language check,
-    the costliest step (a bulk chunk's: it gives way to interactive work there)."""
+    once more. Returns the outcomes, in order, and how many segments were retried. ``pause`` is
+    called between slices of the language check, the costliest step (a bulk chunk's: it gives way
+    to interactive work there)."""
     preps = [prepare(t, matcher, tags=not terms_in_prompt, patterns=patterns) for t in texts]
     outs = [
         finish(t, p, o, cfg)

@@ -63,9 +63,9 @@ _SPANS = {
     "email": r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b",
     "placeholder": r"""\{\{\s*[\w.-]+\s*\}\}|\{[\w.-]*\}|\$\{[\w.-]+\}|%%
         |%(?:\d+\$)?[-+\#0]*\d*(?:\.\d+)?[sdifxXeEgGcou](?![A-Za-z])|%\([\w.-]+\)[sdifr]""",
-    "sku": r"\b(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9]{2,}(?:-[A-Z0-9]+)+\b",
     # a command-line option (``--dry-run``, ``--format=json``), not a dash inside a word
     "flag": r"(?<![\w-])--[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*(?:=[\w./:@-]*[\w/])?",
+    "sku": r"\b(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9]{2,}(?:-[A-Z0-9]+)+\b",
     "version": r"\bv?\d+(?:\.\d+){2,}\b",
     "money": r"[$€£¥]\s?\d[\d,.]*\b",
     "measure": r"""\b\d+(?:[.,]\d+)?\s?(?:kg|mg|g|lbs?|oz|mm|cm|km|m|in|ft|ml|l|L|GB|MB|KB|TB|GHz
@@ -140,8 +140,8 @@ def _wide(text: str) -> bool:
         or "¥" in text
         or "://" in text
         or "www." in text
-    )
         or "--" in text
+    )
 
 
 def _digit_window(text: str) -> tuple[int, int]:

@@ -269,6 +269,7 @@ class _HtmlBlock(_Part):
     source: str
     found: list[Unit]
     post: Callable[[str], str] | None
+    lines_end: int  # the line after the block's last
 
     @property
     def units(self) -> list[Unit]:
@@ -418,20 +419,25 @@ def _parts(text: str) -> list[_Part]:
     row_offset = 0
     cell = 0
     raw_open: str | None = None  # a raw-text element (a script...) left open: its text is code
+    skip_to = 0  # the line an HTML element read whole ends before
     for i, tok in enumerate(tokens):
         if tok.type == "tr_open" and tok.map:
             row_offset, body, _ = lines[tok.map[0]]
             row = _split_row(body)
             cell = 0
+        if tok.map and tok.map[0] < skip_to:
+            continue  # inside an HTML element read whole (:func:`_element_span`)
         if tok.type == "html_block" and tok.map:
             source = _source(text, lines, tok.map)
             if raw_open is not None:
                 raw_open = _still_open(raw_open, source)
                 continue
             raw_open = _left_open_html(source)
-            block = _html_block(text, lines, tok)
+            span = _element_span(tokens, i, text, lines) if raw_open is None else None
+            block = _html_block(text, lines, tok, span)
             if block is not None:
                 parts.append(block)
+                skip_to = block.lines_end
             continue
         if tok.type != "inline" or not tok.map:
             continue
@@ -529,13 +535,19 @@ def _still_open(name: str, source: str) -> str | None:
 # --- HTML blocks, reference titles, front matter -----------------------------------------------
 
 
-def _html_block(text: str, lines: list[tuple[int, str, str]], tok: Token) -> _Part | None:
-    """An HTML block outside lists and blockquotes, through the html format's rules."""
+def _html_block(
+    text: str, lines: list[tuple[int, str, str]], tok: Token, span: list[int] | None = None
+) -> _HtmlBlock | None:
+    """An HTML block outside lists and blockquotes, through the html format's rules; ``span``:
+    the lines of the whole element it opens, where that goes on past the block
+    (:func:`_element_span`)."""
     assert tok.map
-    source = _source(text, lines, tok.map)
+    lines_span = span or tok.map
+    source = _source(text, lines, lines_span)
     if tok.level != 0 or _HTML_BLOCK_SKIP.match(source):
         return None
-    if re.sub(r"\r\n?", "\n", source).rstrip("\n") != tok.content.rstrip("\n"):
+    first = _source(text, lines, tok.map)
+    if re.sub(r"\r\n?", "\n", first).rstrip("\n") != tok.content.rstrip("\n"):
         return None  # not the block's source (a container's prefix, tabs): leave it
     found = html.units(source, html.IN_MARKDOWN)
     if not found:
@@ -545,8 +557,58 @@ def _html_block(text: str, lines: list[tuple[int, str, str]], tok: Token) -> _Pa
         return None  # the html format would not give it back byte for byte: leave it
     for u in found:
         u.path = f"line {tok.map[0] + 1} {u.path}"
-    start = lines[tok.map[0]][0]
-    return _HtmlBlock(start, start + len(source), source, found, post)
+    start = lines[lines_span[0]][0]
+    return _HtmlBlock(start, start + len(source), source, found, post, lines_span[1])
+
+
+def _element_span(
+    tokens: list[Token], i: int, text: str, lines: list[tuple[int, str, str]]
+) -> list[int] | None:
+    """The lines of the element HTML block ``tokens[i]`` opens, where it goes on past the block.
+
+    CommonMark ends such a block (a ``<table>``, a ``<div>``) at its first blank line and reads
+    an indented line after it as code; kramdown (Jekyll's reader) and the browser read the
+    element to its end tag. A page written for them (Jekyll's own docs: ``<td><p>``, a blank
+    line, the cell's prose indented) would keep half its text untranslated as "code". So an
+    element followed only by HTML blocks and indented "code" up to its end tag is read whole,
+    as kramdown reads it; one that meets Markdown (a paragraph, a heading) before its end tag
+    is left to CommonMark. None where the block closes what it opens."""
+    tok = tokens[i]
+    assert tok.map
+    name = _first_element(_source(text, lines, tok.map))
+    if name is None:
+        return None
+    depth = 0
+    end = tok.map[1]
+    for t in tokens[i:]:
+        if t.level != 0 or t.map is None or t.type not in ("html_block", "code_block"):
+            return None
+        depth += _depth_change(name, _source(text, lines, t.map))
+        end = t.map[1]
+        if depth <= 0:
+            break
+    else:
+        return None
+    return None if end == tok.map[1] else [tok.map[0], end]
+
+
+def _first_element(source: str) -> str | None:
+    """The element an HTML block starts with, when it is one whose content goes on (not void,
+    not raw text)."""
+    for t in html.tokenize(source):
+        if t.kind == "start":
+            if t.selfclosing or t.name in html.VOID or t.name in _RAW:
+                return None
+            return t.name
+        if t.kind != "text" or source[t.start : t.end].strip():
+            return None
+    return None
+
+
+def _depth_change(name: str, source: str) -> int:
+    toks = html.tokenize(source)
+    opened = sum(1 for t in toks if t.kind == "start" and t.name == name and not t.selfclosing)
+    return opened - sum(1 for t in toks if t.kind == "end" and t.name == name)
 
 
 def _title_writer(delimiter: str, cell: bool = False) -> Callable[[str], str]:

@@ -164,6 +164,37 @@ def test_the_jekyll_page_keeps_every_template_tag_and_code() -> None:
         assert "`" not in segment and "{%" not in segment, segment
 
 
+def test_an_html_element_across_blank_lines_is_read_to_its_end_tag() -> None:
+    """Jekyll's pages (kramdown) put a blank line and indented prose inside a table cell;
+    CommonMark would end the HTML block there and read the prose as code (left English)."""
+    content = (
+        "<table>\n  <tr>\n    <td>\n      <p>\n\n        Use the <code>layout</code> file\n"
+        "        for this page.\n\n      </p>\n    </td>\n  </tr>\n</table>\n\n"
+        "    real indented code\n\nAfter.\n"
+    )
+    out = through_fleet("markdown", content.encode())
+    assert out == (
+        content.replace("Use the", "USE THE")
+        .replace("file\n        for this page.", "FILE\n        FOR THIS PAGE.")
+        .replace("After.", "AFTER.")
+    )
+
+
+def test_an_html_element_that_meets_markdown_before_its_end_is_left_to_commonmark() -> None:
+    content = "<div>\n<p>Inside</p>\n\nA *paragraph* here.\n\n    code\n\n</div>\n"
+    out = through_fleet("markdown", content.encode())
+    assert out == content.replace("Inside", "INSIDE").replace(
+        "A *paragraph* here", "A *PARAGRAPH* HERE"
+    )
+
+
+def test_every_cell_of_the_jekyll_tables_is_text() -> None:
+    source = JEKYLL.read_text()
+    segments = "\n".join(plan(for_name("markdown").extract(JEKYLL.read_bytes()), "en").segments)
+    for prose in ("If set, this specifies the layout file", "A date here overrides the date"):
+        assert prose in source and prose in segments, prose
+
+
 # --- protected patterns -------------------------------------------------------------------------
 
 

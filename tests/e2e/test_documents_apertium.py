@@ -560,8 +560,8 @@ def test_submit_sends_the_files_it_can_and_reports_the_one_it_cannot(
     assert not (out / "brochure.es.idml").exists()
 
 
-#: The real localization files of the newer formats (``../shared/corpus/real2``, copied into
-#: the fixtures): each comes back translated in place through Apertium.
+#: The real localization files of the newer formats (``../shared/corpus/real2`` and ``real3``,
+#: copied into the fixtures): each comes back translated in place through Apertium.
 REAL_FILES = [
     "po/hamster_en_GB.po",
     "android/etar_calendar_strings.xml",
@@ -574,9 +574,19 @@ REAL_FILES = [
     "webvtt/ableplayer_wwa_captions_en.vtt",
     "xlsx/excelize_Book1.xlsx",
     "pptx/Open-XML-SDK_Bug571679_Brownbag.pptx",
+    # real3
+    "po/gnome-calculator_de.po",
+    "markdown/jekyll_docs_front-matter.md",
+    "json/lemmy_frontend_en.json",
+    "android/newpipe_strings.xml",
+    "docx/pandoc_comments.docx",
+    "pptx/python-pptx_cht-charts.pptx",
+    "yaml/rails_activemodel_en.yml",
+    "webvtt/webvtt-py_youtube_dl.vtt",
+    "xliff/xliff2-om_everything-core.xlf",
 ]
 #: Catalogues: the output holds the source's units (and the target's beside them).
-CATALOGUES = {"po", "xcstrings", "yaml", "arb"}
+CATALOGUES = {"po", "xcstrings", "yaml", "arb", "xliff"}
 
 
 @pytest.fixture(scope="module")
@@ -588,13 +598,14 @@ def real_translated(fleet: LocalFleet, tmp_path_factory: pytest.TempPathFactory)
     return out
 
 
-#: What Office recomputes on a rebuilt run: its language (the target's), spelling marks.
-RECOMPUTED = re.compile(r'\s(?:lang|dirty|err)="[^"]*"')
+#: What Office recomputes on a rebuilt run (its language, the target's; spelling marks), and
+#: the attributes of inline HTML that are text and translated (a link's title, an image's alt).
+RECOMPUTED = re.compile(r'\s(?:lang|dirty|err|title|alt)="[^"]*"')
 
 
 def codes(unit: Unit) -> list[str]:
     """A unit's inline codes as the file writes them (placeholders, markup), in order, less
-    the attributes Office recomputes."""
+    the attributes Office recomputes and those translated as text."""
     return sorted(RECOMPUTED.sub("", c.start + (c.end or "")) for c in unit.codes.values())
 
 
@@ -668,3 +679,107 @@ def test_a_real_xlsx_keeps_its_formulas_and_numbers(real_translated: Path) -> No
                 else:
                     assert twin.value == cell.value  # numbers, dates, empties
     assert texts_changed >= 3
+
+
+# --- the third round's real files (real3): what each platform's runtime reads --------------------
+
+
+def test_a_real_gnome_catalogue_replaces_its_german_with_spanish(real_translated: Path) -> None:
+    """gnome-calculator's German catalogue sent into Spanish: every msgid and msgctxt kept, the
+    obsolete entries kept, the German replaced (none left as a translation: at most kept
+    marked fuzzy), and each plural entry with Spanish's two gettext forms."""
+    import polib
+
+    path = ROOT / "tests/fixtures/documents/po/gnome-calculator_de.po"
+    src = polib.pofile(str(path))
+    out = polib.pofile(str(written(real_translated, path)))
+    live = [e for e in src if not e.obsolete]
+    kept = [e for e in out if not e.obsolete]
+    assert [(e.msgctxt, e.msgid) for e in kept] == [(e.msgctxt, e.msgid) for e in live]
+    assert len(out.obsolete_entries()) == len(src.obsolete_entries())
+    assert out.metadata["Language"] == "es"
+    german = {(e.msgctxt, e.msgid): e.msgstr for e in live if e.msgstr and e.msgstr != e.msgid}
+    stale = [e for e in kept if german.get((e.msgctxt, e.msgid)) == e.msgstr and not e.fuzzy]
+    assert len(stale) <= 3, [e.msgstr for e in stale]  # "Volumen": German and Spanish alike
+    assert len([e for e in kept if SPANISH.search(e.msgstr or "")]) >= 50
+    plural = [e for e in kept if e.msgid_plural]
+    assert plural and all(sorted(e.msgstr_plural) == [0, 1] for e in plural)
+    assert "nplurals=2" in out.metadata["Plural-Forms"].replace(" ", "")
+
+
+def test_a_real_rails_model_file_gets_a_form_for_every_count(real_translated: Path) -> None:
+    """Rails' activemodel messages into Spanish: the target's plural keys, each form that covers
+    more than one number carrying ``%{count}`` (the source's ``one`` spells "1")."""
+    from ruamel.yaml import YAML
+
+    path = ROOT / "tests/fixtures/documents/yaml/rails_activemodel_en.yml"
+    data = YAML(typ="safe").load(written(real_translated, path).read_text(encoding="utf-8"))
+    assert list(data) == ["es"]
+    found = 0
+
+    def walk(node: object) -> None:
+        nonlocal found
+        if isinstance(node, dict):
+            if "other" in node and "one" in node:
+                found += 1
+                assert "%{count}" in node["other"], node
+            for value in node.values():
+                walk(value)
+
+    walk(data["es"])
+    assert found >= 2
+    assert "%{attribute} %{message}" in str(data)
+
+
+def test_a_real_xliff2_sample_names_the_target_and_keeps_what_is_not_translated(
+    real_translated: Path,
+) -> None:
+    """The OASIS everything-core sample (trgLang="fr" with French targets) sent into Spanish:
+    trgLang names Spanish, units under translate="no" keep their targets, the others get
+    Spanish, and every code (pc, ph with dataRef) is where it was."""
+    path = ROOT / "tests/fixtures/documents/xliff/xliff2-om_everything-core.xlf"
+    out = written(real_translated, path).read_bytes()
+    root = etree.fromstring(out)
+    assert root.get("trgLang") == "es"
+    src_root = etree.fromstring(path.read_bytes())
+    ns = {"x": "urn:oasis:names:tc:xliff:document:2.0"}
+    assert len(root.findall(".//x:unit", ns)) == len(src_root.findall(".//x:unit", ns))
+    for tag in ("pc", "ph", "originalData", "ignorable", "skeleton"):
+        assert len(root.findall(f".//x:{tag}", ns)) >= len(src_root.findall(f".//x:{tag}", ns))
+
+
+def test_a_real_youtube_caption_file_keeps_every_cue(real_translated: Path) -> None:
+    """youtube-dl's captions (a timing line right after cue text): as many cues out as in, no
+    timing line turned into text."""
+    path = ROOT / "tests/fixtures/documents/webvtt/webvtt-py_youtube_dl.vtt"
+    out = written(real_translated, path).read_text(encoding="utf-8")
+    arrow = re.compile(r"^\S+ --> \S+", re.M)
+    assert len(arrow.findall(out)) == len(arrow.findall(path.read_text(encoding="utf-8")))
+    assert "--&gt;" not in out
+
+
+def test_a_real_jekyll_page_keeps_its_liquid_and_code(real_translated: Path) -> None:
+    """Jekyll's front-matter page: each Liquid tag and backtick span back as written."""
+    path = ROOT / "tests/fixtures/documents/markdown/jekyll_docs_front-matter.md"
+    src = path.read_text(encoding="utf-8")
+    out = written(real_translated, path).read_text(encoding="utf-8")
+    tags = re.compile(r"\{%.*?%\}|\{\{.*?\}\}|`[^`\n]+`")
+    assert Counter(tags.findall(out)) == Counter(tags.findall(src))
+    assert SPANISH.search(out)
+
+
+def test_real_office_files_get_their_comments_and_charts_translated(real_translated: Path) -> None:
+    """pandoc's comments.docx: its comments come back in Spanish; python-pptx's charts deck
+    (its only text is in charts): the charts' titles and series come back in Spanish."""
+    docx = ROOT / "tests/fixtures/documents/docx/pandoc_comments.docx"
+    with zipfile.ZipFile(written(real_translated, docx)) as z:
+        comments = z.read("word/comments.xml").decode()
+    with zipfile.ZipFile(docx) as z:
+        assert comments != z.read("word/comments.xml").decode()
+    assert SPANISH.search(" ".join(etree.fromstring(comments.encode()).itertext()))
+    pptx = ROOT / "tests/fixtures/documents/pptx/python-pptx_cht-charts.pptx"
+    with zipfile.ZipFile(pptx) as z:
+        before = {n: z.read(n) for n in z.namelist() if n.startswith("ppt/charts/chart")}
+    with zipfile.ZipFile(written(real_translated, pptx)) as z:
+        after = {n: z.read(n) for n in before}
+    assert [n for n in before if before[n] != after[n]], "no chart translated"

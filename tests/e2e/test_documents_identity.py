@@ -13,6 +13,7 @@ not parse are a 4xx naming the problem on each surface, and no job is made."""
 from __future__ import annotations
 
 import io
+import json
 import re
 import zipfile
 from collections.abc import Iterator
@@ -29,8 +30,8 @@ from tests.e2e.fleet_control import cli, jobs_made, written
 
 FIXTURES = ROOT / "tests" / "fixtures" / "documents"
 
-#: The real files (``../shared/corpus/real`` and ``real2``, copied into the fixtures), by their
-#: format's folder, and the target each is sent into.
+#: The real files (``../shared/corpus/real``, ``real2`` and ``real3``, copied into the fixtures),
+#: by their format's folder, and the target each is sent into.
 REAL = {
     "json/excalidraw_en.json": "es",
     "markdown/fastapi_docs_index.md": "es",
@@ -54,6 +55,16 @@ REAL = {
     "webvtt/ableplayer_wwa_captions_en.vtt": "es",
     "xlsx/excelize_Book1.xlsx": "es",
     "pptx/Open-XML-SDK_Bug571679_Brownbag.pptx": "es",
+    # real3
+    "po/gnome-calculator_de.po": "es",
+    "markdown/jekyll_docs_front-matter.md": "es",
+    "json/lemmy_frontend_en.json": "ru",
+    "android/newpipe_strings.xml": "ru",
+    "docx/pandoc_comments.docx": "es",
+    "pptx/python-pptx_cht-charts.pptx": "es",
+    "yaml/rails_activemodel_en.yml": "pl",
+    "webvtt/webvtt-py_youtube_dl.vtt": "es",
+    "xliff/xliff2-om_everything-core.xlf": "de",
 }
 #: Formats whose file holds one language: the output is the input, but for what names it.
 MONOLINGUAL = {
@@ -124,9 +135,32 @@ def check(path: Path, target: str, got: bytes, surface: str) -> None:
             f"{surface}: {path.name}: {changed} changed beyond the language they name"
         )
     elif got != source:
-        assert fmt.name in ("html", "webvtt", "android", "stringsdict"), (path, surface)
+        assert fmt.name in ("html", "webvtt", "android", "stringsdict", "json"), (path, surface)
         if fmt.name in ("html", "webvtt"):
             assert without_language(got) == without_language(source), (path, surface)
+        if fmt.name == "json":  # i18next's suffix plurals: the target's keys, nothing else
+            assert without_plurals(json.loads(got)) == without_plurals(json.loads(source))
+        if fmt.name == "android":  # the target's plural items, nothing else
+            assert PLURALS.sub(b"", got) == PLURALS.sub(b"", source), (path, surface)
+
+
+#: An Android ``<plurals>`` element, whose items are the target's categories.
+PLURALS = re.compile(rb"<plurals\b.*?</plurals>", re.S)
+
+#: An i18next v4 plural key: ``name_one``, ``name_few``, ``name_ordinal_two``...
+I18NEXT_PLURAL = re.compile(r"^(.+?)_(?:ordinal_)?(?:zero|one|two|few|many|other)$")
+
+
+def without_plurals(data: object) -> object:
+    """``data`` less its i18next plural forms (a key whose stem also has an ``_other``)."""
+    if not isinstance(data, dict):
+        return data
+    stems = {m.group(1) for k in data if (m := I18NEXT_PLURAL.match(k)) and k.endswith("_other")}
+    return {
+        k: without_plurals(v)
+        for k, v in data.items()
+        if not ((m := I18NEXT_PLURAL.match(k)) and m.group(1) in stems)
+    }
 
 
 PATHS = [pytest.param(FIXTURES / p, t, id=p) for p, t in REAL.items()]

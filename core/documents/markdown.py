@@ -434,10 +434,10 @@ def _parts(text: str) -> list[_Part]:
                 continue
             raw_open = _left_open_html(source)
             span = _element_span(tokens, i, text, lines) if raw_open is None else None
-            block = _html_block(text, lines, tok, span)
-            if block is not None:
-                parts.append(block)
-                skip_to = block.lines_end
+            html_part = _html_block(text, lines, tok, span)
+            if html_part is not None:
+                parts.append(html_part)
+                skip_to = html_part.lines_end
             continue
         if tok.type != "inline" or not tok.map:
             continue

@@ -26,6 +26,7 @@ for part in (
     translate.router,
     documents.router,
     account.router,
+    account.v3,
     glossaries.v2,
     multilingual.router,
     style_rules.router,

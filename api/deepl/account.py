@@ -1,5 +1,6 @@
 """What a DeepL client asks about its account and the service: ``/v2/usage``,
-``/v2/languages``, ``/v2/glossary-language-pairs``.
+``/v2/languages``, ``/v2/glossary-language-pairs``, and v3's ``/v3/languages`` (one list per
+DeepL resource, each language with what it is usable as and its features).
 
 Languages come from what the fleet serves (the registry's language pairs, kept while no worker
 runs); usage from the calling key's character quota, which here counts per UTC day (DeepL's
@@ -24,6 +25,7 @@ from mtfleet.api.deps import ServicesDep
 from mtfleet.core.errors import InvalidInput
 
 router = APIRouter(prefix="/v2", tags=["deepl"], route_class=Route)
+v3 = APIRouter(prefix="/v3", tags=["deepl"], route_class=Route)
 
 #: What ``character_limit`` says for a key without a quota (DeepL's own figure for an
 #: unlimited plan).
@@ -82,3 +84,104 @@ async def glossary_pairs(services: ServicesDep, caller: DeepLCaller) -> JSONResp
     return JSONResponse(
         {"supported_languages": [{"source_lang": s, "target_lang": t} for s, t in seen]}
     )
+
+
+#: DeepL's ``resource`` values -> the features a language of a served pair has here, each
+#: with whether the source, the target or both must have it (``/v3/languages/resources``).
+#: ``write`` and ``voice`` are DeepL products the fleet does not serve: no language.
+#: ``formality`` is left out, as ``/v2/languages`` says ``supports_formality: false``: only a
+#: pool whose engine follows instructions can honour it (docs/llm.md).
+RESOURCES: dict[str, dict[str, tuple[bool, bool]]] = {
+    "translate_text": {
+        "tag_handling": (True, True),
+        "glossary": (True, True),
+        "auto_detection": (True, False),
+    },
+    "translate_document": {"glossary": (True, True), "auto_detection": (True, False)},
+    "glossary": {},
+    "translation_memory": {},
+    "style_rules": {},
+    "write": {},
+    "voice": {},
+}
+#: ``include``'s values: the fleet has no beta language or feature, and none from a third
+#: party, so either adds nothing.
+INCLUDE = ("beta", "external")
+
+
+def bcp47(deepl_code: str) -> str:
+    """A DeepL code as v3 writes it: ``EN-US`` -> ``en-US``, ``ZH-HANT`` -> ``zh-Hant``."""
+    first, *rest = deepl_code.split("-")
+    return "-".join([first.lower(), *(p.title() if len(p) == 4 else p.upper() for p in rest)])
+
+
+def v3_languages(resource: str, pairs: set[tuple[str, str]]) -> list[dict[str, Any]]:
+    """``GET /v3/languages?resource=``'s list for the pairs the fleet serves."""
+    if resource in ("write", "voice"):
+        return []
+    out: dict[str, dict[str, Any]] = {}
+
+    def add(code: str, name: str, *, source: bool) -> None:
+        entry = out.setdefault(
+            code,
+            {"lang": code, "name": name, "usable_as_source": False, "usable_as_target": False},
+        )
+        entry["usable_as_source" if source else "usable_as_target"] = True
+
+    if resource in ("glossary", "translation_memory"):  # languages without a variant
+        for s, t in pairs:
+            for fleet, source in ((s, True), (t, False)):
+                add(languages.glossary_code(fleet), languages.name(fleet), source=source)
+    elif resource == "style_rules":  # a rule is written for the language it translates into
+        for _, t in pairs:
+            add(languages.glossary_code(t), languages.name(t), source=False)
+    else:
+        for s, t in pairs:
+            add(bcp47(languages.source_code(s)), languages.name(s), source=True)
+            for code, name in languages.targets(t):
+                add(bcp47(code), name, source=False)
+    features = RESOURCES[resource]
+    for entry in out.values():
+        entry["status"] = "stable"
+        entry["features"] = {
+            f: {"status": "stable"}
+            for f, (on_source, on_target) in features.items()
+            if (on_source and entry["usable_as_source"])
+            or (on_target and entry["usable_as_target"])
+        }
+    return [out[code] for code in sorted(out)]
+
+
+@v3.get("/languages")
+async def list_v3_languages(
+    request: Request, services: ServicesDep, caller: DeepLCaller
+) -> JSONResponse:
+    """DeepL's v3 languages for one ``resource`` (required), ``include`` repeatable."""
+    resource = request.query_params.get("resource")
+    if not resource:
+        raise InvalidInput("parameter 'resource' is required: one of " + ", ".join(RESOURCES))
+    if resource not in RESOURCES:
+        raise InvalidInput(
+            f"parameter 'resource' must be one of {', '.join(RESOURCES)}, not {resource!r}"
+        )
+    for value in request.query_params.getlist("include"):
+        if value not in INCLUDE:
+            raise InvalidInput(f"parameter 'include' must be {' or '.join(INCLUDE)}, not {value!r}")
+    return JSONResponse(v3_languages(resource, await services.registry.aserved_pairs()))
+
+
+@v3.get("/languages/resources")
+async def list_v3_resources(caller: DeepLCaller) -> JSONResponse:
+    """Each resource with its features and where a language must have each."""
+    out = []
+    for name, features in RESOURCES.items():
+        listed = []
+        for feature, (on_source, on_target) in features.items():
+            item: dict[str, Any] = {"name": feature}
+            if on_source:
+                item["needs_source_support"] = True
+            if on_target:
+                item["needs_target_support"] = True
+            listed.append(item)
+        out.append({"name": name, "features": listed})
+    return JSONResponse(out)

@@ -28,7 +28,7 @@ from mtfleet.api.deepl.params import (
     parse,
 )
 from mtfleet.api.deps import ServicesDep
-from mtfleet.core.documents.fragments import Cutting
+from mtfleet.core.documents.fragments import Cutting, check_xml
 from mtfleet.core.errors import InvalidInput
 
 router = APIRouter(prefix="/v2", tags=["deepl"], route_class=Route)
@@ -41,6 +41,8 @@ async def translate(request: Request, services: ServicesDep, caller: DeepLCaller
     req = parse(TranslateIn, await fields(request))
     target = languages.to_fleet(req.target_lang)
     source = languages.to_fleet(req.source_lang) if req.source_lang else None
+    if req.tag_handling == "xml" and req.tag_handling_version == "v2":
+        check_xml(req.text)  # strict XML: a malformed text is a 400 naming its problem
     glossary = one_glossary(req.glossary_id, req.glossary_ids)
     if glossary is not None and source is None:
         raise InvalidInput("source_lang is required when a glossary is used")
@@ -77,5 +79,7 @@ async def translate(request: Request, services: ServicesDep, caller: DeepLCaller
         }
         if t.model_type_used is not None:  # the request gave model_type (api/routing.py)
             item["model_type_used"] = t.model_type_used
+        if req.tag_handling:  # the version applied, as DeepL says it (v1 its default)
+            item["tag_handling_version"] = req.tag_handling_version or "v1"
         out.append(item)
     return JSONResponse({"translations": out})

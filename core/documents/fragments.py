@@ -22,6 +22,10 @@ translation keeps its source text. Cutting is deterministic: :func:`render` cuts
   sentence).
 
 ``split`` ``0`` keeps each unit one segment (no sentence splitting at all).
+
+DeepL's ``tag_handling_version=v2`` reads ``xml`` strictly: :func:`xml_problem` says what
+makes a text not well-formed (the surface refuses it, 400) before it is cut; ``v1``, the
+default, takes markup as the scan finds it.
 """
 
 from __future__ import annotations
@@ -30,10 +34,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
+from xml.parsers import expat
 
 from mtfleet.core.documents import html
 from mtfleet.core.documents.base import Unit, UnitBuilder, restore
 from mtfleet.core.documents.pipeline import assemble, plan
+from mtfleet.core.errors import InvalidInput
 
 Markup = Literal["text", "html", "xml"]
 Split = Literal["0", "1", "nonewlines"]
@@ -131,6 +137,44 @@ def structural(text: str) -> frozenset[str]:
     for frame in frames:
         close(frame)
     return frozenset(seen - inline)
+
+
+#: A text's own XML declaration, which may open it (and nothing else may precede).
+_XML_DECL = re.compile(r"\A<\?xml[^>]*\?>")
+_WRAP = "<mtfleet-text>"
+
+
+def xml_problem(text: str) -> str | None:
+    """What makes ``text`` not well-formed XML content (elements and text, any number of
+    top-level elements, an XML declaration first if any): expat's reason and where it is, as
+    ``line L, column C`` of the text (1-based); None if it is well-formed. A DOCTYPE is refused
+    (no DTD, no entity but XML's five and character references)."""
+    body = _XML_DECL.sub("", text, count=1)
+    shift = len(text) - len(body)  # the declaration's length, on line 1
+    if "<!DOCTYPE" in body:
+        return "it has a DOCTYPE (DTDs and entities are not accepted)"
+    wrapped = _WRAP + body
+    parser = expat.ParserCreate()
+    try:
+        parser.Parse(f"{wrapped}</{_WRAP[1:]}", True)
+    except expat.ExpatError as exc:
+        last_line = wrapped.count("\n") + 1
+        if exc.lineno == last_line and exc.offset >= len(wrapped.rsplit("\n", 1)[-1]):
+            return "an element is still open at the end of the text"
+        column = exc.offset + 1 + ((shift - len(_WRAP)) if exc.lineno == 1 else 0)
+        return f"{expat.ErrorString(exc.code)} at line {exc.lineno}, column {max(column, 1)}"
+    return None
+
+
+def check_xml(texts: Sequence[str]) -> None:
+    """InvalidInput (400) naming the first text that is not well-formed XML and why."""
+    for i, text in enumerate(texts):
+        problem = xml_problem(text)
+        if problem is not None:
+            raise InvalidInput(
+                f"text[{i}] is not well-formed XML (tag_handling_version=v2 reads XML "
+                f"strictly): {problem}"
+            )
 
 
 def _lines(text: str, how: Cutting) -> list[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from mtfleet.core.documents.fragments import Cutting, cut, render, structural
+from mtfleet.core.documents.fragments import Cutting, cut, render, structural, xml_problem
 
 
 def roundtrip(text: str, how: Cutting, translate: dict[str, str]) -> tuple[list[str], str]:
@@ -112,3 +112,34 @@ def test_texts_without_words_have_no_segments_and_come_back_as_they_were() -> No
 def test_render_refuses_a_wrong_number_of_translations() -> None:
     with pytest.raises(ValueError, match="1 translations for 2 segments"):
         render(["One. Two."], "en", Cutting(), [["Uno."]])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Hello <b>world</b>",
+        "<a>x</a><b/> two top-level elements",
+        "Tom &amp; Jerry &#x41; &lt;",
+        '<?xml version="1.0"?><doc>x</doc>',
+        "",
+    ],
+)
+def test_well_formed_xml_content_has_no_problem(text: str) -> None:
+    assert xml_problem(text) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("Hello <b>world</i>", "mismatched tag at line 1, column 17"),  # at the name
+        ("line\n<b>x</c>", "mismatched tag at line 2, column 7"),
+        ('<?xml version="1.0"?><doc>x</d>', "mismatched tag at line 1, column 30"),
+        ("a & b", "not well-formed (invalid token) at line 1, column 4"),
+        ("a &nbsp; b", "undefined entity at line 1, column 3"),
+        ("<a x=1>y</a>", "not well-formed (invalid token) at line 1, column 6"),
+        ("Hello <b>world", "an element is still open at the end of the text"),
+        ("<!DOCTYPE x><x/>", "it has a DOCTYPE (DTDs and entities are not accepted)"),
+    ],
+)
+def test_malformed_xml_is_named_where_it_breaks(text: str, problem: str) -> None:
+    assert xml_problem(text) == problem

@@ -24,7 +24,7 @@ import base64
 import contextlib
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,7 +57,8 @@ class TextsRequest:
     source: str | None  # a fleet language code; None: detect it
     target: str
     cutting: Cutting
-    glossary_id: str | None = None
+    # the glossaries applied, in order (the first listed wins a term: core/glossary/store.py)
+    glossary_ids: tuple[str, ...] = ()
     # context, custom instructions, formality, as the surface names them (JobCreate's fields)
     guidance: Mapping[str, Any] | None = None
     model_type: ModelType | None = None  # the pool marking asked for (api/routing.py)
@@ -116,7 +117,7 @@ async def translate(
         source_lang=req.source or detection.AUTO,
         target_lang=req.target,
         lane=Lane.interactive,
-        glossary_id=req.glossary_id,
+        glossary_ids=list(req.glossary_ids),
         model_type=req.model_type,
         **(req.guidance or {}),
     )
@@ -217,7 +218,7 @@ async def submit_document(
     fmt: DocumentFormat,
     source: str | None,
     target: str,
-    glossary_id: str | None,
+    glossary_ids: Sequence[str] = (),
     surface: str,
     request: Mapping[str, Any],
     callback_url: str | None = None,
@@ -237,7 +238,7 @@ async def submit_document(
         ),
         source_lang=source or detection.AUTO,
         target_lang=target,
-        glossary_id=glossary_id,
+        glossary_ids=list(glossary_ids),
         callback_url=callback_url,
         model_type=model_type,
         **(guidance or {}),

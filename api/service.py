@@ -200,7 +200,7 @@ class JobService:
         one miss) goes the whole way (:meth:`submit`), with the hits found here."""
         none = FromCache(None, None)
         texts = req.texts
-        if not texts or req.document is not None or req.glossary_id or req.callback_url:
+        if not texts or req.document is not None or req.glossaries() or req.callback_url:
             return none  # (a callback_url is checked, and gets a job to report on)
         if req.guidance() is not None or req.style_id or req.translation_memory_id:
             return none  # whether the pool may take it, and its cache variant: submit()
@@ -512,18 +512,19 @@ class JobService:
         worker thread: their stores are the workers' too)."""
         guidance = self._guidance(req, route, owner, source, target)
         memory = self._memory(req, route, owner, source, target)
-        glossary = self._glossary(req.glossary_id, owner, source, target) if texts else None
+        glossary = self._glossary(req.glossaries(), owner, source, target) if texts else None
         return guidance, memory, glossary
 
     def _glossary(
-        self, glossary_id: str | None, owner: str, source: str, target: str
+        self, glossary_ids: list[str], owner: str, source: str, target: str
     ) -> GlossaryInfo | None:
-        """The glossary a job names, checked (its version keys the cache; workers apply it)."""
-        if not glossary_id:
+        """The glossaries a job names, checked, as one (several: a stack, applied in order;
+        its version keys the cache; workers apply it)."""
+        if not glossary_ids:
             return None
         try:
-            return GlossaryStore(self.store.r).for_job(
-                glossary_id, owner=owner, source=source, target=target
+            return GlossaryStore(self.store.r).for_jobs(
+                glossary_ids, owner=owner, source=source, target=target
             )
         except redis.RedisError as exc:
             raise Unavailable.because("the job store", exc) from exc

@@ -76,6 +76,7 @@ class ChunkMessage(BaseModel):
     segments: list[ChunkSegment]
     enqueued_at: float
     # a glossary (core.glossary) applied to every segment; its version keys the phrase cache.
+    # Several applied together are one stack: ids and versions joined in order (STACK).
     # Optional fields: messages without them are still version 1.
     glossary_id: str | None = None
     glossary_version: str | None = None

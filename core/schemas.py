@@ -25,6 +25,9 @@ from mtfleet.core import patterns
 from mtfleet.core.guidance import MAX_CONTEXT_CHARS, MAX_INSTRUCTIONS, Formality, Guidance
 from mtfleet.core.models import JobStatus, Lane, ModelType, PoolModelType, Progress
 
+#: The glossaries one request may name (DeepL's limit on ``glossary_ids``).
+MAX_GLOSSARIES = 5
+
 LangCode = Annotated[str, StringConstraints(min_length=2, max_length=16)]
 PoolName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$")]
 AdapterName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][\w.-]{0,63}$")]
@@ -133,6 +136,13 @@ class TextsIn(BaseModel):
         description="A glossary (/v1/glossaries) for this language pair: its terms come out as "
         "the glossary says and its protected terms untranslated, in their canonical casing.",
     )
+    glossary_ids: list[Annotated[str, StringConstraints(max_length=64)]] = Field(
+        default_factory=list,
+        max_length=MAX_GLOSSARIES,
+        description=f"Up to {MAX_GLOSSARIES} glossaries for this language pair, applied "
+        "together, instead of `glossary_id`: where two hold the same source term (or one "
+        "translates a term another protects), the one listed first wins.",
+    )
     protected_patterns: list[str] = Field(
         default_factory=list,
         max_length=patterns.MAX_PATTERNS,
@@ -214,6 +224,16 @@ class TextsIn(BaseModel):
     def _guidance(self) -> Self:
         self.guidance()  # the limits, checked as the request is read (422)
         return self
+
+    @model_validator(mode="after")
+    def _one_glossary_field(self) -> Self:
+        if self.glossary_id and self.glossary_ids:
+            raise ValueError("give glossary_id or glossary_ids, not both")
+        return self
+
+    def glossaries(self) -> list[str]:
+        """The glossaries the request names, in order (the first listed wins a term)."""
+        return [self.glossary_id] if self.glossary_id else list(dict.fromkeys(self.glossary_ids))
 
     def guidance(self) -> Guidance | None:
         """The request's context, instructions and formality (None: none of them)."""

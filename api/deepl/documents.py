@@ -27,8 +27,8 @@ from mtfleet.api.deepl.errors import Route
 from mtfleet.api.deepl.params import (
     DocumentUpload,
     fields,
+    glossaries,
     guidance,
-    one_glossary,
     parse,
 )
 from mtfleet.api.deps import Services, ServicesDep
@@ -76,13 +76,14 @@ async def upload(request: Request, services: ServicesDep, caller: DeepLCaller) -
         )
     target = languages.to_fleet(req.target_lang)
     source = languages.to_fleet(req.source_lang) if req.source_lang else None
-    glossary = one_glossary(req.glossary_id, req.glossary_ids)
-    if glossary is not None:
-        if source is None:
-            raise InvalidInput("source_lang is required when a glossary is used")
-        glossary = await run_in_threadpool(
-            glossary_ids.for_pair, services, caller, glossary, source, target
-        )
+    glossary = await run_in_threadpool(
+        glossary_ids.for_pair,
+        services,
+        caller,
+        glossaries(req.glossary_id, req.glossary_ids),
+        source,
+        target,
+    )
     job, token = await dropin.submit_document(
         services,
         caller,
@@ -91,7 +92,7 @@ async def upload(request: Request, services: ServicesDep, caller: DeepLCaller) -
         fmt=fmt,
         source=source,
         target=target,
-        glossary_id=glossary,
+        glossary_ids=glossary,
         callback_url=req.callback_url,
         guidance=guidance(req),
         model_type=req.model_type,

@@ -1,7 +1,7 @@
 """Glossary ids on the DeepL surface: DeepL's are UUIDs, the fleet's 32 hex digits (the same
-number; DeepL's form is shown, either is taken), and a request's ``glossary_id`` may name a
-multilingual glossary (v3), whose dictionary for the request's language pair is the glossary a
-job applies."""
+number; DeepL's form is shown, either is taken), and a request's ``glossary_id`` (or each of its
+``glossary_ids``) may name a multilingual glossary (v3), whose dictionary for the request's
+language pair is the glossary a job applies."""
 
 from __future__ import annotations
 
@@ -30,13 +30,25 @@ def visible_set(services: Services, caller: Caller, glossary_id: str) -> Glossar
     return found
 
 
-def for_pair(services: Services, caller: Caller, glossary_id: str, source: str, target: str) -> str:
-    """The fleet glossary a request's ``glossary_id`` stands for on ``source`` -> ``target``
-    (a glossary that is not the caller's is refused by the submission path: 404)."""
-    found = visible_set(services, caller, glossary_id)
-    if found is None:
-        return from_deepl(glossary_id)
-    gid = found.dictionaries.get((source, target))
-    if gid is None:
-        raise InvalidInput(f"glossary {glossary_id} has no dictionary for {source} -> {target}")
-    return gid
+def for_pair(
+    services: Services, caller: Caller, glossary_ids: list[str], source: str | None, target: str
+) -> tuple[str, ...]:
+    """The fleet glossaries a request's ``glossary_id``/``glossary_ids`` stand for on
+    ``source`` -> ``target``, in order (a multilingual one: its dictionary for the pair, read
+    now, so the next request after an update applies the update; a glossary that is not the
+    caller's is refused by the submission path: 404)."""
+    if not glossary_ids:
+        return ()
+    if source is None:
+        raise InvalidInput("source_lang is required when a glossary is used")
+    out = []
+    for glossary_id in glossary_ids:
+        found = visible_set(services, caller, glossary_id)
+        if found is None:
+            out.append(from_deepl(glossary_id))
+            continue
+        gid = found.dictionaries.get((source, target))
+        if gid is None:
+            raise InvalidInput(f"glossary {glossary_id} has no dictionary for {source} -> {target}")
+        out.append(gid)
+    return tuple(dict.fromkeys(out))

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from mtfleet.core.errors import InvalidInput, TooLarge
 from mtfleet.core.models import ModelType
+from mtfleet.core.schemas import MAX_GLOSSARIES
 
 #: Parameters that may repeat (form) or be arrays (JSON).
 LISTS = frozenset(
@@ -192,13 +193,19 @@ def guidance(req: TranslateIn | DocumentUpload) -> dict[str, Any]:
     return out
 
 
-def one_glossary(glossary_id: str | None, glossary_ids: list[str] | None) -> str | None:
-    """The glossary a request names (DeepL takes up to five; a job here applies one)."""
-    ids = [glossary_id] if glossary_id else []
-    ids += glossary_ids or []
-    if len(ids) > 1:
-        raise InvalidInput("one glossary per request here: give glossary_id, or one glossary_ids")
-    return ids[0] if ids else None
+def glossaries(glossary_id: str | None, glossary_ids: list[str] | None) -> list[str]:
+    """The glossaries a request names, in order: ``glossary_id``, or up to five
+    ``glossary_ids`` (the first listed wins a term; DeepL's limit and its client's wording);
+    both at once is refused, as DeepL's client does."""
+    if glossary_id and glossary_ids:
+        raise InvalidInput("glossary_ids cannot be used together with glossary_id")
+    ids = [glossary_id] if glossary_id else list(glossary_ids or [])
+    if len(ids) > MAX_GLOSSARIES:
+        raise InvalidInput(
+            f"glossary_ids must not contain more than {MAX_GLOSSARIES} glossary IDs "
+            f"(it names {len(ids)})"
+        )
+    return ids
 
 
 #: The last ``page`` a list may be asked for. DeepL sets none; every list here is shorter than

@@ -23,13 +23,12 @@ from mtfleet.api.deepl.errors import Route
 from mtfleet.api.deepl.params import (
     TranslateIn,
     fields,
+    glossaries,
     guidance,
-    one_glossary,
     parse,
 )
 from mtfleet.api.deps import ServicesDep
 from mtfleet.core.documents.fragments import Cutting, check_xml
-from mtfleet.core.errors import InvalidInput
 
 router = APIRouter(prefix="/v2", tags=["deepl"], route_class=Route)
 
@@ -43,13 +42,14 @@ async def translate(request: Request, services: ServicesDep, caller: DeepLCaller
     source = languages.to_fleet(req.source_lang) if req.source_lang else None
     if req.tag_handling == "xml" and req.tag_handling_version == "v2":
         check_xml(req.text)  # strict XML: a malformed text is a 400 naming its problem
-    glossary = one_glossary(req.glossary_id, req.glossary_ids)
-    if glossary is not None and source is None:
-        raise InvalidInput("source_lang is required when a glossary is used")
-    if glossary is not None and source is not None:
-        glossary = await run_in_threadpool(
-            glossary_ids.for_pair, services, caller, glossary, source, target
-        )
+    glossary = await run_in_threadpool(
+        glossary_ids.for_pair,
+        services,
+        caller,
+        glossaries(req.glossary_id, req.glossary_ids),
+        source,
+        target,
+    )
     cutting = Cutting(
         markup=req.tag_handling or "text",
         split=req.split_sentences or ("nonewlines" if req.tag_handling else "1"),

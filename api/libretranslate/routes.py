@@ -219,7 +219,6 @@ async def translate_file(request: Request, services: ServicesDep) -> JSONRespons
         fmt=core_documents.for_upload(content, file.filename),
         source=None if source.lower() == "auto" else to_fleet(source),
         target=to_fleet(target),
-        glossary_id=None,
         surface="libretranslate",
         request={"source": source.lower(), "target": target.lower(), "filename": file.filename},
     )

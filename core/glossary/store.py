@@ -15,7 +15,13 @@ from mtfleet.core import keys
 from mtfleet.core.apikeys import Storage
 from mtfleet.core.errors import InvalidInput
 from mtfleet.core.glossary.matching import Matcher
-from mtfleet.core.glossary.terms import Glossary, GlossaryInfo, GlossaryNotFound, UnknownGlossary
+from mtfleet.core.glossary.terms import (
+    Glossary,
+    GlossaryInfo,
+    GlossaryNotFound,
+    UnknownGlossary,
+    term_key,
+)
 from mtfleet.core.owned import Kind, OwnedRecords
 
 _MATCHERS_KEPT = 32
@@ -25,6 +31,10 @@ _matchers_lock = threading.Lock()
 
 
 _INFO_FIELDS = tuple(GlossaryInfo.model_fields)
+#: Joins the ids (and the versions) of the glossaries one job applies together, in order: the
+#: one glossary id (and version) its chunks carry (a worker that predates stacks finds no such
+#: glossary and fails the chunk rather than translating without them).
+STACK = ","
 GLOSSARIES = Kind("g", "glossaries", "MT_GLOSSARY_MAX_PER_KEY")
 
 
@@ -157,16 +167,45 @@ class GlossaryStore:
             )
         return info
 
+    def for_jobs(
+        self, glossary_ids: list[str], *, owner: str, source: str, target: str
+    ) -> GlossaryInfo | None:
+        """The glossaries a job names, each checked (:meth:`for_job`), as the one glossary
+        its chunks carry: several are one stack (:data:`STACK`), whose id and version list
+        theirs in order (so the phrase cache's key holds every version)."""
+        found = [self.for_job(g, owner=owner, source=source, target=target) for g in glossary_ids]
+        if len(found) <= 1:
+            return found[0] if found else None
+        return found[0].model_copy(
+            update={
+                "id": STACK.join(g.id for g in found),
+                "version": STACK.join(g.version for g in found),
+            }
+        )
+
     def matcher(self, glossary_id: str, version: str) -> Matcher:
         """The compiled glossary a chunk names (deleted ones too, while their data is kept),
-        built once per version in this process. GlossaryNotFound when it is gone or its
-        version differs."""
+        built once per version in this process; a stack (:meth:`for_jobs`) is its glossaries
+        merged, the first listed winning a term (:func:`stacked`). GlossaryNotFound when one
+        is gone or its version differs."""
         key = (glossary_id, version)
         with _matchers_lock:
             found = _matchers.get(key)
             if found is not None:
                 _matchers.move_to_end(key)
                 return found
+        ids, versions = glossary_id.split(STACK), version.split(STACK)
+        if len(ids) != len(versions):
+            raise GlossaryNotFound(f"glossary {glossary_id} (version {version}) is not one")
+        built = Matcher(stacked([self._at(i, v) for i, v in zip(ids, versions, strict=True)]))
+        with _matchers_lock:
+            _matchers[key] = built
+            while len(_matchers) > _MATCHERS_KEPT:
+                _matchers.popitem(last=False)
+        return built
+
+    def _at(self, glossary_id: str, version: str) -> Glossary:
+        """A glossary at ``version`` (deleted too, while its data is kept)."""
         raw = self.r.hgetall(keys.glossary(glossary_id))
         g = None
         if raw and raw.get("version") == version:
@@ -178,9 +217,41 @@ class GlossaryStore:
                 f"glossary {glossary_id} (version {version}) is gone; it was deleted longer "
                 "than MT_RESULT_TTL_S ago"
             )
-        built = Matcher(g)
-        with _matchers_lock:
-            _matchers[key] = built
-            while len(_matchers) > _MATCHERS_KEPT:
-                _matchers.popitem(last=False)
-        return built
+        return g
+
+
+def stacked(glossaries: list[Glossary]) -> Glossary:
+    """Glossaries applied together as one, in order: a source term (case does not matter) is
+    the first listed glossary's, as an entry or protected, and later glossaries' same term is
+    left out; protected patterns are all of theirs."""
+    if len(glossaries) == 1:
+        return glossaries[0]
+    first = glossaries[0]
+    seen: set[str] = set()
+    entries: dict[str, str] = {}
+    protected: list[str] = []
+    for g in glossaries:
+        mine = [(s, t, False) for s, t in g.entries.items()] + [(t, t, True) for t in g.protected]
+        taken = set()
+        for src, tgt, kept in mine:
+            if term_key(src) in seen:
+                continue
+            taken.add(term_key(src))
+            if kept:
+                protected.append(src)
+            else:
+                entries[src] = tgt
+        seen |= taken
+    return first.model_copy(
+        update={
+            "id": STACK.join(g.id for g in glossaries),
+            "version": STACK.join(g.version for g in glossaries),
+            "entries": entries,
+            "protected": protected,
+            "protected_patterns": list(
+                dict.fromkeys(p for g in glossaries for p in g.protected_patterns)
+            ),
+            "entry_count": len(entries),
+            "protected_count": len(protected),
+        }
+    )

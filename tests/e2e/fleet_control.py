@@ -50,10 +50,14 @@ def cli(
 
 @contextlib.contextmanager
 def apertium_fleet(
-    redis_url: str, env: Mapping[str, str] | None = None, *, flower: bool = False
+    redis_url: str,
+    env: Mapping[str, str] | None = None,
+    *,
+    flower: bool = False,
+    ready_s: float = 60,
 ) -> Iterator[LocalFleet]:
     """A fleet on ``redis_url`` (its database flushed first): an Apertium worker, the API and,
-    with ``flower``, Flower; ready when entered, stopped when left."""
+    with ``flower``, Flower; ready when entered (within ``ready_s``), stopped when left."""
     redis.Redis.from_url(redis_url).flushdb()
     with LocalFleet(redis_url=redis_url, env={"MT_HEARTBEAT_S": "1", **(env or {})}) as f:
         f.start_redis()
@@ -61,7 +65,7 @@ def apertium_fleet(
         f.start_api()
         if flower:
             f.start_flower()
-        f.wait_ready(60)
+        f.wait_ready(ready_s)
         yield f
 
 

@@ -15,8 +15,8 @@ from mtfleet.api.deepl.glossaries import Dictionary, entries_of, timestamp
 from mtfleet.api.deepl.glossary_ids import from_deepl, to_deepl
 from mtfleet.api.deepl.params import (
     TranslateIn,
+    glossaries,
     guidance,
-    one_glossary,
     parse,
 )
 from mtfleet.api.libretranslate import errors as lt_errors
@@ -116,8 +116,11 @@ def test_translate_parameters_as_the_client_and_form_bodies_send_them() -> None:
     assert req.ignore_tags == ["x", "y", "z"] and req.splitting_tags == ["p", "div"]
     assert req.preserve_formatting is True and req.outline_detection is False
     assert req.source_lang is None and req.glossary_ids == ["a1", "b2"]
-    with pytest.raises(InvalidInput, match="one glossary per request"):
-        one_glossary(req.glossary_id, req.glossary_ids)
+    assert glossaries(req.glossary_id, req.glossary_ids) == ["a1", "b2"]  # in order
+    with pytest.raises(InvalidInput, match="cannot be used together with glossary_id"):
+        glossaries("a0", req.glossary_ids)
+    with pytest.raises(InvalidInput, match=r"not contain more than 5 glossary IDs \(it names 6"):
+        glossaries(None, [f"g{n}" for n in range(6)])
     with pytest.raises(InvalidInput, match="split_sentences"):
         parse(TranslateIn, {"text": ["x"], "target_lang": "DE", "split_sentences": "2"})
     with pytest.raises(TooLarge, match="51 texts"):

@@ -255,9 +255,15 @@ def export_translation_memory(
 ) -> StreamingResponse:
     """The memory's pairs as a TMX 1.4 file (the fleet's inline tags and the placeholders as
     TMX inline codes), written by a document process and streamed from its file."""
-    tms = store(services, caller.owner)
-    with services.memory_work.hold(caller.owner):
-        info = tms.visible(tm_id, caller.owner)
+    return export_response(services, caller.owner, tm_id)
+
+
+def export_response(services: Services, owner: str, tm_id: str) -> StreamingResponse:
+    """One of ``owner``'s memories as a TMX download (/v1's export, DeepL's export download):
+    written within the key's share of memory work, in a document process."""
+    tms = store(services, owner)
+    with services.memory_work.hold(owner):
+        info = tms.visible(tm_id, owner)
         exported = _exported(tms, info.id)
     name = _FILENAME.sub("_", info.name).strip("._") or info.id
     return StreamingResponse(

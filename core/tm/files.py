@@ -60,12 +60,14 @@ def check_count(count: int, limits: TMLimits) -> None:
 
 @dataclass(frozen=True)
 class Prepared:
-    """A new memory's pairs as the store keeps them."""
+    """A new memory's pairs as the store keeps them, and its language pair."""
 
     blob: str
     version: str
     entry_count: int
     skipped: int = 0
+    source: str = ""
+    target: str = ""
 
 
 def _prepared(
@@ -73,7 +75,7 @@ def _prepared(
 ) -> Prepared:
     check_count(len(pairs), limits)
     version = content_version(source, target, pairs)
-    return Prepared(encode_pairs(pairs), version, len(pairs), skipped)
+    return Prepared(encode_pairs(pairs), version, len(pairs), skipped, source, target)
 
 
 def prepare_pairs(
@@ -89,16 +91,26 @@ def prepare_file(
     content: bytes | str,
     filename: str | None,
     fmt: str | None,
-    source: str,
-    target: str,
+    source: str | None,
+    target: str | None,
     limits: TMLimits,
 ) -> Prepared:
     """A memory of a TMX, TSV or CSV file's ``source`` -> ``target`` pairs: ``content`` is the
     file's bytes, or the path of a file (read as it goes); ``fmt``, else told by
-    :func:`mtfleet.core.tm.formats.sniff`."""
+    :func:`mtfleet.core.tm.formats.sniff`. Without ``source`` and ``target`` the file is a TMX
+    that holds one pair (:func:`mtfleet.core.tm.formats.tmx_pair`: DeepL's import names none)."""
+    what = f"the file {filename!r}" if filename else "the file"
     with open(content, "rb") if isinstance(content, str) else io.BytesIO(content) as file:
         fmt = (fmt or formats.sniff(file.read(4096), filename)).lower()
         file.seek(0)
+        if source is None or target is None:
+            if fmt != "tmx":
+                raise InvalidInput(
+                    f"{what} is not TMX; a file whose languages the request does not name "
+                    "must be a TMX file (its <tuv xml:lang> name them)"
+                )
+            source, target = formats.tmx_pair(file, what)
+            file.seek(0)
         parsed = formats.parse(
             file,
             fmt,

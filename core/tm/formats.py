@@ -387,6 +387,63 @@ def parse_tmx(file: IO[bytes], source: str, target: str, *, max_bytes: int, what
     return out
 
 
+def tmx_pair(file: IO[bytes], what: str) -> tuple[str, str]:
+    """The language pair a TMX file holds, for an import that names none (DeepL's client
+    sends only the file): the source is the header's ``srclang`` (the first language of the
+    first ``<tu>`` when it is ``*all*`` or missing), the target the one other language of its
+    ``<tuv>`` variants; InvalidInput naming them when there is not exactly one other (a fleet
+    memory is one pair: import such a file naming the pair, on ``/v1/translation_memories``)."""
+    header: str | None = None
+    seen: dict[str, str | None] = {}  # each language written in the file -> the fleet's code
+    first: str | None = None
+    root: Any = None
+    for event, el in iterparse_untrusted(file, what):
+        if root is None:
+            root = el
+            if _local(root) != "tmx":
+                raise InvalidInput(
+                    f"{what} is not TMX: its root element is <{_local(root)}>, not <tmx>"
+                )
+        if event != "end":
+            continue
+        name = _local(el)
+        if name == "header":
+            header = (el.get("srclang") or "").strip()
+        elif name == "tuv":
+            lang = _tuv_language(el)
+            if lang not in seen:
+                seen[lang] = _language(lang) if lang else None
+                first = first or seen[lang]
+        if name in ("tu", "header"):
+            el.clear(keep_tail=False)
+            parent = el.getparent()
+            while parent is not None and el.getprevious() is not None:
+                del parent[0]
+    codes = list(dict.fromkeys(c for c in seen.values() if c))
+    if header and header.lower() != "*all*":
+        source = _language(header)
+        if source is None:
+            raise InvalidInput(f"{what}: its header's srclang {header!r} is not a language")
+    elif first is not None:
+        source = first
+    else:
+        raise InvalidInput(f"{what} has no <tuv> in a language this fleet knows")
+    targets = [c for c in codes if c != source]
+    if len(targets) != 1:
+        found = ", ".join(sorted(lang for lang in seen if lang)) or "(none)"
+        raise InvalidInput(
+            f"{what} holds the languages {found}; a translation memory here is one language "
+            f"pair, the source {source} (the header's srclang) and one target: "
+            + (
+                "it has none"
+                if not targets
+                else f"it has {len(targets)} ({', '.join(targets)}); import it with "
+                "POST /v1/translation_memories, naming source_lang and target_lang"
+            )
+        )
+    return source, targets[0]
+
+
 def _unit(
     tu: Any,
     source: str,

@@ -316,8 +316,8 @@ class TranslationMemoryStore:
         self,
         owner: str,
         name: str,
-        source: str,
-        target: str,
+        source: str | None,
+        target: str | None,
         content: bytes | Path,
         filename: str | None = None,
         *,
@@ -326,7 +326,8 @@ class TranslationMemoryStore:
     ) -> TMInfo:
         """A new memory from a TMX, TSV or CSV file (its bytes, or its path: read as it goes;
         ``fmt``, else told by :func:`mtfleet.core.tm.formats.sniff`), the pairs for
-        ``source`` -> ``target``."""
+        ``source`` -> ``target``; both None: the one pair a TMX file holds (DeepL's import,
+        :func:`mtfleet.core.tm.formats.tmx_pair`)."""
         size = content.stat().st_size if isinstance(content, Path) else len(content)
         if size > self.limits.max_import_bytes:
             raise InvalidInput(
@@ -334,8 +335,9 @@ class TranslationMemoryStore:
                 f"{self.limits.max_import_bytes:,} (MT_TM_MAX_IMPORT_BYTES)"
             )
         name = check_name(name)
-        source, target = check_pair_languages(source, target)
-        made = self.run(
+        if source is not None and target is not None:
+            source, target = check_pair_languages(source, target)
+        made: files.Prepared = self.run(
             "reading this translation-memory file",
             files.prepare_file,
             str(content) if isinstance(content, Path) else content,
@@ -345,6 +347,7 @@ class TranslationMemoryStore:
             target,
             self.limits,
         )
+        source, target = check_pair_languages(made.source, made.target)
         return self._store_new(owner, name, source, target, made, storage)
 
     def _store_new(

@@ -129,6 +129,45 @@ def test_tag_handling_html_and_xml(client: deepl.DeepLClient) -> None:
     assert flat.text == "<doc><par>La camisa roja.</par><par>La casa.</par></doc>"
 
 
+def test_tag_handling_version_v2_is_strict_xml_and_echoed(
+    fleet: LocalFleet, key: str, client: deepl.DeepLClient
+) -> None:
+    text = "<doc><par>The red shirt.</par><par>The house.</par></doc>"
+    ok = client.translate_text(
+        text, source_lang="EN", target_lang="ES", tag_handling="xml", tag_handling_version="v2"
+    )
+    assert ok.text == "<doc><par>La camisa roja.</par><par>La casa.</par></doc>"
+    with pytest.raises(deepl.DeepLException, match=r"Bad request.*text\[0\] is not well-formed"):
+        client.translate_text(
+            "<doc><par>The red shirt.</doc>",
+            source_lang="EN",
+            target_lang="ES",
+            tag_handling="xml",
+            tag_handling_version="v2",
+        )
+    # the client does not read the echo: DeepL's field, on the wire
+    auth = {"Authorization": f"DeepL-Auth-Key {key}"}
+    url = f"{fleet.api_url}/v2/translate"
+    body = {"text": [text], "target_lang": "ES", "source_lang": "EN", "tag_handling": "xml"}
+    for sent, echoed in (("v2", "v2"), ("v1", "v1"), (None, "v1")):
+        got = httpx.post(url, json={**body, "tag_handling_version": sent}, headers=auth)
+        assert got.status_code == 200, got.text
+        assert got.json()["translations"][0]["tag_handling_version"] == echoed
+    plain = httpx.post(url, json={"text": ["The house"], "target_lang": "ES"}, headers=auth)
+    assert "tag_handling_version" not in plain.json()["translations"][0]
+
+
+def test_v3_languages_of_the_fleet(fleet: LocalFleet, key: str) -> None:
+    auth = {"Authorization": f"DeepL-Auth-Key {key}"}
+    got = httpx.get(f"{fleet.api_url}/v3/languages?resource=translate_text", headers=auth)
+    assert got.status_code == 200, got.text
+    langs = {x["lang"]: x for x in got.json()}
+    assert {"en", "es", "en-US", "en-GB", "es-419"} <= set(langs)  # en<->es served
+    assert langs["en"]["usable_as_source"] and langs["es"]["usable_as_target"]
+    assert not langs["en-US"]["usable_as_source"] and langs["en-US"]["usable_as_target"]
+    assert "tag_handling" in langs["es"]["features"]
+
+
 def test_form_bodies_and_what_the_client_cannot_send(fleet: LocalFleet, key: str) -> None:
     auth = {"Authorization": f"DeepL-Auth-Key {key}"}
     url = f"{fleet.api_url}/v2/translate"

@@ -7,6 +7,9 @@
   the fleet serves. What the registry says is remembered for a second when a pool serves the
   pair; a pair nobody serves is asked again each time, so a worker that just registered is seen
   at once.
+* :meth:`Routing.route_writing`: the pool for a text to improve in its own language (DeepL
+  Write): one whose engine follows instructions and translates into that language; on a fleet
+  without such a pool, a 400 saying so.
 * :meth:`Routing.admit`: backpressure: 429 with ``Retry-After`` for a pool's lane whose queue
   is past its limit.
 """
@@ -20,7 +23,13 @@ import redis
 
 from mtfleet.api import metrics
 from mtfleet.core.backlog import Backlog
-from mtfleet.core.errors import Overloaded, Unavailable, UnknownPool, UnsupportedLanguage
+from mtfleet.core.errors import (
+    InvalidInput,
+    Overloaded,
+    Unavailable,
+    UnknownPool,
+    UnsupportedLanguage,
+)
 from mtfleet.core.models import Lane, ModelType, PoolModelType
 from mtfleet.core.registry import PoolInfo, Registry
 from mtfleet.core.settings import Settings
@@ -104,6 +113,7 @@ class Routing:
         self._serving: dict[tuple[str, str], tuple[float, list[str]]] = {}
         self._depths: dict[tuple[str, Lane], tuple[float, int]] = {}
         self._pairs: tuple[float, frozenset[tuple[str, str]]] = (0.0, frozenset())
+        self._writers: tuple[float, dict[str, list[str]]] = (0.0, {})
 
     # -- routing -----------------------------------------------------------------------------
     async def route(
@@ -242,6 +252,60 @@ class Routing:
                 adapters=sorted(pool.adapters),
             )
         return Route(pool, fingerprint, adapter, model_type)
+
+    # -- texts to improve (DeepL Write) -------------------------------------------------------
+    async def writers(self) -> dict[str, list[str]]:
+        """The pools whose engine follows instructions (an LLM), by the language each writes
+        (one it translates into: it can improve a text in it); 400 naming what is missing
+        when the fleet has no such pool. Every pool's pairs are read at most once a second."""
+        try:
+            pools = await self.pools()
+            now = time.monotonic()
+            expires, found = self._writers
+            if expires <= now:
+                llms = sorted(name for name, p in pools.items() if p.instructions)
+                found = {}
+                for name, pairs in (await self.registry.apairs(llms)).items():
+                    for lang in sorted({target for _, target in pairs}):
+                        found.setdefault(lang, []).append(name)
+                self._writers = (now + REMEMBER_S, found) if found else (0.0, {})
+        except redis.RedisError as exc:
+            raise Unavailable.because("the job store", exc) from exc
+        if not found:
+            engines = ", ".join(f"{n} ({p.engine})" for n, p in sorted(pools.items()))
+            raise InvalidInput(
+                "Improving a text (rephrase, correct) needs a pool whose engine follows "
+                "instructions, an LLM (the vllm or openai engine, or a causal transformers "
+                "model), and this fleet has none: "
+                + (f"its pools run {engines}." if engines else "no worker has registered.")
+            )
+        return found
+
+    async def route_writing(
+        self, lang: str, pool: str | None = None, model_type: ModelType | None = None
+    ) -> Route:
+        """The pool that improves a text in ``lang`` (:meth:`writers`; the one named, which
+        must be one of them), chosen among them as a pair's pool is (:func:`choose_pool`)."""
+        writers = await self.writers()
+        serving = writers.get(lang, [])
+        if pool is not None and pool not in serving:
+            raise UnknownPool(
+                f"pool {pool!r} does not improve text in {lang}: that takes a pool whose "
+                f"engine follows instructions and writes {lang}; those are: "
+                + (", ".join(serving) or "none"),
+                pools=serving,
+            )
+        if not serving:
+            raise UnsupportedLanguage(
+                f"no pool whose engine follows instructions writes {lang}; they write: "
+                + _listed(sorted(writers)),
+                served=sorted(writers)[:LISTED],
+            )
+        pools = await self.pools()
+        name = pool or choose_pool(
+            self.settings.routes, lang, lang, serving, pools, model_type=model_type
+        )
+        return self._with_adapter(pools[name], None, model_type)
 
     # -- backpressure ------------------------------------------------------------------------
     async def admit(self, pool: str, lane: Lane) -> None:

@@ -321,11 +321,18 @@ class JobService:
         texts = inputs.texts
         source = languages.normalize(inputs.source)
         target = languages.normalize(req.target_lang)
-        if source == target:
+        if req.writing is not None and source != target:
+            raise InvalidInput(
+                f"a text is improved in its own language: source_lang {source!r} is not the "
+                f"target_lang {target!r}"
+            )
+        if source == target and req.writing is None:
             raise InvalidInput(f"source_lang and target_lang are both {source!r}")
         self._check_limits(texts, document=req.document is not None)
         lane = self.lane_for(req, len(texts))
-        if found is not None and found.route is not None:
+        if req.writing is not None:  # improved in its language by an LLM pool (DeepL Write)
+            route = await self.routing.route_writing(target, req.pool, req.model_type)
+        elif found is not None and found.route is not None:
             route = found.route  # routed by answer_from_cache: the same pair, pool and adapter
         else:
             route = await self.routing.route(source, target, req.pool, req.adapter, req.model_type)
@@ -617,7 +624,7 @@ class JobService:
         plan: list[tuple[str, list[ChunkSegment]]] = []
         groups = await self._source_groups(len(texts), source, target, route.name, inputs)
         for src, indices in groups.items():
-            if src == target:
+            if src == target and (guidance is None or guidance.writing is None):
                 for i in indices:
                     cached[i] = SegmentOutcome(
                         translation=texts[i],

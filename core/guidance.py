@@ -12,6 +12,9 @@ prompt by :mod:`mtfleet.workers.prompts`, and part of the phrase-cache key.
 * ``formality``: ``default``, ``more``, ``less`` (an instruction, in the target language's
   terms: German *Sie*/*du*, French *vous*/*tu*...), ``prefer_more``, ``prefer_less`` (the same
   where the engine can follow it, nothing where it cannot: DeepL's semantics).
+* ``writing`` (:class:`Writing`): the text is improved in its own language instead of
+  translated (DeepL Write's ``rephrase``, in a writing style or tone, and ``correct``). Only an
+  engine that follows instructions takes it.
 
 :func:`cache_variant` folds all of it (and the glossary's version) into the one string the
 phrase cache keys on: a translation made with one context or instruction set is never served
@@ -25,18 +28,94 @@ import json
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mtfleet.core import languages
 from mtfleet.core.patterns import digest
 
 Formality = Literal["default", "more", "less", "prefer_more", "prefer_less"]
+#: DeepL Write's tasks: ``rephrase`` improves a text (``/v2/write/rephrase``), ``correct``
+#: fixes its spelling, grammar and punctuation only (``/v2/write/correct``).
+WriteTask = Literal["rephrase", "correct"]
+WritingStyle = Literal[
+    "default", "simple", "business", "academic", "casual",
+    "prefer_simple", "prefer_business", "prefer_academic", "prefer_casual",
+]  # fmt: skip
+Tone = Literal[
+    "default", "enthusiastic", "friendly", "confident", "diplomatic",
+    "prefer_enthusiastic", "prefer_friendly", "prefer_confident", "prefer_diplomatic",
+]  # fmt: skip
+#: The regional variants a text can be written in (DeepL Write's target codes), as a sentence.
+VARIANTS = {
+    "en-GB": "Write in British English (its spelling and vocabulary).",
+    "en-US": "Write in American English (its spelling and vocabulary).",
+    "pt-BR": "Write in Brazilian Portuguese.",
+    "pt-PT": "Write in European Portuguese.",
+}
 
 #: Characters of ``context`` a request may carry (a few paragraphs; it goes in every prompt).
 MAX_CONTEXT_CHARS = 4000
 #: DeepL's limits on ``custom_instructions``.
 MAX_INSTRUCTIONS = 10
 MAX_INSTRUCTION_CHARS = 300
+
+
+class Writing(BaseModel):
+    """A text to improve in its own language rather than translate (DeepL Write): the job's
+    source and target are the text's language, and the prompt asks an LLM to ``rephrase`` it
+    (in a ``writing_style`` or a ``tone``, not both, as DeepL) or to ``correct`` it;
+    ``variant``: a regional variant to write it in (``en-GB``...). Only an engine that follows
+    instructions takes it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    task: WriteTask = Field(
+        description="rephrase (improve the text: spelling, grammar, clarity, style) or correct "
+        "(spelling, grammar and punctuation only)."
+    )
+    writing_style: WritingStyle = Field(
+        "default", description="DeepL's writing styles (rephrase only); prefer_X is X here."
+    )
+    tone: Tone = Field("default", description="DeepL's tones (rephrase only); prefer_X is X.")
+    variant: Literal["en-GB", "en-US", "pt-BR", "pt-PT"] | None = Field(
+        None, description="A regional variant to write the text in."
+    )
+
+    @model_validator(mode="after")
+    def _one_of(self) -> Writing:
+        if self.writing_style != "default" and self.tone != "default":
+            raise ValueError("give writing_style or tone, not both")
+        if self.task == "correct" and (self.writing_style != "default" or self.tone != "default"):
+            raise ValueError("correct takes no writing_style or tone (rephrase does)")
+        return self
+
+    def instructions(self) -> list[str]:
+        """The style's, the tone's and the variant's sentences (an LLM follows a style in any
+        language: a ``prefer_`` style is the style itself)."""
+        out = []
+        style = self.writing_style.removeprefix("prefer_")
+        if style in _STYLE_SENTENCES:
+            out.append(_STYLE_SENTENCES[style])
+        tone = self.tone.removeprefix("prefer_")
+        if tone in _TONE_SENTENCES:
+            out.append(_TONE_SENTENCES[tone])
+        if self.variant is not None:
+            out.append(VARIANTS[self.variant])
+        return out
+
+
+_STYLE_SENTENCES = {
+    "simple": "Write in a simple style: short sentences and everyday words.",
+    "business": "Write in a business style: clear, precise and professional.",
+    "academic": "Write in an academic style: precise, formal and objective.",
+    "casual": "Write in a casual style: relaxed and conversational.",
+}
+_TONE_SENTENCES = {
+    "enthusiastic": "Use an enthusiastic tone: energetic and positive.",
+    "friendly": "Use a friendly tone: warm and approachable.",
+    "confident": "Use a confident tone: assured and direct.",
+    "diplomatic": "Use a diplomatic tone: tactful and considerate.",
+}
 
 
 class Guidance(BaseModel):
@@ -79,6 +158,9 @@ class Guidance(BaseModel):
     #: The glossary's terms found in the segment (source, target), for a model that takes
     #: terminology in its prompt (``MT_GLOSSARY_IN_PROMPT``; the worker adds them).
     terms: tuple[tuple[str, str], ...] = ()
+    #: The text is to be improved in its own language, not translated (DeepL Write): the
+    #: prompt is :func:`mtfleet.workers.prompts.instruction`'s improvement prompt.
+    writing: Writing | None = None
 
     @field_validator("custom_instructions")
     @classmethod
@@ -112,13 +194,16 @@ class Guidance(BaseModel):
             and self.neighbours is None
             and not self.terms
             and self.formality == "default"
+            and self.writing is None
         )
 
     @property
     def needs_instructions(self) -> bool:
         """Whether only an engine that follows instructions may take the request (the
         instructions, a style rule, ``more`` or ``less``; ``prefer_`` formality and context
-        are taken by any engine)."""
+        are taken by any engine; a text to improve, :class:`Writing`, needs one too)."""
+        if self.writing is not None:
+            return True
         return bool(self.custom_instructions or self.style_instructions) or self.formality in (
             "more",
             "less",

@@ -22,7 +22,13 @@ from pydantic import (
 )
 
 from mtfleet.core import patterns
-from mtfleet.core.guidance import MAX_CONTEXT_CHARS, MAX_INSTRUCTIONS, Formality, Guidance
+from mtfleet.core.guidance import (
+    MAX_CONTEXT_CHARS,
+    MAX_INSTRUCTIONS,
+    Formality,
+    Guidance,
+    Writing,
+)
 from mtfleet.core.models import JobStatus, Lane, ModelType, PoolModelType, Progress
 
 #: The glossaries one request may name (DeepL's limit on ``glossary_ids``).
@@ -320,6 +326,14 @@ class JobCreate(TextsIn):
         "interactive for small jobs, bulk for large ones.",
     )
     callback_url: CallbackUrl = None
+    writing: Writing | None = Field(
+        None,
+        description="Improve the texts in their own language instead of translating them "
+        "(DeepL Write: task rephrase, in a writing_style or a tone, or correct; docs/llm.md): "
+        "source_lang is the target's (auto: the target). Only a pool whose engine follows "
+        "instructions (an LLM) takes it.",
+        examples=[{"task": "rephrase", "tone": "friendly"}],
+    )
 
     _callback = field_validator("callback_url")(check_callback_url)
 
@@ -332,7 +346,19 @@ class JobCreate(TextsIn):
     def _one_input(self) -> JobCreate:
         if (self.texts is None) == (self.document is None):
             raise ValueError("give either texts or a document")
+        if self.writing is not None:
+            if self.document is not None:
+                raise ValueError("writing improves texts, not a document")
+            if self.source_lang.lower() == "auto":
+                self.source_lang = self.target_lang  # a text is improved in its language
         return self
+
+    def guidance(self) -> Guidance | None:
+        """The request's context, instructions, formality and ``writing`` (None: none)."""
+        got = super().guidance()
+        if self.writing is None:
+            return got
+        return (got or Guidance()).model_copy(update={"writing": self.writing})
 
 
 class TranslateCreate(TextsIn):

@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Literal, Protocol
 
 from mtfleet.core import languages
-from mtfleet.core.guidance import Guidance, formality_instruction
+from mtfleet.core.guidance import Guidance, Writing, formality_instruction
 
 # 2: control-token strings in the source are broken (see the module doc); 3: and made whole in
 # the output, and a piece of guidance cannot end its section (:func:`_piece`)
@@ -66,6 +66,8 @@ def instruction(
     """The user-turn text for one segment: the plain template, or with ``guidance`` the
     context and instructions around it (:func:`_guided`)."""
     tgt = languages.get(target)
+    if guidance is not None and guidance.writing is not None:
+        return _improvement(text, target, guidance, guidance.writing)
     if guidance is not None and not guidance.empty:
         return _guided(text, source, target, style, guidance)
     if style == "hunyuan":
@@ -208,6 +210,43 @@ def _guided(text: str, source: str, target: str, style: PromptStyle, guidance: G
             f"\nEarlier translations of similar texts (follow their terms and style):\n{shown}"
         )
     return "".join(parts) + f"\nText to translate:\n{text}"
+
+
+#: DeepL Write's tasks as the first line of the prompt: what to do with the text, in which
+#: language (the text's own), and the answer expected; and the text's header.
+_IMPROVE = {
+    "rephrase": (
+        "Improve the following {lang} text: correct its spelling, grammar and punctuation, "
+        "and rephrase it where that makes it clearer and reads better, keeping its meaning. "
+        "Write it in {lang}. Reply with the improved text only.",
+        "Text to improve:",
+    ),
+    "correct": (
+        "Correct the spelling, grammar and punctuation of the following {lang} text, changing "
+        "nothing else (keep its wording, style and tone). Reply with the corrected text only.",
+        "Text to correct:",
+    ),
+}
+
+
+def _improvement(text: str, lang: str, guidance: Guidance, writing: Writing) -> str:
+    """A text to improve in its own language (DeepL Write: :class:`Writing`), for any
+    instruction model (Hunyuan-MT's card has no template for it: it gets this one too): the
+    task, the writing style's, tone's and variant's instructions (then any others the job
+    has), the text last. A piece of guidance is written by :func:`_piece`."""
+    guidance = each_piece(guidance, _piece)
+    name = languages.get(lang).english
+    lead, header = _IMPROVE[writing.task]
+    parts = [lead.format(lang=name) + "\n"]
+    if guidance.context:
+        parts.append(
+            "\nContext (to understand the text; do not include it):\n"
+            f"<context>\n{guidance.context}\n</context>\n"
+        )
+    rules = [*writing.instructions(), *_instructions(lang, guidance)]
+    if rules:
+        parts.append("\nFollow these instructions:\n" + "".join(f"- {r}\n" for r in rules))
+    return "".join(parts) + f"\n{header}\n{text}"
 
 
 ZWSP = "\u200b"

@@ -18,6 +18,7 @@ from mtfleet.api.deepl import (
     style_rules,
     translate,
     translation_memories,
+    write,
 )
 from mtfleet.api.deepl.errors import SURFACE
 
@@ -31,6 +32,7 @@ for part in (
     multilingual.router,
     style_rules.router,
     translation_memories.router,
+    write.router,
 ):
     router.include_router(part)
 

@@ -88,7 +88,9 @@ async def glossary_pairs(services: ServicesDep, caller: DeepLCaller) -> JSONResp
 
 #: DeepL's ``resource`` values -> the features a language of a served pair has here, each
 #: with whether the source, the target or both must have it (``/v3/languages/resources``).
-#: ``write`` and ``voice`` are DeepL products the fleet does not serve: no language.
+#: ``write``: the languages a pool whose engine follows instructions writes (DeepL Write,
+#: :mod:`mtfleet.api.deepl.write`), each as source and target, a writing style or tone taken
+#: in any of them. ``voice`` is a DeepL product the fleet does not serve: no language.
 #: ``formality`` is left out, as ``/v2/languages`` says ``supports_formality: false``: only a
 #: pool whose engine follows instructions can honour it (docs/llm.md).
 RESOURCES: dict[str, dict[str, tuple[bool, bool]]] = {
@@ -101,7 +103,7 @@ RESOURCES: dict[str, dict[str, tuple[bool, bool]]] = {
     "glossary": {},
     "translation_memory": {},
     "style_rules": {},
-    "write": {},
+    "write": {"writing_style": (False, True), "tone": (False, True)},
     "voice": {},
 }
 #: ``include``'s values: the fleet has no beta language or feature, and none from a third
@@ -116,8 +118,9 @@ def bcp47(deepl_code: str) -> str:
 
 
 def v3_languages(resource: str, pairs: set[tuple[str, str]]) -> list[dict[str, Any]]:
-    """``GET /v3/languages?resource=``'s list for the pairs the fleet serves."""
-    if resource in ("write", "voice"):
+    """``GET /v3/languages?resource=``'s list for the pairs the fleet serves (for ``write``,
+    the pairs of the pools whose engine follows instructions)."""
+    if resource == "voice":
         return []
     out: dict[str, dict[str, Any]] = {}
 
@@ -132,6 +135,10 @@ def v3_languages(resource: str, pairs: set[tuple[str, str]]) -> list[dict[str, A
         for s, t in pairs:
             for fleet, source in ((s, True), (t, False)):
                 add(languages.glossary_code(fleet), languages.name(fleet), source=source)
+    elif resource == "write":  # a text is improved in the language it is written in
+        for _, t in pairs:
+            for source in (True, False):
+                add(languages.glossary_code(t), languages.name(t), source=source)
     elif resource == "style_rules":  # a rule is written for the language it translates into
         for _, t in pairs:
             add(languages.glossary_code(t), languages.name(t), source=False)
@@ -167,7 +174,13 @@ async def list_v3_languages(
     for value in request.query_params.getlist("include"):
         if value not in INCLUDE:
             raise InvalidInput(f"parameter 'include' must be {' or '.join(INCLUDE)}, not {value!r}")
-    return JSONResponse(v3_languages(resource, await services.registry.aserved_pairs()))
+    if resource == "write":
+        pools = await services.registry.apools()
+        llms = sorted(name for name, pool in pools.items() if pool.instructions)
+        pairs = {p for found in (await services.registry.apairs(llms)).values() for p in found}
+    else:
+        pairs = await services.registry.aserved_pairs()
+    return JSONResponse(v3_languages(resource, pairs))
 
 
 @v3.get("/languages/resources")

@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 
 from mtfleet.api.app import create_app
 from mtfleet.core.apikeys import KeyStore
+from mtfleet.core.registry import Registry, WorkerInfo
 from mtfleet.core.settings import Settings
 from tests.integration.registered import register_pair
 from tests.support import in_process
@@ -60,6 +61,7 @@ def test_each_resource_and_include(api: tuple[TestClient, dict[str, str]]) -> No
     assert set(by_lang(c, auth, resource="translation_memory")) == {"en", "es"}
     rules = by_lang(c, auth, resource="style_rules")
     assert list(rules) == ["es"] and not rules["es"]["usable_as_source"]
+    # no pool follows instructions (Apertium's en->es): nothing to improve a text with
     assert by_lang(c, auth, resource="write") == {} == by_lang(c, auth, resource="voice")
     # the fleet has nothing in beta nor from a third party: include adds nothing
     plain = c.get("/v3/languages?resource=translate_text", headers=auth).json()
@@ -134,3 +136,27 @@ def test_tag_handling_v2_refuses_malformed_xml_naming_the_problem(
     assert lenient.status_code == 429, lenient.text
     bad = c.post("/v2/translate", json={**body, "tag_handling_version": "v3"}, headers=auth)
     assert bad.status_code == 400 and "tag_handling_version" in bad.json()["message"]
+
+
+def test_write_lists_what_a_pool_that_follows_instructions_writes(
+    api: tuple[TestClient, dict[str, str]], r: redis.Redis
+) -> None:
+    c, auth = api
+    Registry(r).beat(
+        WorkerInfo(
+            name="llm@test",
+            pool="llm",
+            engine="openai",
+            model="m",
+            fingerprint="fp-llm",
+            instructions=True,
+            pairs=[("en", "de"), ("de", "en")],
+            lanes=["interactive", "bulk"],
+        ),
+        ttl_s=300,
+    )
+    write = by_lang(c, auth, resource="write")
+    assert set(write) == {"de", "en"}  # not es: only Apertium writes it
+    stable = {"status": "stable"}
+    assert write["de"]["usable_as_source"] and write["de"]["usable_as_target"]
+    assert write["de"]["features"] == {"writing_style": stable, "tone": stable}

@@ -13,7 +13,7 @@ from fastapi import Depends, FastAPI, Request
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mtfleet.api import deepl, libretranslate, metrics
+from mtfleet.api import crowdin, deepl, libretranslate, metrics
 from mtfleet.api.deps import Services
 from mtfleet.api.guard import AuthFailures, RequestGuard
 from mtfleet.api.parsing import DocumentPool
@@ -202,15 +202,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(glossaries.router)
     app.include_router(translation_memories.router)
     app.include_router(meta.router)
-    # the drop-in surfaces: other services' contracts, documented in docs/deepl.md and
-    # docs/libretranslate.md, not in mtfleet's own OpenAPI schema
+    # the drop-in surfaces: other services' contracts, documented in docs/deepl.md,
+    # docs/libretranslate.md and docs/localization-platforms.md, not in mtfleet's own OpenAPI
+    # schema
     app.include_router(deepl.router, include_in_schema=False)
     app.include_router(libretranslate.router, include_in_schema=False)
+    app.include_router(crowdin.router, include_in_schema=False)
     app.include_router(ops.router)
 
     app.add_middleware(Timing)
     app.add_middleware(
-        RequestGuard, settings=settings, surfaces=(V1, deepl.SURFACE, libretranslate.SURFACE)
+        RequestGuard,
+        settings=settings,
+        surfaces=(V1, deepl.SURFACE, libretranslate.SURFACE, crowdin.SURFACE),
     )
     app.add_middleware(libretranslate.Preflight, prefix=libretranslate.PREFIX)
     return app

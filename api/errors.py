@@ -1,5 +1,5 @@
 """The error tree as HTTP statuses, for every surface, in one place: :data:`STATUS` gives each
-error class its status on each surface (``/v1``, DeepL, LibreTranslate);
+error class its status on each surface (``/v1``, DeepL, LibreTranslate, Crowdin);
 :func:`mtfleet.api.surfaces.answer` turns whatever a route raises into that status, worded by
 the surface's renderer (``/v1``'s :func:`error_response` here: ``{"error": {"type",
 "message", ...}}``; DeepL's and LibreTranslate's beside their routes). Nothing a client sends
@@ -48,6 +48,9 @@ class Status(NamedTuple):
     deepl: int
     #: LibreTranslate's: 400 for any bad request, 403 for a key, 503 while still translating
     libretranslate: int
+    #: Crowdin's Custom MT (it reads the error's message, whatever the status): ``/v1``'s
+    #: (``None``), but 503 while still translating (its resend joins the job)
+    crowdin: int | None = None
 
 
 #: The first class an error is an instance of gives its status (subclasses first); an error
@@ -61,8 +64,8 @@ STATUS: list[tuple[type[MTError], Status]] = [
     (IdempotencyConflict, Status(409, 400, 400)),
     (JobNotFound, Status(404, 404, 404)),
     (JobPurged, Status(410, 404, 404)),
-    (StillTranslating, Status(409, 429, 503)),
-    (JobNotFinished, Status(409, 503, 503)),
+    (StillTranslating, Status(409, 429, 503, 503)),
+    (JobNotFinished, Status(409, 503, 503, 503)),
     (Unavailable, Status(503, 503, 503)),
     (Unauthorized, Status(401, 403, 403)),
     (Forbidden, Status(403, 403, 403)),
@@ -88,7 +91,11 @@ def documented(*codes: int) -> dict[int | str, dict[str, Any]]:
 
 def status_for(exc: MTError, surface: str) -> int:
     """``exc``'s status on the surface named ``surface`` (a :class:`Status` field)."""
-    return next((getattr(s, surface) for cls, s in STATUS if isinstance(exc, cls)), 500)
+    for cls, status in STATUS:
+        if isinstance(exc, cls):
+            code = getattr(status, surface)
+            return status.v1 if code is None else int(code)
+    return 500
 
 
 def error_response(code: int, type_: str, message: str, **extra: object) -> JSONResponse:

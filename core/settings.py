@@ -623,13 +623,22 @@ class Settings(BaseSettings):
         "sent again joins the job) and /translate_file answers with its download link, which "
         "waits as long again.",
     )
+    crowdin_wait_s: float = Field(
+        60.0,
+        gt=0,
+        le=600,
+        description="Seconds Crowdin's Custom MT route (POST /crowdin/translate) waits for its "
+        "job (Crowdin waits for the translations in the request it sends). Past it the answer "
+        "is 503 with Retry-After; the same request sent again joins the job.",
+    )
     dropin_retry_window_s: int = Field(
         600,
         ge=10,
         le=7 * 24 * 3600,
-        description="Seconds an identical DeepL or LibreTranslate request (the same API key and "
-        "the same body) joins the job the first one made instead of making another: those "
-        "clients resend a request after a timeout, a 429 or a 5xx without an Idempotency-Key.",
+        description="Seconds an identical DeepL, LibreTranslate or Crowdin request (the same API "
+        "key and the same body) joins the job the first one made instead of making another: "
+        "those clients resend a request after a timeout, a 429 or a 5xx without an "
+        "Idempotency-Key.",
     )
 
     # --- webhooks and event streams ----------------------------------------------------------

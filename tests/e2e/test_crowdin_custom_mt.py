@@ -2,7 +2,9 @@
 real Apertium worker (English to Spanish), each a process of its own: the requests are sent as
 Crowdin sends them (api/crowdin/__init__.py says where its documentation states each shape),
 to the app the fleet's own manifest describes, and to ``/crowdin/translate`` with the key in
-the query or a Bearer header."""
+the query or a Bearer header. Then Weblate's DeepL and LibreTranslate services' requests, as
+docs/localization-platforms.md sets them up (those routes are the drop-ins' own: the tests
+check the page's claims)."""
 
 from __future__ import annotations
 
@@ -238,3 +240,51 @@ def test_an_empty_batch_and_a_slow_one(fleet: LocalFleet, key: str) -> None:
     again = httpx.post(url, json=body, timeout=60)
     assert again.json() == {"data": {"translations": ["Mi hermano compró una mesa azul."]}}
     assert jobs_made(fleet) == made + 1
+
+
+def test_weblates_deepl_service_as_docs_set_it_up(fleet: LocalFleet, key: str) -> None:
+    """docs/localization-platforms.md: Weblate's DeepL service (weblate/machinery/deepl.py)
+    with ``url`` at /v2/ and ``key`` an mtfleet key: its language lists, its glossary check
+    and its batch, placeholders as ``<x id>`` with xml tag handling, kept."""
+    auth = {"Authorization": f"DeepL-Auth-Key {key}"}
+    base = f"{fleet.api_url}/v2/"
+    sources = httpx.get(base + "languages", params={"type": "source"}, headers=auth, timeout=30)
+    targets = httpx.get(base + "languages", params={"type": "target"}, headers=auth, timeout=30)
+    assert "EN" in {x["language"] for x in sources.json()}
+    assert "ES" in {x["language"].upper() for x in targets.json()}
+    pairs = httpx.get(base + "glossary-language-pairs", headers=auth, timeout=30)
+    assert pairs.status_code == 200 and "supported_languages" in pairs.json()
+    got = httpx.post(
+        base + "translate",
+        headers=auth,
+        json={
+            "text": ['The red shirt is in the <x id="7"></x> house.', "Add to cart"],
+            "source_lang": "EN",
+            "target_lang": "ES",
+            "formality": "default",
+            "tag_handling": "xml",
+            "ignore_tags": ["x"],
+        },
+        timeout=60,
+    )
+    assert got.status_code == 200, got.text
+    first, second = (t["text"] for t in got.json()["translations"])
+    assert '<x id="7"></x>' in first and first.startswith("La camisa roja")
+    assert second == one_by_one(fleet, key, ["Add to cart"])[0]
+
+
+def test_weblates_libretranslate_service_as_docs_set_it_up(fleet: LocalFleet, key: str) -> None:
+    """docs/localization-platforms.md: Weblate's LibreTranslate service
+    (weblate/machinery/libretranslate.py) with ``url`` at /libretranslate/: its language list
+    and its JSON batch, the key as ``api_key`` in the body, translations in order."""
+    base = f"{fleet.api_url}/libretranslate/"
+    codes = {x["code"] for x in httpx.get(base + "languages", timeout=30).json()}
+    assert {"en", "es"} <= codes
+    texts = ["Add to cart", "The red shirt is in the house."]
+    got = httpx.post(
+        base + "translate",
+        json={"api_key": key, "q": texts, "source": "en", "target": "es"},
+        timeout=60,
+    )
+    assert got.status_code == 200, got.text
+    assert got.json()["translatedText"] == one_by_one(fleet, key, texts)

@@ -89,7 +89,7 @@ from mtfleet.core.documents.base import (
     UnitBuilder,
     restore,
 )
-from mtfleet.core.documents.pipeline import TEMPLATE_BLOCK
+from mtfleet.core.documents.templates import TEMPLATE_BLOCK
 from mtfleet.core.documents.text import check_count, decode_document, newline_escape, pair_tags
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
@@ -471,7 +471,7 @@ def _parts(text: str) -> list[_Part]:
 def _outside_template_blocks(text: str, parts: list[_Part]) -> list[_Part]:
     """``parts`` without those a ``{% raw %}`` or ``{% comment %}`` block reaches into: such a
     block is template source or a comment, never text. One that lies within a unit's text as
-    written is one protected span there (:data:`~mtfleet.core.documents.pipeline.TEMPLATE_BLOCK`);
+    written is one protected span there (:data:`~mtfleet.core.documents.templates.TEMPLATE_BLOCK`);
     one that spans blocks (a fence between ``{% raw %}`` and ``{% endraw %}``), or that
     markup cuts, keeps every part it touches as it is."""
     blocks = [(m.start(), m.end()) for m in TEMPLATE_BLOCK.finditer(text)]

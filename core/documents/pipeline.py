@@ -37,27 +37,12 @@ from typing import NamedTuple
 from sentencex import segment as sentencex_segment
 
 from mtfleet.core.documents.base import TAG, Code, Unit, too_large, x
-
-#: Template syntax (Liquid, Jinja, Handlebars, Nunjucks, Django): what a page's generator
-#: reads, never its reader. A ``{% raw %}`` or ``{% comment %}`` block is one span with what it
-#: holds (template source shown as it is, or a comment); a tag or an output (``{% if x %}``,
-#: ``{{ "/assets" | relative_url }}``, ``{{#each items}}``, ``{{{html}}}``, ``{# note #}``) is
-#: one span, bounded at ``TEMPLATE_CHARS`` characters (a longer one is no tag).
-TEMPLATE_CHARS = 500
-_TEMPLATE_BLOCK = r"""\{%-?[ \t\r\n]*(?P<block>raw|comment)[ \t\r\n]*-?%\}[\s\S]*?
-        \{%-?[ \t\r\n]*end(?P=block)[ \t\r\n]*-?%\}"""
-#: A ``{% raw %}`` or ``{% comment %}`` block, what it holds included.
-TEMPLATE_BLOCK = re.compile(_TEMPLATE_BLOCK, re.VERBOSE)
-_TEMPLATE = rf"""{_TEMPLATE_BLOCK}
-    |\{{\{{\{{[^{{}}]{{1,{TEMPLATE_CHARS}}}\}}\}}\}}
-    |\{{\{{[^{{}}]{{1,{TEMPLATE_CHARS}}}\}}\}}
-    |\{{%[^{{}}]{{1,{TEMPLATE_CHARS}}}?%\}}
-    |\{{\#[^{{}}]{{1,{TEMPLATE_CHARS}}}?\#\}}"""
+from mtfleet.core.documents.templates import TEMPLATE
 
 # One alternation, most specific first; matches are taken left to right without overlap. A URL
 # stops at a brace: ``https://site/{{ page.url }}`` is a URL and a template output.
 _SPANS = {
-    "template": _TEMPLATE,
+    "template": TEMPLATE,
     "url": r"""\b(?:https?|ftp)://[^\s<>"'\u00a0{]+[^\s<>"'\u00a0.,;:!?)\]}{]
         | \bwww\.[^\s<>"'\u00a0{]+[^\s<>"'\u00a0.,;:!?)\]}{]""",
     "email": r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b",

@@ -169,7 +169,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 anyio.to_thread.run_sync(services.jobs.documents.start),
             )
         services.waiter.start()
-        deliverer = WebhookDeliverer(settings, services.outbox, services.apikeys)
+        deliverer = WebhookDeliverer(settings, services.outbox, services.apikeys, services.store)
         deliverer.start()  # every API process sends the fleet's webhooks (docs/webhooks.md)
         app.state.services = services
         metrics.FLEET.r = services.store.r

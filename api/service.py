@@ -183,6 +183,7 @@ class JobService:
         idem = self._idempotency(req, owner, idempotency_key, idempotency_ttl_s)
         if idem is not None and (earlier := await self._earlier(idem)) is not None:
             return earlier
+        self._check_trace(req, key)
         if req.callback_url is not None:
             await self.check_callback(req.callback_url, key)
         inputs = await self.texts_of(req, owner, key)
@@ -200,6 +201,8 @@ class JobService:
         one miss) goes the whole way (:meth:`submit`), with the hits found here."""
         none = FromCache(None, None)
         texts = req.texts
+        if req.use_cache != "yes":
+            return none  # use_cache=no or overwrite: the cache is not read
         if not texts or req.document is not None or req.glossaries() or req.callback_url:
             return none  # (a callback_url is checked, and gets a job to report on)
         if req.guidance() is not None or req.style_id or req.translation_memory_id:
@@ -289,6 +292,31 @@ class JobService:
             except redis.RedisError as exc:
                 raise Unavailable.because("the job store", exc) from exc
 
+    @staticmethod
+    def no_trace(req: JobCreate, key: ApiKey | None) -> bool:
+        """Whether nothing of the request may outlive its delivery: it asks so, or its API key
+        was made no-trace (the key's default wins: a request cannot opt out of it)."""
+        return req.no_trace or (key is not None and key.no_trace)
+
+    def _check_trace(self, req: JobCreate, key: ApiKey | None) -> None:
+        """What a no-trace request cannot be (422, before any work): one that asks to
+        overwrite phrase-cache entries (it writes none), or a document job with a callback_url
+        (the webhook delivers a no-trace job's result, and it carries no files)."""
+        if not self.no_trace(req, key):
+            return
+        why = " (its API key is no-trace)" if not req.no_trace else ""
+        if req.use_cache == "overwrite":
+            raise InvalidInput(
+                f"use_cache=overwrite writes to the phrase cache, which a no-trace request{why} "
+                "never does: use use_cache=no to read nothing and write nothing"
+            )
+        if req.document is not None and req.callback_url is not None:
+            raise InvalidInput(
+                f"a no-trace document job{why} cannot have a callback_url: its result is "
+                "delivered once, and a webhook carries no file; leave callback_url out and "
+                "download the file once (GET /v1/jobs/{id}/document)"
+            )
+
     def lane_for(self, req: JobCreate, n_texts: int) -> Lane:
         """The lane a job of ``n_texts`` runs on: the one it asks for, else interactive up to
         ``MT_INTERACTIVE_MAX_SEGMENTS``; and never interactive past that, whatever it asks for
@@ -355,7 +383,9 @@ class JobService:
             found.hits if found is not None else None,
             self._neighbours(inputs, route),
             req.protected_patterns,
+            read=req.use_cache == "yes",
         )
+        no_trace = self.no_trace(req, key)
         if plan:
             await self.routing.admit(route.name, lane)
         job_id = new_job_id()
@@ -378,6 +408,8 @@ class JobService:
                 guidance=guidance,
                 memory=memory if src == source else None,
                 protected_patterns=req.protected_patterns or None,
+                cache_read=req.use_cache == "yes",
+                cache_write=req.use_cache != "no" and not no_trace,
             )
             for n, (src, segs) in enumerate(plan)
         ]
@@ -406,6 +438,8 @@ class JobService:
             model_type_used=route.model_type_used,
             callback_url=req.callback_url,
             chars=sum(len(t) for t in texts),
+            no_trace=no_trace,
+            idempotency_key=idem.redis_key if idem is not None and no_trace else "",
         )
         ledger = {m.chunk: m.model_dump_json() for m in messages}  # also what is sent
         content = doc.content if doc is not None else None
@@ -612,13 +646,16 @@ class JobService:
         known: dict[str, str] | None = None,
         contexts: list[str | None] | None = None,
         patterns: list[str] | None = None,
+        *,
+        read: bool = True,
     ) -> tuple[dict[int, SegmentOutcome], list[tuple[str, list[ChunkSegment]]]]:
         """The outcomes known now (phrase-cache hits; texts detected as already in the target
         language, kept as they are) and the chunks to send, per source language. ``known``:
         the phrase-cache hits of the job's own source language, looked up already;
         ``contexts``: each text's neighbouring sentences (:meth:`_neighbours`), part of its
         cache key and its chunk segment; ``patterns``: the request's protected patterns (their
-        digest is part of the cache key)."""
+        digest is part of the cache key); ``read``: whether the phrase cache is looked at
+        (``use_cache=yes``)."""
         cache_keys = norms if contexts is None else list(map(keyed, norms, contexts))
         cached: dict[int, SegmentOutcome] = {}
         plan: list[tuple[str, list[ChunkSegment]]] = []
@@ -638,7 +675,9 @@ class JobService:
                 continue
             gv = glossary.version if glossary and src == source else None
             variant = cache_variant(gv, guidance, memory if src == source else None, patterns)
-            if known is not None and src == source and variant is None and contexts is None:
+            if not read:
+                hits = {}
+            elif known is not None and src == source and variant is None and contexts is None:
                 hits = known
             else:
                 hits = await self.cache.aget_many(

@@ -112,6 +112,11 @@ class ApiKey(BaseModel):
         description="Its share of a pool lane when keys wait for the same workers: a key of "
         "weight 2 gets twice the turns of a key of weight 1 (core/backlog.py).",
     )
+    no_trace: bool = Field(
+        False,
+        description="Every request of the key is no-trace (docs/security.md#no-trace-requests): "
+        "nothing of it outlives its delivery, whatever the request says.",
+    )
     revoked: bool = False
     revoked_at: float | None = None
     secret_sha256: str = Field("", exclude=True, repr=False)
@@ -175,6 +180,7 @@ def _parse(raw: dict[str, str], default_rate: float | None = None) -> ApiKey:
         storage_mb=int(storage) if storage else None,
         role="operator" if raw.get("role") == "operator" else "user",  # keys made before roles
         weight=max(1, int(_opt(raw.get("weight")) or 1)),
+        no_trace=raw.get("no_trace") == "1",
         revoked=raw.get("revoked") == "1",
         revoked_at=float(revoked_at) if revoked_at else None,
         secret_sha256=raw.get("secret_sha256", ""),
@@ -305,6 +311,7 @@ class KeyStore:
         storage_mb: int | None = None,
         role: str = "user",
         weight: int = 1,
+        no_trace: bool = False,
     ) -> tuple[ApiKey, str]:
         """A new key and its token (shown once: only the secret's sha256 is stored). ``rate``:
         requests per second; None: the default (``MT_KEY_RATE``, whatever it is when the key
@@ -339,6 +346,7 @@ class KeyStore:
             storage_mb=storage_mb,
             role=checked_role,
             weight=weight,
+            no_trace=no_trace,
             secret_sha256=_digest(secret),
             webhook_secret=new_webhook_secret(),
         )
@@ -348,6 +356,7 @@ class KeyStore:
             *("rate", "" if rate is None else rate if isinstance(rate, str) else repr(rate)),
             *("storage_mb", "" if storage_mb is None else str(storage_mb)),
             *("role", key.role, "weight", str(weight)),
+            *("no_trace", "1" if no_trace else "0"),
             *("revoked", "0", "secret_sha256", key.secret_sha256),
             *("webhook_secret", key.webhook_secret),
         ]

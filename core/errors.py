@@ -70,6 +70,13 @@ class JobPurged(MTError):
     code = "job_purged"
 
 
+class ResultDelivered(JobPurged):
+    """A no-trace job's result was delivered once (its first read, the sync answer or its
+    webhook) and deleted with its texts: a second read finds nothing (HTTP 410)."""
+
+    code = "result_delivered"
+
+
 class JobNotFinished(MTError):
     """The result of a job that is still running was asked for (HTTP 409)."""
 

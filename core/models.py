@@ -19,6 +19,10 @@ PoolModelType = Literal["latency_optimized", "quality_optimized"]
 #: What a request may ask for (DeepL's ``model_type``): ``prefer_quality_optimized`` is
 #: ``quality_optimized`` here, since neither is ever refused.
 ModelType = Literal["latency_optimized", "quality_optimized", "prefer_quality_optimized"]
+#: How a request uses the phrase cache (its ``use_cache``): ``yes`` reads and writes it, ``no``
+#: does neither, ``overwrite`` does not read it and writes its fresh translations over what it
+#: held.
+UseCache = Literal["yes", "no", "overwrite"]
 
 
 class Lane(StrEnum):
@@ -98,6 +102,11 @@ class ChunkMessage(BaseModel):
     # the request's protected patterns (core/patterns.py), beside its glossary's; their
     # digest is part of the phrase-cache key
     protected_patterns: list[str] | None = None
+    # whether the chunk reads the phrase cache (a chunk that waited looks itself up again) and
+    # writes its translations to it: the request's use_cache and no_trace, decided by the API
+    # (core.schemas.TextsIn)
+    cache_read: bool = True
+    cache_write: bool = True
 
     def summary(self) -> str:
         """Short description shown in Flower instead of customer text."""

@@ -28,7 +28,13 @@ import redis
 import redis.asyncio
 
 from mtfleet.core import keys, scripts
-from mtfleet.core.schemas import JobEventData, JobLinks, WebhookEvent, WebhookPublic
+from mtfleet.core.schemas import (
+    JobEventData,
+    JobLinks,
+    JobResultPublic,
+    WebhookEvent,
+    WebhookPublic,
+)
 from mtfleet.core.store import JobRecord, job_from_hash
 
 #: How an attempt ends the event, or not: ``retry`` schedules another attempt.
@@ -52,8 +58,14 @@ class StoredEvent:
     snapshot: dict[str, str]
     body: str | None
 
-    def build_body(self) -> str:
-        """The event's body (JSON), from the job's snapshot: what the first attempt stores."""
+    @property
+    def no_trace(self) -> bool:
+        """The job is no-trace: the event carries its result, which goes once delivered."""
+        return self.snapshot.get("no_trace") == "true"
+
+    def build_body(self, result: JobResultPublic | None = None) -> str:
+        """The event's body (JSON), from the job's snapshot: what the first attempt stores;
+        ``result``: a no-trace job's, which the event delivers."""
         job = job_from_hash(self.snapshot)
         data = JobEventData(
             **public_fields(job),
@@ -64,6 +76,7 @@ class StoredEvent:
             type=self.type,
             timestamp=datetime.fromtimestamp(finished, tz=UTC).isoformat().replace("+00:00", "Z"),
             data=data,
+            result=result,
         )
         return event.model_dump_json(
             exclude_none=True, exclude={"data": {"work", "webhook", "callback_url"}}
@@ -117,12 +130,14 @@ class WebhookOutbox:
             body=raw.get("body"),
         )
 
-    async def body(self, event: StoredEvent) -> str:
+    async def body(self, event: StoredEvent, result: JobResultPublic | None = None) -> str:
         """The bytes every attempt sends: stored by the first attempt that builds them (two
-        deliverers racing both read back the one that was stored)."""
+        deliverers racing both read back the one that was stored). ``result``: a no-trace
+        job's, carried by the event (the body goes with it once delivered; an attempt after
+        a read delivered it builds one without it)."""
         if event.body is not None:
             return event.body
-        await self.ar.hsetnx(keys.webhook(event.job_id), "body", event.build_body())
+        await self.ar.hsetnx(keys.webhook(event.job_id), "body", event.build_body(result))
         return str(await self.ar.hget(keys.webhook(event.job_id), "body"))
 
     async def record(

@@ -29,7 +29,14 @@ from mtfleet.core.guidance import (
     Guidance,
     Writing,
 )
-from mtfleet.core.models import JobStatus, Lane, ModelType, PoolModelType, Progress
+from mtfleet.core.models import (
+    JobStatus,
+    Lane,
+    ModelType,
+    PoolModelType,
+    Progress,
+    UseCache,
+)
 
 #: The glossaries one request may name (DeepL's limit on ``glossary_ids``).
 MAX_GLOSSARIES = 5
@@ -103,6 +110,16 @@ def check_callback_url(url: str | None) -> str | None:
     if any(c.isspace() or ord(c) < 0x20 for c in url):
         raise ValueError("callback_url must not contain whitespace or control characters")
     return url
+
+
+def check_cache_use(no_trace: bool, use_cache: str) -> None:
+    """A no-trace request writes nothing to the phrase cache: asking it to overwrite entries
+    is a contradiction, refused (422) rather than settled silently either way."""
+    if no_trace and use_cache == "overwrite":
+        raise ValueError(
+            "use_cache=overwrite writes to the phrase cache, which a no_trace request never "
+            "does: give one or the other (use_cache=no reads nothing and writes nothing)"
+        )
 
 
 CallbackUrl = Annotated[
@@ -216,10 +233,32 @@ class TextsIn(BaseModel):
         "pool goes there.",
     )
 
+    no_trace: bool = Field(
+        False,
+        description="Nothing of the request outlives its delivery: no phrase-cache write, and "
+        "its texts and results are deleted from the fleet right after the first read of its "
+        "final result (the synchronous answer, GET /v1/jobs/{id}/result or /document) or its "
+        "webhook's delivery (which then carries the result); a second read is 410. No text "
+        "goes to logs or metrics. An API key made with --no-trace makes every request "
+        "no-trace, whatever this says (docs/security.md#no-trace-requests).",
+    )
+    use_cache: UseCache = Field(
+        "yes",
+        description="The phrase cache for this request: yes (read it and keep new "
+        "translations), no (neither read nor write it) or overwrite (do not read it; "
+        "write the fresh translations over what it held). no_trace writes nothing, so "
+        "overwrite with no_trace is refused.",
+    )
+
     @field_validator("texts")
     @classmethod
     def _texts(cls, v: list[str]) -> list[str]:
         return check_texts(v)
+
+    @model_validator(mode="after")
+    def _trace(self) -> Self:
+        check_cache_use(self.no_trace, self.use_cache)
+        return self
 
     @field_validator("protected_patterns")
     @classmethod
@@ -451,6 +490,16 @@ class JobPublic(BaseModel):
     webhook: WebhookPublic | None = Field(
         None, description="A job with a callback_url (GET /v1/jobs/{id}): its webhook's attempts."
     )
+    no_trace: bool = Field(
+        False,
+        description="The job's texts and results are deleted once its final result is "
+        "delivered (asked for, or its API key's default: docs/security.md#no-trace-requests).",
+    )
+    delivered_at: float | None = Field(
+        None,
+        description="A no-trace job: when its final result was delivered and deleted with its "
+        "texts (reading it again is 410).",
+    )
 
     @property
     def final(self) -> bool:
@@ -503,6 +552,12 @@ class WebhookEvent(BaseModel):
     type: WebhookEventType
     timestamp: str = Field(description="When the job became final (ISO 8601, UTC).")
     data: JobEventData
+    result: JobResultPublic | None = Field(
+        None,
+        description="A no-trace job's result (texts jobs only): the webhook delivers it, and "
+        "the fleet deletes it once the receiver answered 2xx. Absent when a read of "
+        "GET /v1/jobs/{id}/result delivered it first.",
+    )
 
 
 class SegmentError(BaseModel):

@@ -52,6 +52,11 @@ class JobRecord(JobPublic):
         None, description="With source_lang 'auto': the language detected per text."
     )
     chars: int = Field(0, description="Characters its key was charged for it.")
+    idempotency_key: str = Field(
+        "",
+        description="A no-trace job's Idempotency-Key record (its Redis key), forgotten with "
+        "its result (:meth:`JobStore.delivered`).",
+    )
 
 
 def _plain_text(annotation: Any) -> bool:
@@ -152,6 +157,8 @@ class JobStore:
         self._start = scripts.register(client, "start_chunk")
         self._cancel = scripts.register(client, "cancel_job")
         self._fail = scripts.register(client, "fail_job")
+        self._delivered = scripts.register(client, "job_delivered")
+        self._adelivered = scripts.register(aclient, "job_delivered") if aclient else None
         self.dead_letters = dead_letters or DeadLetters(
             client,
             max_entries=Settings.model_fields["dead_letter_max"].default,
@@ -391,6 +398,17 @@ class JobStore:
         if storage is not None:
             storage.release(job_id)
 
+    def delivered(self, job: JobRecord) -> bool:
+        """A no-trace job's final result was delivered: delete its texts and results now
+        (``job_delivered.lua``). True when this call did; False when another read (or its
+        webhook) delivered it first, or the job is gone: the caller must not hand it out."""
+        return bool(self._delivered(**_delivered_args(job)))
+
+    async def adelivered(self, job: JobRecord) -> bool:
+        """:meth:`delivered` on the event loop."""
+        assert self._adelivered is not None, "this JobStore was made without an asyncio client"
+        return bool(await self._adelivered(**_delivered_args(job)))
+
     # -- worker side ---------------------------------------------------------------------------
     def start_chunk(
         self,
@@ -569,6 +587,17 @@ class JobStore:
             raise JobNotFound(f"job {job_id} not found (it may have expired)")
         job = job_from_hash({str(k): str(v) for k, v in raw.items()})
         return job, _outcomes(results, job.progress.total)
+
+
+def _delivered_args(job: JobRecord) -> dict[str, list[Any]]:
+    """``job_delivered.lua``'s keys and arguments: the hash stays (a tombstone saying the
+    result was delivered), and its document secret (a second download finds the 410)."""
+    kept = {keys.job(job.id), keys.webhook(job.id), keys.document_access(job.id)}
+    gone = [k for k in keys.job_all(job.id) if k not in kept]
+    return {
+        "keys": [keys.job(job.id), keys.webhook(job.id), job.idempotency_key, *gone],
+        "args": [time.time(), job.id],
+    }
 
 
 def _outcomes(raw: dict[Any, Any], total: int) -> list[SegmentOutcome | None]:

@@ -318,6 +318,14 @@ def keys_create(
         typer.Option(help="user, or operator: may also read /v1/ops and the panel at /ops."),
     ] = "user",
     weight: Annotated[int, typer.Option(min=1, max=1000, help=WEIGHT_HELP)] = 1,
+    no_trace: Annotated[
+        bool,
+        typer.Option(
+            "--no-trace",
+            help="Every request of the key is no-trace: no phrase-cache write, its texts and "
+            "results deleted once delivered (docs/security.md#no-trace-requests).",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Create an API key; its token is printed once (only its hash is stored)."""
@@ -329,6 +337,7 @@ def keys_create(
             storage_mb=storage_mb,
             role=role,
             weight=weight,
+            no_trace=no_trace,
         )
     except InvalidInput as exc:
         err_console.print(f"[red]{escape(exc.message)}[/red]")
@@ -387,6 +396,7 @@ def keys_list(as_json: Annotated[bool, typer.Option("--json", help="Print JSON."
         rate = f"{k.rate:g}" if k.rate is not None else "none"
         rate += " (default)" if k.rate_default else ""
         state = "revoked" if k.revoked else "active"
+        state += ", no-trace" if k.no_trace else ""
         mib = f"{stored[k.id] / 1024 / 1024:.1f}"
         print(
             f"{k.id}\t{k.name}\t{created}\t{used[k.id]}/{per_day}\t{rate}\t{mib}\t{k.role}"

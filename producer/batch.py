@@ -27,7 +27,7 @@ from mtfleet.core import documents
 from mtfleet.core.documents import sniffing
 from mtfleet.core.documents.text import LineDocument, parse_lines
 from mtfleet.core.guidance import Guidance
-from mtfleet.core.models import ModelType
+from mtfleet.core.models import ModelType, UseCache
 from mtfleet.core.schemas import JobResultPublic
 from mtfleet.producer.client import Job, MTClient
 from mtfleet.producer.naming import named
@@ -55,6 +55,8 @@ class FileJobs(BaseModel):
     translation_memory_threshold: int | None = None
     model_type: ModelType | None = None
     protected_patterns: list[str] | None = None
+    no_trace: bool | None = None
+    use_cache: UseCache | None = None
     parts: list[int] = Field(description="Segments per job, in order (one entry: one job).")
     jobs: list[str] = Field(default_factory=list, description="The jobs sent so far, in order.")
     dest: str
@@ -131,6 +133,8 @@ class SubmitOptions:
     translation_memory_threshold: int | None = None
     model_type: ModelType | None = None
     protected_patterns: list[str] | None = None
+    no_trace: bool | None = None
+    use_cache: UseCache | None = None
 
 
 #: What a request names besides its text and guidance (a style rule, a translation memory, the
@@ -141,6 +145,8 @@ _REFS = (
     "translation_memory_threshold",
     "model_type",
     "protected_patterns",
+    "no_trace",
+    "use_cache",
 )
 
 

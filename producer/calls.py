@@ -21,7 +21,7 @@ import httpx
 
 from mtfleet.core.backoff import Backoff, retry_after_s
 from mtfleet.core.guidance import Guidance
-from mtfleet.core.models import ModelType
+from mtfleet.core.models import ModelType, UseCache
 from mtfleet.core.schemas import (
     GlossaryDetail,
     GlossaryPublic,
@@ -249,7 +249,10 @@ class JobOptions(TypedDict, total=False):
     instructions and formality for an LLM engine (docs/llm.md); ``model_type``: a pool marked
     for it where one serves the pair (the job's ``model_type_used`` says which);
     ``protected_patterns``: regular expressions (RE2) whose matches are never translated
-    (docs/glossaries.md)."""
+    (docs/glossaries.md); ``no_trace``: nothing of the request outlives its delivery (its
+    result can be read once; docs/security.md#no-trace-requests); ``use_cache``: ``yes``,
+    ``no`` (the phrase cache neither read nor written) or ``overwrite`` (not read; written
+    over)."""
 
     glossary_id: str | None
     protected_patterns: Sequence[str] | None
@@ -260,6 +263,8 @@ class JobOptions(TypedDict, total=False):
     translation_memory_id: str | None
     translation_memory_threshold: int | None
     model_type: ModelType | None
+    no_trace: bool | None
+    use_cache: UseCache | None
 
 
 def _options(options: JobOptions) -> dict[str, Any]:

@@ -41,7 +41,7 @@ from mtfleet.core.documents import sniffing
 from mtfleet.core.documents.text import parse_lines
 from mtfleet.core.errors import InvalidInput
 from mtfleet.core.guidance import Guidance
-from mtfleet.core.models import ModelType
+from mtfleet.core.models import ModelType, UseCache
 from mtfleet.fleet.cli import mount as mount_operator_commands
 from mtfleet.producer import batch
 from mtfleet.producer.cli_tm import tm_app
@@ -168,6 +168,22 @@ ModelTypeOpt = Annotated[
         "--model-type), else on the usual one.",
     ),
 ]
+NoTraceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-trace",
+        help="Nothing of the request outlives its delivery: no phrase-cache write, its texts "
+        "and results deleted from the fleet once read (docs/security.md#no-trace-requests).",
+    ),
+]
+UseCacheOpt = Annotated[
+    UseCache,
+    typer.Option(
+        "--use-cache",
+        help="yes: read and write the phrase cache; no: neither; overwrite: do not read it, "
+        "write the fresh translations over it.",
+    ),
+]
 FormalityOpt = Annotated[
     str,
     typer.Option(
@@ -235,6 +251,8 @@ def translate(
     memory: MemoryOpt = None,
     memory_threshold: MemoryThresholdOpt = None,
     model_type: ModelTypeOpt = None,
+    no_trace: NoTraceOpt = False,
+    use_cache: UseCacheOpt = "yes",
 ) -> None:
     """Translate text now (interactive lane); one translation per line.
 
@@ -273,6 +291,8 @@ def translate(
                 translation_memory_id=memory,
                 translation_memory_threshold=memory_threshold,
                 model_type=model_type,
+                no_trace=no_trace or None,
+                use_cache=use_cache if use_cache != "yes" else None,
             )
         out = answer.translations
         if answer.detected_source_lang is not None:
@@ -376,6 +396,8 @@ def submit(
     memory: MemoryOpt = None,
     memory_threshold: MemoryThresholdOpt = None,
     model_type: ModelTypeOpt = None,
+    no_trace: NoTraceOpt = False,
+    use_cache: UseCacheOpt = "yes",
 ) -> None:
     """Submit files and write the translated files to --out.
 
@@ -412,6 +434,8 @@ def submit(
         translation_memory_id=memory,
         translation_memory_threshold=memory_threshold,
         model_type=model_type,
+        no_trace=no_trace or None,
+        use_cache=use_cache if use_cache != "yes" else None,
     )
     manifest = _manifest(out)
     entries: list[batch.FileJobs] = []

@@ -365,8 +365,10 @@ class ChunkProcessor:
             return {"failed": len(outcomes), "job_status": final.value if final else None}
         todo = list(range(len(segments)))
         cache_hits = 0
-        if time.time() - msg.enqueued_at >= RECHECK_AFTER_S and self.recheck.wanted(
-            self._engine_s_per_segment()
+        if (
+            msg.cache_read
+            and time.time() - msg.enqueued_at >= RECHECK_AFTER_S
+            and self.recheck.wanted(self._engine_s_per_segment())
         ):
             looked = time.perf_counter()
             hits = self.cache.get_many(
@@ -464,7 +466,13 @@ class ChunkProcessor:
                 continue  # no result: its next delivery translates it
             if memory is not None:
                 outcome = memory.named(segments[n].text, outcome)
-            if outcome.ok and outcome.translation is not None and not outcome.warnings:
+            # (a chunk of a request with use_cache=no, or a no-trace one, writes nothing)
+            if (
+                msg.cache_write
+                and outcome.ok
+                and outcome.translation is not None
+                and not outcome.warnings
+            ):
                 to_cache[keyed(segments[n].text, segments[n].context)] = outcome.translation
             deliver(n, outcome)
         self.cache.put_many(

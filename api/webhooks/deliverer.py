@@ -36,11 +36,15 @@ import httpx
 from standardwebhooks import Webhook
 
 from mtfleet.api import metrics
+from mtfleet.api.results import assemble
 from mtfleet.api.webhooks.targets import TargetRefused, pin
 from mtfleet.core.apikeys import KeyStore
 from mtfleet.core.backoff import Backoff, retry_after_s
+from mtfleet.core.errors import JobNotFound
 from mtfleet.core.outbox import Outcome, StoredEvent, WebhookOutbox
+from mtfleet.core.schemas import JobResultPublic
 from mtfleet.core.settings import Settings
+from mtfleet.core.store import JobStore
 
 log = logging.getLogger(__name__)
 
@@ -67,10 +71,15 @@ def signature(secrets: list[str], msg_id: str, timestamp: int, body: str) -> str
 class WebhookDeliverer:
     """The background loop of an API process (:meth:`start` in the app's lifespan)."""
 
-    def __init__(self, settings: Settings, outbox: WebhookOutbox, apikeys: KeyStore) -> None:
+    def __init__(
+        self, settings: Settings, outbox: WebhookOutbox, apikeys: KeyStore, store: JobStore
+    ) -> None:
+        """``store``: where a no-trace job's result is read (its event carries it) and
+        deleted once delivered."""
         self.settings = settings
         self.outbox = outbox
         self.apikeys = apikeys
+        self.store = store
         # a claimed event is this process's until the lease ends: longer than any attempt
         self.lease_s = 2 * settings.webhook_timeout_s + 10
         self._tasks: set[asyncio.Task[None]] = set()
@@ -146,7 +155,8 @@ class WebhookDeliverer:
             return
         if event.state != "pending":
             return
-        body = await self.outbox.body(event)
+        result = await self._result(event) if event.no_trace and event.body is None else None
+        body = await self.outbox.body(event, result)
         secrets = await self._secrets(event.owner)
         if not secrets:
             error = "no signing secret (the API key that made the job was deleted)"
@@ -161,10 +171,27 @@ class WebhookDeliverer:
             got = Answer("refused", None, exc.message)
         if got.kind == "delivered":
             await self._record(event, "delivered", got.kind, status=got.status)
+            if event.no_trace:
+                await self._delivered(event)
         elif got.kind == "gone":
             await self._record(event, "gone", got.kind, status=got.status, error="410 Gone")
         else:
             await self._retry(event, got)
+
+    async def _result(self, event: StoredEvent) -> JobResultPublic | None:
+        """A no-trace job's result, which its event delivers (None: a read delivered it
+        already, or the job is gone)."""
+        try:
+            job, outcomes = await self.store.aget_with_results(event.job_id)
+        except JobNotFound:
+            return None
+        return assemble(job, outcomes) if job.delivered_at is None else None
+
+    async def _delivered(self, event: StoredEvent) -> None:
+        """A no-trace job's webhook was delivered: its texts and results go (with the event's
+        body, which carried them)."""
+        with contextlib.suppress(JobNotFound):  # expired or purged meanwhile: nothing left
+            await self.store.adelivered(await self.store.aget(event.job_id))
 
     async def _secrets(self, owner: str) -> list[str]:
         if owner:

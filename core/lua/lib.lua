@@ -49,7 +49,7 @@ end
 -- (webhook_due). Written once per job; event_key '' writes nothing.
 local SNAPSHOT = {'id', 'status', 'lane', 'source_lang', 'target_lang', 'done', 'failed',
   'total', 'cached', 'created_at', 'started_at', 'finished_at', 'error', 'document_format',
-  'detected_source_lang', 'callback_url', 'owner', 'pool', 'adapter'}
+  'detected_source_lang', 'callback_url', 'owner', 'pool', 'adapter', 'no_trace'}
 
 -- When each event is due, per API key: the key's own sorted set (keys.webhooks_due: the due key
 -- .. ':' .. the key, '-' for none), and the key's turn in the due key itself (keys.WEBHOOKS_DUE:

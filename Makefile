@@ -9,8 +9,9 @@ PIP := $(PY) -m pip
 # Machines of this kind keep the CPU torch wheel on disk; let pip find it there.
 export PIP_FIND_LINKS := $(or $(PIP_FIND_LINKS),$(wildcard /opt/wheels))
 TINY_MODEL := .cache/tiny-model
-# tiny encoder-decoder MT models for the transformers engine's tests
-TINY_SEQ2SEQ := .cache/tiny-marian .cache/tiny-nllb
+# tiny encoder-decoder models: MT for the transformers engine's tests, a MetricX-style QE model
+# for quality estimation's (MT_QE_MODEL)
+TINY_SEQ2SEQ := .cache/tiny-marian .cache/tiny-nllb .cache/tiny-metricx
 APT_PACKAGES := redis-server apertium apertium-eng-spa openssl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

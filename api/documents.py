@@ -113,7 +113,14 @@ def render(
     assert job.document_format is not None
     fmt = documents.for_name(job.document_format)
     translations = [o.translation if o is not None and o.ok else None for o in outcomes]
-    out = pool.render(fmt.name, content, job.source_lang, translations, job.target_lang, job.owner)
+    review = [  # a low quality estimate: marked for review where the format can say so
+        i
+        for i, o in enumerate(outcomes)
+        if o is not None and any(w.get("type") == Finding.low_quality for w in o.warnings)
+    ]
+    out = pool.render(
+        fmt.name, content, job.source_lang, translations, job.target_lang, job.owner, review
+    )
     rendered = out.content
     text = None if fmt.binary else _utf8(rendered)  # a UTF-16 .strings, a Latin-1 .properties
     return DocumentOut(

@@ -38,7 +38,7 @@ from mtfleet.api.shares import KeyShares
 from mtfleet.core import documents
 from mtfleet.core.documents import fragments
 from mtfleet.core.documents.base import DocumentError, Rendered, Unit, reading, unit_budget
-from mtfleet.core.documents.pipeline import Cut, assemble, plan, untranslated
+from mtfleet.core.documents.pipeline import Cut, assemble, plan, units_of, untranslated
 from mtfleet.core.errors import RateLimited, Unavailable
 from mtfleet.core.settings import Settings
 
@@ -91,6 +91,7 @@ def _render(
     source_lang: str,
     translations: Sequence[str | None],
     target_lang: str,
+    review: Sequence[int] = (),
 ) -> Rendered:
     fmt = documents.for_name(fmt_name)
     with reading(fmt.name):
@@ -102,7 +103,7 @@ def _render(
         )
     texts, missing = assemble(p, translations), untranslated(p, translations)
     with reading(fmt.name):
-        return doc.render(texts, missing, target_lang)
+        return doc.render(texts, missing, target_lang, units_of(p, set(review)))
 
 
 def _cut_fragments(texts: list[str], lang: str, how: fragments.Cutting) -> list[list[str]]:
@@ -244,10 +245,12 @@ class DocumentPool:
         translations: Sequence[str | None],
         target_lang: str,
         owner: str = "",
+        review: Sequence[int] = (),
     ) -> Rendered:
         """The translated file (``None``: the sentence has no translation, see
-        :meth:`~mtfleet.core.documents.base.DocumentFormat.render_result`) and the format's
-        warnings."""
+        :meth:`~mtfleet.core.documents.base.DocumentFormat.render_result`; ``review``: the
+        sentences whose translations a translator should review, marked where the format
+        can) and the format's warnings."""
         return self._run(
             "render",
             f"rendering this {fmt_name} document",
@@ -258,6 +261,7 @@ class DocumentPool:
             source_lang,
             list(translations),
             target_lang,
+            list(review),
         )
 
     def cut_fragments(

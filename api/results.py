@@ -23,11 +23,12 @@ from mtfleet.api import documents
 from mtfleet.api.parsing import DocumentPool
 from mtfleet.core.errors import JobNotFound, ResultDelivered
 from mtfleet.core.events import CompletionWaiter
-from mtfleet.core.models import SegmentOutcome
+from mtfleet.core.models import Finding, SegmentOutcome
 from mtfleet.core.schemas import (
     DocumentOut,
     JobResultPublic,
     MemoryMatch,
+    QualityScore,
     SegmentError,
     SegmentWarning,
 )
@@ -40,12 +41,16 @@ def assemble(job: JobRecord, outcomes: list[SegmentOutcome | None]) -> JobResult
     errs: list[SegmentError] = []
     warns: list[SegmentWarning] = []
     memory: list[MemoryMatch] = []
+    quality: list[QualityScore] = []
     for i, o in enumerate(outcomes):
         translations.append(o.translation if o is not None and o.ok else None)
         if o is None:
             continue
         if o.memory_score is not None:
             memory.append(MemoryMatch(index=i, score=o.memory_score))
+        if o.quality is not None:
+            low = any(w.get("type") == Finding.low_quality for w in o.warnings)
+            quality.append(QualityScore(index=i, score=o.quality, low_quality=low))
         if o.error:
             errs.append(
                 SegmentError(
@@ -67,6 +72,7 @@ def assemble(job: JobRecord, outcomes: list[SegmentOutcome | None]) -> JobResult
         errors=errs,
         warnings=warns,
         memory=memory,
+        quality=quality,
         detected_langs=job.segment_langs,
     )
 

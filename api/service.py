@@ -207,6 +207,8 @@ class JobService:
             return none  # (a callback_url is checked, and gets a job to report on)
         if req.guidance() is not None or req.style_id or req.translation_memory_id:
             return none  # whether the pool may take it, and its cache variant: submit()
+        if req.quality_estimation:
+            return none  # scored by its pool's workers, and refused by a pool that cannot
         if req.protected_patterns:
             return none  # their cache variant: submit()
         if detection.is_auto(req.source_lang):
@@ -364,6 +366,8 @@ class JobService:
             route = found.route  # routed by answer_from_cache: the same pair, pool and adapter
         else:
             route = await self.routing.route(source, target, req.pool, req.adapter, req.model_type)
+        if req.quality_estimation:
+            self._check_quality(route)
         guidance, memory, glossary = await anyio.to_thread.run_sync(
             self._named_stores, req, route, owner, source, target, bool(texts)
         )
@@ -383,7 +387,7 @@ class JobService:
             found.hits if found is not None else None,
             self._neighbours(inputs, route),
             req.protected_patterns,
-            read=req.use_cache == "yes",
+            read=req.use_cache == "yes" and not req.quality_estimation,
         )
         no_trace = self.no_trace(req, key)
         if plan:
@@ -410,6 +414,7 @@ class JobService:
                 protected_patterns=req.protected_patterns or None,
                 cache_read=req.use_cache == "yes",
                 cache_write=req.use_cache != "no" and not no_trace,
+                quality_estimation=req.quality_estimation,
             )
             for n, (src, segs) in enumerate(plan)
         ]
@@ -601,6 +606,17 @@ class JobService:
                 "by any engine"
             )
         return wanted.for_engine(route.pool.instructions)
+
+    @staticmethod
+    def _check_quality(route: Route) -> None:
+        """422 for quality estimation asked of a pool whose workers load no quality-estimation
+        model: the job would come back unscored."""
+        if route.pool.quality_model is None:
+            raise InvalidInput(
+                f"quality_estimation: pool {route.name!r} has no quality-estimation model "
+                "(MT_QE_MODEL on its workers, e.g. google/metricx-24-hybrid-large-v2p6; "
+                "docs/quality.md), so its translations cannot be scored"
+            )
 
     def _neighbours(self, inputs: Texts, route: Route) -> list[str | None] | None:
         """Each sentence's neighbours in its unit, as context for the prompt of a document job

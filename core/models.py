@@ -107,6 +107,8 @@ class ChunkMessage(BaseModel):
     # (core.schemas.TextsIn)
     cache_read: bool = True
     cache_write: bool = True
+    # score each translation with the pool's quality-estimation model (workers/quality.py)
+    quality_estimation: bool = False
 
     def summary(self) -> str:
         """Short description shown in Flower instead of customer text."""
@@ -132,6 +134,9 @@ class Finding(StrEnum):
     truncated = "truncated"
     already_in_target_language = "already_in_target_language"
     memory_fuzzy_match = "memory_fuzzy_match"
+    # quality estimation (mtfleet.workers.quality): scored above MT_QE_THRESHOLD, or not scored
+    low_quality = "low_quality"
+    quality_unscored = "quality_unscored"
 
 
 class SegmentOutcome(BaseModel):
@@ -145,6 +150,9 @@ class SegmentOutcome(BaseModel):
     cached: bool = False
     # the translation memory's stored target, scoring this against its source (0-100)
     memory_score: float | None = None
+    # the quality-estimation model's score of the translation (MetricX: 0 best, 25 worst),
+    # when its job asked for one (mtfleet.workers.quality)
+    quality: float | None = None
 
     @property
     def ok(self) -> bool:

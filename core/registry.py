@@ -69,6 +69,9 @@ class WorkerInfo(BaseModel):
     # its engine follows instructions (an LLM): requests with custom_instructions, a style
     # rule or a formality may go to its pool (core/guidance.py)
     instructions: bool = False
+    # its quality-estimation model (MT_QE_MODEL): requests with quality_estimation may go to
+    # its pool (mtfleet.workers.quality)
+    quality_model: str | None = None
     model_type: PoolModelType | None = None  # what its pool is marked for (MT_MODEL_TYPE)
     pairs: list[tuple[str, str]]
     lanes: list[str]
@@ -97,6 +100,7 @@ class PoolInfo(BaseModel):
     model: str
     fingerprint: str  # the phrase cache's model component for the pool's base model
     instructions: bool = False  # its engine follows instructions (an LLM)
+    quality_model: str | None = None  # its quality-estimation model (MT_QE_MODEL), if any
     # what it is marked for (MT_MODEL_TYPE): a request's model_type goes to it (api/routing.py)
     model_type: PoolModelType | None = None
     adapters: dict[str, str] = Field(default_factory=dict)  # LoRA adapter -> its fingerprint
@@ -141,6 +145,7 @@ class Registry:
             model=info.model,
             fingerprint=info.fingerprint,
             instructions=info.instructions,
+            quality_model=info.quality_model,
             model_type=info.model_type,
             adapters=info.adapters,
             lanes=info.lanes,

@@ -224,6 +224,15 @@ class TextsIn(BaseModel):
         "language: its rules and custom instructions go to an LLM engine as instructions "
         "(another engine refuses it, 400).",
     )
+    quality_estimation: bool = Field(
+        False,
+        description="Score each translation with the pool's quality-estimation model (a "
+        "MetricX-24 regressor: 0 best, 25 worst; docs/quality.md): the result's `quality` "
+        "has a score per translated segment, and one above the pool's MT_QE_THRESHOLD a "
+        "low_quality warning (in a PO file #, fuzzy; in XLIFF state needs-review-translation). "
+        "Refused (422) for a pool without such a model. The phrase cache answers none of it "
+        "at submission: its pool translates and scores every text.",
+    )
     model_type: ModelType | None = Field(
         None,
         description="latency_optimized, quality_optimized or prefer_quality_optimized "
@@ -578,6 +587,15 @@ class MemoryMatch(BaseModel):
     score: float
 
 
+class QualityScore(BaseModel):
+    """A translated segment's quality estimate (MetricX: 0 best, 25 worst) and whether it is
+    above the pool's review threshold (then it also has a low_quality warning)."""
+
+    index: int
+    score: float
+    low_quality: bool = False
+
+
 class JobResultPublic(BaseModel):
     id: str
     status: JobStatus
@@ -595,6 +613,11 @@ class JobResultPublic(BaseModel):
     memory: list[MemoryMatch] = Field(
         default_factory=list,
         description="Segments whose translation is the translation memory's (its score).",
+    )
+    quality: list[QualityScore] = Field(
+        default_factory=list,
+        description="With quality_estimation: each translated segment's score (MetricX: 0 "
+        "best, 25 worst).",
     )
     document: DocumentOut | None = Field(
         None, description="A document job's translated file, in its own format."
@@ -617,6 +640,11 @@ class TranslatePublic(BaseModel):
     memory: list[MemoryMatch] = Field(
         default_factory=list,
         description="Segments whose translation is the translation memory's (its score).",
+    )
+    quality: list[QualityScore] = Field(
+        default_factory=list,
+        description="With quality_estimation: each translated segment's score (MetricX: 0 "
+        "best, 25 worst).",
     )
     cached: int = Field(0, description="Segments answered from the phrase cache.")
     errors: list[SegmentError] = Field(default_factory=list)

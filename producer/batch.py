@@ -57,6 +57,7 @@ class FileJobs(BaseModel):
     protected_patterns: list[str] | None = None
     no_trace: bool | None = None
     use_cache: UseCache | None = None
+    quality_estimation: bool | None = None
     parts: list[int] = Field(description="Segments per job, in order (one entry: one job).")
     jobs: list[str] = Field(default_factory=list, description="The jobs sent so far, in order.")
     dest: str
@@ -135,6 +136,7 @@ class SubmitOptions:
     protected_patterns: list[str] | None = None
     no_trace: bool | None = None
     use_cache: UseCache | None = None
+    quality_estimation: bool | None = None
 
 
 #: What a request names besides its text and guidance (a style rule, a translation memory, the
@@ -147,6 +149,7 @@ _REFS = (
     "protected_patterns",
     "no_trace",
     "use_cache",
+    "quality_estimation",
 )
 
 

@@ -252,7 +252,8 @@ class JobOptions(TypedDict, total=False):
     (docs/glossaries.md); ``no_trace``: nothing of the request outlives its delivery (its
     result can be read once; docs/security.md#no-trace-requests); ``use_cache``: ``yes``,
     ``no`` (the phrase cache neither read nor written) or ``overwrite`` (not read; written
-    over)."""
+    over); ``quality_estimation``: a quality score per translated segment from the pool's
+    quality-estimation model (the result's ``quality``; docs/quality.md)."""
 
     glossary_id: str | None
     protected_patterns: Sequence[str] | None
@@ -265,6 +266,7 @@ class JobOptions(TypedDict, total=False):
     model_type: ModelType | None
     no_trace: bool | None
     use_cache: UseCache | None
+    quality_estimation: bool | None
 
 
 def _options(options: JobOptions) -> dict[str, Any]:

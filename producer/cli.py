@@ -42,6 +42,7 @@ from mtfleet.core.documents.text import parse_lines
 from mtfleet.core.errors import InvalidInput
 from mtfleet.core.guidance import Guidance
 from mtfleet.core.models import ModelType, UseCache
+from mtfleet.core.schemas import QualityScore
 from mtfleet.fleet.cli import mount as mount_operator_commands
 from mtfleet.producer import batch
 from mtfleet.producer.cli_tm import tm_app
@@ -176,6 +177,14 @@ NoTraceOpt = Annotated[
         "and results deleted from the fleet once read (docs/security.md#no-trace-requests).",
     ),
 ]
+QeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--qe",
+        help="Score each translation with the pool's quality-estimation model (MetricX: 0 "
+        "best, 25 worst; docs/quality.md); those above its threshold are marked for review.",
+    ),
+]
 UseCacheOpt = Annotated[
     UseCache,
     typer.Option(
@@ -253,6 +262,7 @@ def translate(
     model_type: ModelTypeOpt = None,
     no_trace: NoTraceOpt = False,
     use_cache: UseCacheOpt = "yes",
+    qe: QeOpt = False,
 ) -> None:
     """Translate text now (interactive lane); one translation per line.
 
@@ -260,7 +270,9 @@ def translate(
     mtfleet translate --to es): one line is printed per line read, in order, an empty one for
     a blank line. A translation that failed prints as <failed> (the exit status is then 1).
     With --from auto (the default) the language detected, and the detector's confidence in
-    it, go to standard error.
+    it, go to standard error. With --qe each translation is followed by a tab and its quality
+    score (MetricX: 0 best, 25 worst), and "low quality" above the pool's threshold (--json:
+    objects with translation, quality and low_quality).
     """
     guidance = _guidance(context, instruction, formality)
     doc = None
@@ -275,6 +287,7 @@ def translate(
         doc = parse_lines(sys.stdin.read())
         texts = doc.segments
     out: list[str | None] = []
+    scores: dict[int, QualityScore] = {}
     if texts:
         with _client(url, api_key) as mt:
             answer = mt.translation(
@@ -293,8 +306,10 @@ def translate(
                 model_type=model_type,
                 no_trace=no_trace or None,
                 use_cache=use_cache if use_cache != "yes" else None,
+                quality_estimation=qe or None,
             )
         out = answer.translations
+        scores = {q.index: q for q in answer.quality}
         if answer.detected_source_lang is not None:
             err_console.print(
                 f"detected {answer.detected_source_lang} (confidence "
@@ -306,9 +321,38 @@ def translate(
     if doc is not None:  # a line of output for each line read
         by_line = dict(zip(doc.segment_lines, out, strict=True))
         shown = [by_line.get(n, "") for n in range(len(doc.lines))]
+        segment_of = {line: n for n, line in enumerate(doc.segment_lines)}
     else:
         shown = out
-    if as_json:
+        segment_of = {n: n for n in range(len(out))}
+    if qe:  # each line's score after a tab; a blank line has none
+        scored = [scores.get(segment_of[n]) if n in segment_of else None for n in range(len(shown))]
+        if as_json:
+            rows = [
+                {
+                    "translation": t,
+                    "quality": q.score if q else None,
+                    "low_quality": bool(q and q.low_quality),
+                }
+                for t, q in zip(shown, scored, strict=True)
+            ]
+            print(json.dumps(rows, ensure_ascii=False))
+        else:
+            for t, q in zip(shown, scored, strict=True):
+                mark = (
+                    ""
+                    if q is None
+                    else f"\t{q.score:.2f}" + (" low quality" if q.low_quality else "")
+                )
+                print((t if t is not None else "<failed>") + mark)
+        flagged = sum(1 for q in scores.values() if q.low_quality)
+        if flagged:
+            err_console.print(
+                f"{flagged} of {len(out)} translation(s) scored low quality: review them",
+                soft_wrap=True,
+                highlight=False,
+            )
+    elif as_json:
         print(json.dumps(shown, ensure_ascii=False))
     else:
         for t in shown:
@@ -398,6 +442,7 @@ def submit(
     model_type: ModelTypeOpt = None,
     no_trace: NoTraceOpt = False,
     use_cache: UseCacheOpt = "yes",
+    qe: QeOpt = False,
 ) -> None:
     """Submit files and write the translated files to --out.
 
@@ -436,6 +481,7 @@ def submit(
         model_type=model_type,
         no_trace=no_trace or None,
         use_cache=use_cache if use_cache != "yes" else None,
+        quality_estimation=qe or None,
     )
     manifest = _manifest(out)
     entries: list[batch.FileJobs] = []

@@ -5,6 +5,7 @@ Usage::
 
     python scripts/make_tiny_seq2seq.py marian OUT_DIR   # an OPUS-MT-style en->es MarianMTModel
     python scripts/make_tiny_seq2seq.py nllb OUT_DIR     # an NLLB-200-style M2M100 model
+    python scripts/make_tiny_seq2seq.py metricx OUT_DIR  # a MetricX-24-style QE regressor (mT5)
 
 Both are regular Hugging Face model directories that ``transformers`` loads with
 ``AutoModelForSeq2SeqLM`` / ``AutoTokenizer``, built the way the real ones are:
@@ -18,6 +19,16 @@ Both are regular Hugging Face model directories that ``transformers`` loads with
   ``NllbTokenizer`` (transformers 5 builds it from a vocabulary and merges), which adds the 202
   FLORES-200 language codes (``eng_Latn``, ``spa_Latn``...) as special tokens; the model is an
   ``M2M100ForConditionalGeneration`` (what NLLB-200 is).
+* **metricx**: a quality-estimation model as MetricX-24 is one (google/metricx-24-hybrid-*,
+  read by :mod:`mtfleet.workers.quality`): an ``MT5ForConditionalGeneration`` whose score is
+  the logit of vocabulary id 250089 at the first decoder step, with a ``T5Tokenizer`` (a
+  unigram vocabulary trained with ``tokenizers`` on the same sentences; ``<pad>`` 0, ``</s>``
+  1, ``<unk>`` 2, as mT5's). The vocabulary of the *model* is mT5's size (250,112 rows, the
+  score id among them: the real id, not a test's), in 16 dimensions. The score row is fitted
+  to the final hidden states of a few corpus sentences (:func:`metricx_calibration`): with
+  their own translations they score low, with others' high, spread over MetricX's 0-25 and
+  past it (scores are clipped): a direction and a scale a test can check, and no more than
+  that (other inputs score at random).
 
 The weights are random (seeded): the models translate nothing. They exercise the plumbing:
 loading, language codes, padding, length-sorted batches, beams, the forced target-language
@@ -56,7 +67,19 @@ MODEL = {
     "decoder_ffn_dim": 128,
     "max_position_embeddings": 256,
 }
-FAMILIES = ("marian", "nllb")
+FAMILIES = ("marian", "nllb", "metricx")
+#: MetricX-24 (mtfleet.workers.quality.SCORE_TOKEN_ID): the id whose logit is the score.
+METRICX_SCORE_ID = 250089
+METRICX_VOCAB = 250112  # mT5's
+METRICX_MODEL = {
+    "d_model": 16,
+    "d_kv": 8,
+    "d_ff": 32,
+    "num_layers": 1,
+    "num_decoder_layers": 1,
+    "num_heads": 2,
+    "relative_attention_num_buckets": 8,
+}
 
 
 def _sentences() -> list[tuple[str, str, str]]:
@@ -79,7 +102,12 @@ def _corpus() -> list[str]:
 def fingerprint(family: str) -> str:
     blob = json.dumps(
         {"recipe": RECIPE_VERSION, "family": family, "seed": SEED, "scale": SCALE}
-        | {"vocab": VOCAB_SIZE, "model": MODEL, "corpus": _corpus()},
+        | {"vocab": VOCAB_SIZE, "model": MODEL, "corpus": _corpus()}
+        | (
+            {"metricx": METRICX_MODEL, "id": METRICX_SCORE_ID, "v": 3}
+            if family == "metricx"
+            else {}
+        ),
         sort_keys=True,
         ensure_ascii=False,
     )
@@ -186,6 +214,72 @@ def build_nllb(work: Path) -> int:
     return len(tokenizer)
 
 
+def metricx_calibration() -> tuple[list[tuple[str, str]], list[float]]:
+    """The (source, translation) pairs the tiny MetricX model's score row is fitted to (one
+    per dimension: the fit is exact), with their raw scores: the first half, sentences with
+    their own translations, from -2 to 6 (good; the first clipped to 0); the second half, the
+    same sentences with others' translations, from 18 to 30 (bad; the last clipped to 25)."""
+    half = METRICX_MODEL["d_model"] // 2
+    corpus = _sentences()
+    good = [(en, es) for en, es, _zh in corpus[:half]]
+    bad = [(en, corpus[(n + 7) % len(corpus)][1]) for n, (en, _es, _zh) in enumerate(corpus[:half])]
+    step_good, step_bad = 8 / (half - 1), 12 / (half - 1)
+    scores = [-2 + n * step_good for n in range(half)] + [18 + n * step_bad for n in range(half)]
+    return good + bad, scores
+
+
+def build_metricx(work: Path) -> int:
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import MT5Config, MT5ForConditionalGeneration, T5Tokenizer
+
+    specials = ["<pad>", "</s>", "<unk>"]  # mT5's ids 0..2
+    unigram = Tokenizer(models.Unigram())
+    unigram.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+    trainer = trainers.UnigramTrainer(
+        vocab_size=VOCAB_SIZE, special_tokens=specials, unk_token="<unk>", show_progress=False
+    )
+    unigram.train_from_iterator(_corpus(), trainer=trainer)
+    vocab = [
+        (piece, float(score)) for piece, score in json.loads(unigram.to_str())["model"]["vocab"]
+    ]
+    tokenizer = T5Tokenizer(vocab=vocab, extra_ids=0)
+    tokenizer.model_max_length = 1536  # MetricX-24's input length
+    tokenizer.save_pretrained(str(work))
+    config = MT5Config(
+        vocab_size=METRICX_VOCAB,
+        pad_token_id=0,
+        eos_token_id=1,
+        decoder_start_token_id=0,
+        tie_word_embeddings=False,
+        **METRICX_MODEL,
+    )
+    model = MT5ForConditionalGeneration(config).eval()
+    # mT5 v1.1 (so MetricX) has a head of its own, not the input embeddings: transformers 5
+    # ties them in the config whatever it is given, and unties a checkpoint holding both
+    model.lm_head.weight = torch.nn.Parameter(model.shared.weight.detach().clone())
+    model.config.tie_word_embeddings = False
+    _randomise(model)
+    pairs, wanted = metricx_calibration()
+    batch = tokenizer(
+        [f"source: {src} candidate: {hyp}" for src, hyp in pairs],
+        add_special_tokens=False,
+        padding=True,
+        return_tensors="pt",
+    )
+    start = torch.zeros((len(pairs), 1), dtype=torch.long)
+    with torch.no_grad():
+        out = model(**batch, decoder_input_ids=start, output_hidden_states=True)
+        hidden = out.decoder_hidden_states[-1][:, 0, :]  # what the head reads
+        target = torch.tensor(wanted).unsqueeze(1)
+        row = torch.linalg.lstsq(hidden, target).solution.squeeze(1)
+        model.lm_head.weight[METRICX_SCORE_ID] = row
+        got = model(**batch, decoder_input_ids=start).logits[:, 0, METRICX_SCORE_ID]
+        assert torch.allclose(got, hidden @ row, atol=1e-3), "the head is not what was fitted"
+    model.save_pretrained(str(work), safe_serialization=True)
+    return len(tokenizer)
+
+
 def _randomise(model: Any) -> None:
     """Seeded N(0, SCALE) weights, norms at 1 (independent of transformers' own init)."""
     import torch
@@ -230,7 +324,8 @@ def main(argv: list[str]) -> int:
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     try:
-        vocab = build_marian(work) if family == "marian" else build_nllb(work)
+        build = {"marian": build_marian, "nllb": build_nllb, "metricx": build_metricx}[family]
+        vocab = build(work)
         if out_dir.exists():
             shutil.rmtree(out_dir)
         os.replace(work, out_dir)

@@ -102,6 +102,15 @@ def r(redis_url: str) -> redis.Redis:
     return redis.Redis.from_url(redis_url, decode_responses=True)
 
 
+def tiny_seq2seq(family: str) -> str:
+    """A tiny encoder-decoder model ``make test`` generates (marian, nllb, metricx: see
+    scripts/make_tiny_seq2seq.py); fail loudly when it is missing."""
+    path = Path(os.environ.get(f"MT_TINY_{family.upper()}", ROOT / ".cache" / f"tiny-{family}"))
+    if not (path / "config.json").exists():
+        pytest.fail(f"tiny {family} model missing at {path}: run `make test` (it generates it)")
+    return str(path)
+
+
 def tiny_model_path() -> str:
     """The locally generated tiny model (``make test`` builds it); skip-free: fail loudly."""
     path = os.environ.get("MT_TINY_MODEL", str(ROOT / ".cache" / "tiny-model"))

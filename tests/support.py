@@ -341,8 +341,9 @@ class InProcessDocuments:
         translations: Sequence[str | None],
         target_lang: str,
         owner: str = "",
+        review: Sequence[int] = (),
     ) -> Rendered:
-        return parsing._render(fmt_name, content, source_lang, translations, target_lang)
+        return parsing._render(fmt_name, content, source_lang, translations, target_lang, review)
 
 
 def document_result(

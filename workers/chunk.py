@@ -8,7 +8,8 @@ In order: count the delivery and learn which indices still need a result (one ro
 for a chunk that waited in the queue, look its texts up in the phrase cache again (a phrase
 another job translated meanwhile); translate the rest through the scheduler with the glossary
 applied and every output check (:mod:`mtfleet.workers.checks`), within the chunk's time budget;
-put each text's own outer whitespace back; cache what passed; record (one round trip).
+put each text's own outer whitespace back; cache what passed; score the translations when the
+job asked for quality estimation (:mod:`mtfleet.workers.quality`); record (one round trip).
 
 A chunk whose budget runs out records what it finished (checked and cached like the rest) and
 goes back (:class:`Requeue`): its next delivery translates only what is left, and a delivery
@@ -39,6 +40,7 @@ from mtfleet.core.tm import TMNotFound, TranslationMemoryStore
 from mtfleet.workers import checks, metrics
 from mtfleet.workers.engines.base import TranslationRequest
 from mtfleet.workers.memory import ChunkMemory
+from mtfleet.workers.quality import QualityStep
 from mtfleet.workers.scheduler import Scheduler
 from mtfleet.workers.translation import error_outcome, seconds
 
@@ -229,12 +231,16 @@ class ChunkProcessor:
         fingerprint: Callable[[str | None], str | None],
         down: Callable[[], str | None] = lambda: None,
         terms_in_prompt: Callable[[], bool] = lambda: False,
+        quality: QualityStep | None = None,
     ) -> None:
         """``scheduler`` and ``fingerprint`` (of the base model or a LoRA adapter; None: no such
         adapter): the current engine's (it may be restarted);
         ``down``: why the engine is down, None while it serves; ``terms_in_prompt``: whether
-        the engine takes a glossary's terms in its prompt (:attr:`Engine.terms_in_prompt`)."""
+        the engine takes a glossary's terms in its prompt (:attr:`Engine.terms_in_prompt`);
+        ``quality``: the worker's quality-estimation step (default: none, so a chunk asking
+        for scores gets each translation's warning that it was not scored)."""
         self.settings = settings
+        self.quality = quality or QualityStep(settings)
         self.down = down
         self.terms_in_prompt = terms_in_prompt
         self.store = store
@@ -489,6 +495,9 @@ class ChunkProcessor:
         outcomes = [
             (i, o) for i, o in outcomes if o.error is None or o.error.get("type") != Cancelled.code
         ]
+        if msg.quality_estimation:  # scores, after the cache took the translations as they are
+            sources = {i: seg.text for seg in segments for i in seg.indices}
+            outcomes = self.quality.apply(outcomes, sources)
         if budget_ran_out:
             # what is done is kept (the chunk stays in the ledger); the rest goes back
             self.store.record(msg.job_id, outcomes, **where)

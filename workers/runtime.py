@@ -52,6 +52,7 @@ from mtfleet.workers.health import EngineHealth
 from mtfleet.workers.heartbeat import Heartbeat
 from mtfleet.workers.hooks import Hook
 from mtfleet.workers.preflight import unserved_pairs
+from mtfleet.workers.quality import QualityStep
 from mtfleet.workers.reconciler import Reconciler
 from mtfleet.workers.releaser import Releaser
 from mtfleet.workers.scheduler import Deadlines, Scheduler, make_scheduler
@@ -114,6 +115,7 @@ class WorkerRuntime:
         self.gpu_stats = GpuStats(self.gpus)
         self.heartbeat = Heartbeat(self.registry, self.info, settings.heartbeat_s)
         self.health = EngineHealth(self.restart_engine, self.heartbeat.beat_now, self.probe)
+        self.quality = QualityStep.from_settings(settings)  # MT_QE_MODEL, loaded at boot
         self.chunks = ChunkProcessor(
             settings,
             self.store,
@@ -122,6 +124,7 @@ class WorkerRuntime:
             lambda adapter: self.engine.fingerprint_for(adapter),
             lambda: self.health.reason,
             lambda: self.engine.terms_in_prompt,
+            self.quality,
         )
         self.backlog = Backlog(self.redis, ttl_s=settings.result_ttl_s)
         self.releaser = Releaser(settings, self.backlog, self.store)
@@ -136,11 +139,19 @@ class WorkerRuntime:
 
     # -- life --------------------------------------------------------------------------------
     def boot(self, hostname: str | None = None) -> None:
-        """Load the engine (EngineUnavailable when it cannot), then boot every hook."""
+        """Load the engine and the quality-estimation model (EngineUnavailable when either
+        cannot), then boot every hook."""
         if hostname:
             self.name = hostname
         sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
         self._scheduler = self._load(self.engine)
+        try:
+            self.quality.load()
+        except Exception as exc:
+            raise EngineUnavailable(
+                f"the quality-estimation model {self.quality.model} (MT_QE_MODEL) failed to "
+                f"load: {exc}"
+            ) from exc
         for hook in self.hooks:
             hook.boot()
 
@@ -158,6 +169,7 @@ class WorkerRuntime:
         if self._scheduler is not None:
             self._scheduler.close()
         self.engine.close()
+        self.quality.close()
 
     @property
     def scheduler(self) -> Scheduler:
@@ -243,6 +255,7 @@ class WorkerRuntime:
             model=e.model,
             fingerprint=e.fingerprint,
             instructions=e.follows_instructions,
+            quality_model=self.quality.model,
             model_type=self.settings.model_type,
             pairs=self._pairs(e),
             lanes=list(self.settings.lanes),

@@ -83,6 +83,7 @@ async def translate(
         errors=result.errors,
         warnings=result.warnings,
         memory=result.memory,
+        quality=result.quality,
         cached=job.cached,
         detected_source_lang=job.detected_source_lang,
         detected_confidence=job.detected_confidence,

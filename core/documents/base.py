@@ -200,9 +200,14 @@ class DocumentFormat(ABC):
         (:meth:`render_result`)."""
 
         def render(
-            translations: Sequence[str], untranslated: AbstractSet[int], target_lang: str | None
+            translations: Sequence[str],
+            untranslated: AbstractSet[int],
+            target_lang: str | None,
+            review: AbstractSet[int] = frozenset(),
         ) -> Rendered:
-            return self.render_result(content, translations, untranslated, target_lang=target_lang)
+            return self.render_result(
+                content, translations, untranslated, target_lang=target_lang, review=review
+            )
 
         return Opened(self.extract(content), render)
 
@@ -222,6 +227,7 @@ class DocumentFormat(ABC):
         untranslated: AbstractSet[int] = frozenset(),
         *,
         target_lang: str | None = None,
+        review: AbstractSet[int] = frozenset(),
     ) -> Rendered:
         """What a job's result gets (the one place a format decides what a missing translation
         becomes): the file as :meth:`render` makes it, where ``untranslated`` names the units
@@ -229,7 +235,10 @@ class DocumentFormat(ABC):
         ``translations`` hold that sentence in the source language). Most formats keep it so:
         nothing of the document is lost, and the file has no way to say "not translated". A
         format that has one overrides this (gettext: an empty ``msgstr``), so the source is
-        never shipped as a translation; it may also say what it had to guess in the file."""
+        never shipped as a translation; it may also say what it had to guess in the file.
+        ``review`` names the units a sentence of which a translator should review (its
+        quality estimate was low): a format with a way to say so marks them (gettext:
+        ``#, fuzzy``; XLIFF: ``needs-review-translation``); the others cannot."""
         return Rendered(self.render(content, translations, target_lang=target_lang))
 
 
@@ -245,12 +254,12 @@ class Rendered:
 @dataclass
 class Opened:
     """A document read once (:meth:`DocumentFormat.open`): ``units`` as ``extract`` gives
-    them, and ``render(translations, untranslated, target_lang)`` as :meth:`render_result`
+    them, and ``render(translations, untranslated, target_lang, review)`` as :meth:`render_result`
     gives the file for the same content. The render may be called once: it may rebuild the
     parts it read in place."""
 
     units: list[Unit]
-    render: Callable[[Sequence[str], AbstractSet[int], str | None], Rendered]
+    render: Callable[[Sequence[str], AbstractSet[int], str | None, AbstractSet[int]], Rendered]
 
 
 @dataclass

@@ -126,11 +126,15 @@ def _entries(po: polib.POFile) -> list[_Entry]:
     return out
 
 
-def _finish(entries: list[_Entry], untranslated: AbstractSet[int]) -> list[str]:
+def _finish(
+    entries: list[_Entry], untranslated: AbstractSet[int], review: AbstractSet[int] = frozenset()
+) -> list[str]:
     """After the translations are in: an entry a unit of which has no translation is left
     untranslated (an empty ``msgstr``: gettext shows the msgid, and a translator's tool lists
-    it as to do), never shipped with the source as its translation; an accelerator taken out
-    goes back on its letter. Returns what had to be guessed."""
+    it as to do), never shipped with the source as its translation; one a unit of which is in
+    ``review`` is marked ``#, fuzzy`` (a translator's tool lists it as to review, and msgfmt
+    leaves it out of the compiled catalogue until then); an accelerator taken out goes back
+    on its letter. Returns what had to be guessed."""
     warnings: list[str] = []
     n = 0
     for e in entries:
@@ -143,6 +147,8 @@ def _finish(entries: list[_Entry], untranslated: AbstractSet[int]) -> list[str]:
             else:
                 entry.msgstr = ""
             continue
+        if mine & review and "fuzzy" not in entry.flags:
+            entry.flags.insert(0, "fuzzy")
         if e.accelerator is None:
             continue
         marker, key = e.accelerator
@@ -240,10 +246,11 @@ class PoFormat(DocumentFormat):
         untranslated: AbstractSet[int] = frozenset(),
         *,
         target_lang: str | None = None,
+        review: AbstractSet[int] = frozenset(),
     ) -> Rendered:
         """The catalogue with the translations in, written into the original's text (only
         what changed is rewritten: :mod:`gettext_splice`); the units in ``untranslated`` leave
-        their entries untranslated (:func:`_finish`)."""
+        their entries untranslated, those in ``review`` mark theirs fuzzy (:func:`_finish`)."""
         text, charset = _decode(content)
         po = _parse(text, charset)
         entries = _entries(po)
@@ -270,10 +277,12 @@ class PoFormat(DocumentFormat):
                 i: one if _from_singular(numbers, counts) else other
                 for i, numbers in enumerate(forms)
             }
-        warnings = _finish(entries, untranslated)
+        flags = [list(e.flags) for e in po]
+        warnings = _finish(entries, untranslated, review)
         changed = {n for n, state in enumerate(_state(po)) if state != before[n]}
+        fuzzy = {n for n, e in enumerate(po) if e.flags != flags[n]}
         fields = {k: v for k, v in po.metadata.items() if header.get(k) != v}
-        out = gettext_splice.splice(text, po, changed, fields)
+        out = gettext_splice.splice(text, po, changed, fields, fuzzy)
         return Rendered((str(po) if out is None else out).encode(charset), warnings)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 import polib
@@ -70,10 +71,17 @@ def _newline(lines: Sequence[str]) -> str:
     return "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
 
 
-def splice(text: str, po: polib.POFile, changed: set[int], header: dict[str, str]) -> str | None:
+def splice(
+    text: str,
+    po: polib.POFile,
+    changed: set[int],
+    header: dict[str, str],
+    fuzzy: AbstractSet[int] = frozenset(),
+) -> str | None:
     """``text`` with the msgstr lines of the entries at ``changed`` (indices into ``po``'s
-    entries, obsolete ones included, as polib lists them) written from ``po``, and the
-    ``header`` fields set. None where the text cannot be matched to ``po``'s entries (the
+    entries, obsolete ones included, as polib lists them) written from ``po``, the entries
+    at ``fuzzy`` marked ``#, fuzzy`` (their flags line, or a new one where flags go), and
+    the ``header`` fields set. None where the text cannot be matched to ``po``'s entries (the
     caller writes the whole catalogue with polib)."""
     lines = text.splitlines(keepends=True)
     nl = _newline(lines)
@@ -85,9 +93,17 @@ def splice(text: str, po: polib.POFile, changed: set[int], header: dict[str, str
     if len(sections) != len(live):
         return None
     replace: dict[int, tuple[int, list[str]]] = {}
+    insert: dict[int, list[str]] = {}  # lines put in before a line
     for n, section in zip(live, sections, strict=True):
         if n in changed:
             replace[section.start] = (section.end, _msgstr_lines(po[n], nl))
+        if n in fuzzy:
+            at, flags = _flags_line(lines, section.start)
+            if flags is None:
+                insert[at] = [f"#, fuzzy{nl}"]
+            elif "fuzzy" not in lines[flags]:
+                rest = lines[flags][2:].strip()
+                replace[flags] = (flags + 1, [f"#, fuzzy, {rest}{nl}" if rest else f"#, fuzzy{nl}"])
     prefix = ""
     if header:
         if head is None:  # no header entry: polib's, first
@@ -98,6 +114,7 @@ def splice(text: str, po: polib.POFile, changed: set[int], header: dict[str, str
     out: list[str] = [prefix]
     i = 0
     while i < len(lines):
+        out += insert.get(i, ())
         if i in replace:
             end, new = replace[i]
             out += new
@@ -106,6 +123,24 @@ def splice(text: str, po: polib.POFile, changed: set[int], header: dict[str, str
             out.append(lines[i])
             i += 1
     return "".join(out)
+
+
+def _flags_line(lines: Sequence[str], start: int) -> tuple[int, int | None]:
+    """For the entry whose msgstr section starts at line ``start``: where a flags line goes
+    (after its comments, before its previous-msgid ``#|`` lines, msgctxt and msgid) and its
+    flags line (``#,``), if it has one."""
+    i = start - 1
+    while i >= 0 and lines[i].strip() and (lines[i].startswith("#|") or lines[i][0] != "#"):
+        if lines[i].lstrip().startswith("msgstr"):
+            break
+        i -= 1
+    at = i + 1
+    flags = None
+    while i >= 0 and lines[i].startswith("#") and not lines[i].startswith(("#~", "#|")):
+        if lines[i].startswith("#,"):
+            flags = i
+        i -= 1
+    return at, flags
 
 
 def _header(section: list[str], fields: dict[str, str], po: polib.POFile, nl: str) -> list[str]:

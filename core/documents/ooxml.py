@@ -320,6 +320,7 @@ class PackageFormat(DocumentFormat):
         untranslated: AbstractSet[int] = frozenset(),
         *,
         target_lang: str | None = None,
+        review: AbstractSet[int] = frozenset(),
     ) -> Rendered:
         return self.read(content).render(translations, target_lang)
 
@@ -327,7 +328,10 @@ class PackageFormat(DocumentFormat):
         doc = self.read(content)
 
         def render(
-            translations: Sequence[str], untranslated: AbstractSet[int], target_lang: str | None
+            translations: Sequence[str],
+            untranslated: AbstractSet[int],
+            target_lang: str | None,
+            review: AbstractSet[int] = frozenset(),
         ) -> Rendered:
             return doc.render(translations, target_lang)
 

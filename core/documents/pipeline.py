@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -357,6 +358,16 @@ def untranslated(p: Plan, translations: Sequence[str | None]) -> set[int]:
         n
         for n, up in enumerate(p.units)
         if any(isinstance(part, int) and translations[part] is None for part in up.layout)
+    }
+
+
+def units_of(p: Plan, segments: AbstractSet[int]) -> set[int]:
+    """The units a sentence of which is in ``segments`` (segment indices): the units a format
+    marks for review when those sentences' translations are (a low quality estimate)."""
+    return {
+        n
+        for n, up in enumerate(p.units)
+        if any(isinstance(part, int) and part in segments for part in up.layout)
     }
 
 

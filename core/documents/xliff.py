@@ -617,13 +617,17 @@ class XliffFormat(DocumentFormat):
         untranslated: AbstractSet[int] = frozenset(),
         *,
         target_lang: str | None = None,
+        review: AbstractSet[int] = frozenset(),
     ) -> Rendered:
         """As :meth:`render`; a source with a unit in ``untranslated`` is left untranslated
         as XLIFF says it: a 2.x segment without a target (an earlier one, in another
         language, taken out) and ``state="initial"``; a 1.2 ``<trans-unit>`` likewise without a
         target, or, where a segmented target holds other segments, the segment's source text
         in it and ``state="needs-translation"`` on the target. Never the source marked
-        translated."""
+        translated. One with a unit in ``review`` (a low quality estimate) is translated and
+        marked for review: a 1.2 target's ``state="needs-review-translation"``; a 2.x
+        segment's ``state="translated"`` with ``subState="mtfleet:needs-review"`` (2.x has
+        no state for it)."""
         doc = _parse(content)
         wanted = sum(len(slot.units()) for slot in doc.slots)
         if len(translations) != wanted:
@@ -634,11 +638,13 @@ class XliffFormat(DocumentFormat):
         q = doc.q
         done: set[Any] = set()
         pending: set[Any] = set()  # segmented 1.2 targets with a segment left untranslated
+        to_review: set[Any] = set()  # 1.2 targets with a segment to review
         index = 0
         left = 0
         for slot in doc.slots:
             n = len(slot.units())
             missing = any(i in untranslated for i in range(index, index + n))
+            doubtful = any(i in review for i in range(index, index + n))
             index += n
             if slot.icu_levels is not None:  # the ICU message, in the target's categories
                 mine = [None if p.unit is None else next(it) for p in slot.icu_levels]
@@ -656,6 +662,8 @@ class XliffFormat(DocumentFormat):
                 _fill(slot, target, translation)
                 _name_language(target, target_lang)
                 slot.holder.set("state", "translated")
+                if doubtful:
+                    slot.holder.set("subState", "mtfleet:needs-review")
                 continue
             tu = slot.holder
             if slot.segmented:
@@ -678,6 +686,10 @@ class XliffFormat(DocumentFormat):
                 _fill(slot, target, translation)
             _name_language(target, target_lang)
             target.set("state", "translated")
+            if doubtful:
+                to_review.add(target)
+        for target in to_review - pending:
+            target.set("state", "needs-review-translation")
         for target in pending:
             _name_language(target, target_lang)
             target.set("state", "needs-translation")

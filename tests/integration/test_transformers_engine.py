@@ -16,11 +16,9 @@ The weights are random: what is checked is the plumbing, not the translations.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -34,21 +32,13 @@ from mtfleet.producer.client import MTClient
 from mtfleet.workers.engines.base import TranslationRequest
 from mtfleet.workers.engines.transformers_engine import TransformersEngine
 from mtfleet.workers.scheduler import Deadlines
-from tests.conftest import ROOT, tiny_model_path
+from tests.conftest import tiny_model_path, tiny_seq2seq
 from tests.support import ChunkRun
 
 pytestmark = [pytest.mark.slow]
 
 # greedy and short: the random models never end on their own, every output runs to its limit
 SHORT = {"MT_TEMPERATURE": "0", "MT_MAX_TOKENS_RATIO": "0.5", "MT_MAX_TOKENS_SLACK": "4"}
-
-
-def tiny_seq2seq(family: str) -> str:
-    """A tiny encoder-decoder model ``make test`` generates; fail loudly when it is missing."""
-    path = Path(os.environ.get(f"MT_TINY_{family.upper()}", ROOT / ".cache" / f"tiny-{family}"))
-    if not (path / "config.json").exists():
-        pytest.fail(f"tiny {family} model missing at {path}: run `make test` (it generates it)")
-    return str(path)
 
 
 @pytest.fixture(scope="module", params=["marian", "causal"])

@@ -292,6 +292,11 @@ async def upload_document(
         str | None,
         Form(description="latency_optimized, quality_optimized or prefer_quality_optimized."),
     ] = None,
+    no_trace: Annotated[
+        bool,
+        Form(description="Nothing of the job outlives the download of its file (as for texts)."),
+    ] = False,
+    use_cache: Annotated[str, Form(description="yes, no or overwrite (as for texts).")] = "yes",
     idempotency_key: Annotated[str | None, Header(max_length=256)] = None,
 ) -> JobPublic:
     """Submit a document as a multipart upload (``file`` plus form fields); the same job as
@@ -319,6 +324,8 @@ async def upload_document(
             formality=formality,
             protected_patterns=protected_patterns or [],
             model_type=model_type,
+            no_trace=no_trace,
+            use_cache=use_cache,
         )
     except ValidationError as exc:
         msg = "; ".join(str(e.get("msg", "")).removeprefix("Value error, ") for e in exc.errors())

@@ -367,3 +367,44 @@ def test_the_cli_translates_no_trace_and_without_the_cache(
     assert fresh.returncode == 0 and fresh.stdout.strip() == translation
     bad = cli(fleet, "translate", "--to", "es", "--use-cache", "maybe", text, MT_API_KEY=token)
     assert bad.returncode == 2 and "maybe" in bad.stderr
+
+
+def test_an_upload_asks_for_no_trace_in_its_form(rd: redis.Redis, api: httpx.Client) -> None:
+    text = "The garden gate is painted blue."
+    made = api.post(
+        "/v1/documents",
+        files={"file": ("note.txt", text.encode(), "text/plain")},
+        data={"source_lang": "en", "target_lang": "es", "no_trace": "true"},
+    )
+    assert made.status_code == 202, made.text
+    job_id = made.json()["id"]
+    assert made.json()["no_trace"] is True
+    api.get(f"/v1/jobs/{job_id}", params={"wait": 30})
+    first = api.get(f"/v1/jobs/{job_id}/document")
+    assert first.status_code == 200, first.text
+    assert where(rd, text, first.text.strip()) == []
+    assert api.get(f"/v1/jobs/{job_id}/document").status_code == 410
+    bad = api.post(
+        "/v1/documents",
+        files={"file": ("note.txt", text.encode(), "text/plain")},
+        data={"target_lang": "es", "use_cache": "sometimes"},
+    )
+    assert bad.status_code == 422 and "'overwrite'" in bad.text
+
+
+def test_deepls_client_with_a_no_trace_key(fleet: LocalFleet, rd: redis.Redis) -> None:
+    """DeepL has no such option: a no-trace key gives its client the same answers, twice for
+    the same text (the drop-in's resend record goes with the result), and leaves nothing."""
+    import deepl
+
+    store = KeyStore(rd, cache_s=0)
+    key, token = store.create("deepl-private", no_trace=True)
+    try:
+        client = deepl.DeepLClient(token, server_url=fleet.api_url)
+        text = "The bridge over the river is very old."
+        first = client.translate_text(text, source_lang="EN", target_lang="ES")
+        again = client.translate_text(text, source_lang="EN", target_lang="ES")
+        assert first.text == again.text and first.text != text
+        assert where(rd, text, first.text) == []
+    finally:
+        store.delete(key.id)

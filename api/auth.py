@@ -6,7 +6,9 @@
 owner. ``/healthz``, the docs and the pages (``/``, ``/ops``: they sign in from the browser,
 :mod:`api.routes.pages`) take no key. ``/v1/ops`` and ``/metrics`` need an operator key (403
 for a user key); ``/readyz`` answers anyone its status, and only an operator key its details
-(:func:`sees_internals`). With ``MT_AUTH=off`` all of it is open like everything else.
+(:func:`sees_internals`). With ``MT_AUTH=off`` all of it is open like everything else. A key
+limited to some route families (``mtfleet keys create --scope``) is 403 on a route of another
+family, on every surface (:func:`caller_for`, :mod:`mtfleet.core.scopes`).
 
 The dependency is ``async`` and reads Redis only when it must: a key not cached in this
 process from the thread pool, a key's rate on the event loop (an asyncio client: the hot path
@@ -26,6 +28,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from mtfleet.api.deps import Services
 from mtfleet.api.guard import client_address
+from mtfleet.core import scopes
 from mtfleet.core.apikeys import ApiKey
 from mtfleet.core.errors import Forbidden, RateLimited, Unauthorized
 from mtfleet.core.store import JobRecord
@@ -71,10 +74,12 @@ async def authenticate(
 
 async def caller_for(request: Request, token: str | None, missing: str) -> Caller:
     """The caller behind ``token`` (however its surface sends it: a Bearer header here, a
-    DeepL-Auth-Key header, LibreTranslate's ``api_key`` field), its rate checked;
-    :class:`Unauthorized` (``missing`` when there is no token) unless ``MT_AUTH=off``. A bad
-    key counts against its client address (:class:`~mtfleet.api.guard.AuthFailures`): past
-    ``MT_AUTH_FAILURES_PER_MINUTE`` it is :class:`RateLimited` instead."""
+    DeepL-Auth-Key header, LibreTranslate's ``api_key`` field, Crowdin's key in the URL), its
+    scopes and rate checked; :class:`Unauthorized` (``missing`` when there is no token) unless
+    ``MT_AUTH=off``. A bad key counts against its client address
+    (:class:`~mtfleet.api.guard.AuthFailures`): past ``MT_AUTH_FAILURES_PER_MINUTE`` it is
+    :class:`RateLimited` instead. A key whose scopes do not hold the route's family is
+    :class:`Forbidden` (every surface's routes come through here, whatever the guard saw)."""
     services: Services = request.app.state.services
     if services.settings.auth == "off":
         return ANONYMOUS
@@ -86,6 +91,8 @@ async def caller_for(request: Request, token: str | None, missing: str) -> Calle
         key = cached if cached is not None else await anyio.to_thread.run_sync(store.verify, token)
     except Unauthorized as exc:
         raise services.auth_failures.refusal(client_address(request.scope), exc) from None
+    route = request.scope.get("route")  # its template: Crowdin's path holds the key
+    scopes.check(key.scopes, getattr(route, "path", None) or request.scope["path"])
     if key.rate is not None:
         try:
             await store.acheck_rate(key)

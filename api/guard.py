@@ -7,7 +7,8 @@ in size and in time, failed keys throttled per client.
    process) **before a byte of its body is read**: an unauthenticated upload is 401 at once and
    costs no memory (a DeepL ``/v2`` request the same way, from ``Authorization:
    DeepL-Auth-Key``, and 403: each surface answers in its own words,
-   :mod:`mtfleet.api.surfaces`);
+   :mod:`mtfleet.api.surfaces`); a key limited to some route families calling another one is
+   403 there too (:mod:`mtfleet.core.scopes`);
 2. a bad key from a client address that sent ``MT_AUTH_FAILURES_PER_MINUTE`` of them in the
    last minute is 429 ``rate_limited`` instead (:class:`AuthFailures`, one per API process,
    shared with the routes that read their key from the body: LibreTranslate's). Only the bad
@@ -21,7 +22,11 @@ in size and in time, failed keys throttled per client.
    stops before its last byte, is answered 408 and its connection closed;
 5. a ``/v1`` body is JSON or a multipart upload: one that parses as JSON is taken as JSON
    whatever its ``Content-Type`` says (``curl -d`` declares a form), any other is 415;
-6. the body is then handed to the app in one piece.
+6. the body is then handed to the app in one piece, with the request's reporting tag
+   (``X-DeepL-Reporting-Tag`` or ``X-Reporting-Tag``, on every surface: 1-64 printable
+   characters, else 400 or ``/v1``'s 422) set for the request's life
+   (:data:`~mtfleet.core.apikeys.REPORTING_TAG`): its characters are counted per tag where
+   they are charged.
 
 Slow *headers* are the server's business: :class:`HeaderTimeoutProtocol` (the uvicorn HTTP
 protocol ``mtfleet api`` runs) closes a connection whose request headers are not complete
@@ -44,12 +49,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from mtfleet.api.surfaces import V1, Render, Surface, answer, surface_for
-from mtfleet.core.apikeys import KeyStore
-from mtfleet.core.errors import RateLimited, Unauthorized, Unavailable
+from mtfleet.core import scopes
+from mtfleet.core.apikeys import REPORTING_TAG, KeyStore, check_reporting_tag
+from mtfleet.core.errors import Forbidden, InvalidInput, RateLimited, Unauthorized, Unavailable
 from mtfleet.core.settings import Settings
 
 _BODY_METHODS = {"POST", "PUT", "PATCH"}
 _WINDOW_S = 60.0
+#: The headers a caller's reporting tag comes in (DeepL's, and one without its name).
+TAG_HEADERS = (b"x-deepl-reporting-tag", b"x-reporting-tag")
 
 
 def client_address(scope: Scope) -> str:
@@ -112,6 +120,17 @@ class AuthFailures:
         return exc
 
 
+def reporting_tag(headers: dict[bytes, bytes]) -> str:
+    """The request's reporting tag ('' : none), or :class:`InvalidInput` for one that is not
+    1-64 printable characters (UTF-8)."""
+    raw = next((headers[h] for h in TAG_HEADERS if h in headers), b"")
+    try:
+        text = raw.decode()
+    except UnicodeDecodeError:
+        raise InvalidInput("a reporting tag (X-DeepL-Reporting-Tag) must be UTF-8") from None
+    return check_reporting_tag(text)
+
+
 class RequestGuard:
     def __init__(
         self, app: ASGIApp, settings: Settings, surfaces: tuple[Surface, ...] = (V1,)
@@ -129,6 +148,11 @@ class RequestGuard:
         headers = dict(scope.get("headers", ()))
         surface = surface_for(self.surfaces, scope["path"])
         render = surface.render if surface is not None else V1.render
+        try:
+            tag = reporting_tag(headers)
+        except InvalidInput as exc:
+            await self._send(send, answer(surface or V1, exc))
+            return
         if (
             self.auth
             and surface is not None
@@ -142,7 +166,7 @@ class RequestGuard:
             await self._send(send, render(413, "payload_too_large", too_large))
             return
         if scope["method"] not in _BODY_METHODS and length is None:
-            await self.app(scope, receive, send)
+            await self._serve(scope, receive, send, tag)
             return
         body = await self._read(receive, send, render)
         if body is None:
@@ -158,7 +182,18 @@ class RequestGuard:
                 return {"type": "http.request", "body": bytes(body), "more_body": False}
             return await receive()
 
-        await self.app(scope, replay, send)
+        await self._serve(scope, replay, send, tag)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send, tag: str) -> None:
+        """The app, with the request's reporting tag set while it serves it."""
+        if not tag:
+            await self.app(scope, receive, send)
+            return
+        token = REPORTING_TAG.set(tag)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            REPORTING_TAG.reset(token)
 
     async def _json_declared(
         self, scope: Scope, headers: dict[bytes, bytes], body: bytearray, send: Send
@@ -200,10 +235,15 @@ class RequestGuard:
             return True  # the route answers 401 (or serves an open page)
         store: KeyStore = scope["app"].state.services.apikeys
         try:
-            if store.verify_cached(token.strip()) is None:
-                await anyio.to_thread.run_sync(store.verify, token.strip())
+            key = store.verify_cached(token.strip())
+            if key is None:
+                key = await anyio.to_thread.run_sync(store.verify, token.strip())
+            scopes.check(key.scopes, scope["path"])
         except Unauthorized as exc:
             await self._refuse(send, surface, scope, exc)
+            return False
+        except Forbidden as exc:
+            await self._send(send, answer(surface, exc))
             return False
         except redis.RedisError as exc:
             await self._send(send, answer(surface, Unavailable.because("the key store", exc)))

@@ -28,6 +28,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -44,6 +45,7 @@ from mtfleet.core.errors import (
     StorageQuotaExceeded,
     Unauthorized,
 )
+from mtfleet.core.scopes import Family, parse_scopes, stored_scopes
 
 TOKEN_PREFIX = "mt_"
 _KEY_ID_HEX = 16
@@ -111,6 +113,10 @@ class ApiKey(BaseModel):
         ge=1,
         description="Its share of a pool lane when keys wait for the same workers: a key of "
         "weight 2 gets twice the turns of a key of weight 1 (core/backlog.py).",
+    )
+    scopes: tuple[Family, ...] | None = Field(
+        None,
+        description="The route families it may call (core/scopes.py); None: every family.",
     )
     no_trace: bool = Field(
         False,
@@ -180,6 +186,7 @@ def _parse(raw: dict[str, str], default_rate: float | None = None) -> ApiKey:
         storage_mb=int(storage) if storage else None,
         role="operator" if raw.get("role") == "operator" else "user",  # keys made before roles
         weight=max(1, int(_opt(raw.get("weight")) or 1)),
+        scopes=stored_scopes(raw.get("scopes")),  # keys made before scopes: every family
         no_trace=raw.get("no_trace") == "1",
         revoked=raw.get("revoked") == "1",
         revoked_at=float(revoked_at) if revoked_at else None,
@@ -238,6 +245,30 @@ class Storage:
         return scripts.register(self.r, "storage_release")
 
 
+#: The reporting tag of the request being served ('' : none): the caller's label for what its
+#: characters were for (``X-DeepL-Reporting-Tag``), counted per tag beside the key's day
+#: (:attr:`Charge.tags`). Set by the request guard for the request's whole life
+#: (:mod:`mtfleet.api.guard`, from the header, after :func:`check_reporting_tag`) and read
+#: where the request's characters are charged (:meth:`KeyStore.charge_of`), so every surface's
+#: charge counts it without each route passing it on.
+REPORTING_TAG: ContextVar[str] = ContextVar("reporting_tag", default="")
+#: The longest reporting tag, in characters.
+REPORTING_TAG_MAX = 64
+
+
+def check_reporting_tag(raw: str) -> str:
+    """``raw`` as a reporting tag (stripped; '' : none), or :class:`InvalidInput` unless it is
+    1-64 printable characters."""
+    tag = raw.strip()
+    if tag and (len(tag) > REPORTING_TAG_MAX or not tag.isprintable()):
+        raise InvalidInput(
+            f"a reporting tag (X-DeepL-Reporting-Tag) is 1-{REPORTING_TAG_MAX} printable "
+            f"characters; this one has {len(tag)}"
+            + ("" if tag.isprintable() else ", some of them not printable")
+        )
+    return tag
+
+
 @dataclass
 class Charge:
     """Characters a request takes from its key's UTC day, taken in the step that stores what
@@ -249,6 +280,9 @@ class Charge:
     chars: int
     limit: int  # -1: none
     now: float
+    #: the day's count per reporting tag (keys.api_key_tags; '' : the request has no tag)
+    tags: str = ""
+    tag: str = ""
 
     @property
     def ttl_s(self) -> int:
@@ -312,10 +346,13 @@ class KeyStore:
         role: str = "user",
         weight: int = 1,
         no_trace: bool = False,
+        scope: str | Iterable[str] | None = None,
     ) -> tuple[ApiKey, str]:
         """A new key and its token (shown once: only the secret's sha256 is stored). ``rate``:
         requests per second; None: the default (``MT_KEY_RATE``, whatever it is when the key
-        is used); ``"none"``: no limit."""
+        is used); ``"none"``: no limit. ``scope``: the route families it may call
+        (``"translate,documents"``; None or ``"all"``: every one, :mod:`mtfleet.core.scopes`)."""
+        families = parse_scopes(scope)
         if role not in ROLES:
             raise InvalidInput(f"a key's role is one of {', '.join(ROLES)}, not {role!r}")
         checked_role: Role = "operator" if role == "operator" else "user"
@@ -346,6 +383,7 @@ class KeyStore:
             storage_mb=storage_mb,
             role=checked_role,
             weight=weight,
+            scopes=families,
             no_trace=no_trace,
             secret_sha256=_digest(secret),
             webhook_secret=new_webhook_secret(),
@@ -356,6 +394,7 @@ class KeyStore:
             *("rate", "" if rate is None else rate if isinstance(rate, str) else repr(rate)),
             *("storage_mb", "" if storage_mb is None else str(storage_mb)),
             *("role", key.role, "weight", str(weight)),
+            *("scopes", ",".join(families) if families is not None else ""),
             *("no_trace", "1" if no_trace else "0"),
             *("revoked", "0", "secret_sha256", key.secret_sha256),
             *("webhook_secret", key.webhook_secret),
@@ -390,6 +429,13 @@ class KeyStore:
         values = self.r.mget([keys.api_key_chars(i, day) for i in ids]) if ids else []
         return {i: int(v or 0) for i, v in zip(ids, values, strict=True)}
 
+    def tags_today(self, key_id: str) -> dict[str, int]:
+        """Characters the key submitted on the current UTC day per reporting tag, most first
+        ('' : tags past the day's 1,000th)."""
+        raw = self.r.hgetall(keys.api_key_tags(key_id, utc_day(self._wall())))
+        counts = {str(t): int(n) for t, n in raw.items() if int(n) > 0}
+        return dict(sorted(counts.items(), key=lambda tn: (-tn[1], tn[0])))
+
     def set_weight(self, key_id: str, weight: int) -> ApiKey | None:
         """Set a key's share of the turns (1-MAX_WEIGHT; the release script reads it at every
         turn, so it counts at once); None when there is no such key."""
@@ -398,6 +444,16 @@ class KeyStore:
         if not is_key_id(key_id) or not self.r.exists(keys.api_key(key_id)):
             return None
         self.r.hset(keys.api_key(key_id), "weight", weight)
+        self._forget(key_id)
+        return self.get(key_id)
+
+    def set_scopes(self, key_id: str, scope: str | Iterable[str] | None) -> ApiKey | None:
+        """Set the route families a key may call (``"all"`` or None: every one); API
+        processes apply it within ``cache_s``. None when there is no such key."""
+        families = parse_scopes(scope)
+        if not is_key_id(key_id) or not self.r.exists(keys.api_key(key_id)):
+            return None
+        self.r.hset(keys.api_key(key_id), "scopes", ",".join(families) if families else "")
         self._forget(key_id)
         return self.get(key_id)
 
@@ -455,6 +511,7 @@ class KeyStore:
             keys.api_key_interactive(key_id),
             *keys.api_key_storage(key_id),
             *(keys.api_key_chars(key_id, day) for day in days),
+            *(keys.api_key_tags(key_id, day) for day in days),
         )
         self.r.srem(keys.API_KEYS, key_id)
         self._forget(key_id)
@@ -539,8 +596,11 @@ class KeyStore:
         """What ``chars`` characters take from the key's UTC day (taken by whoever stores what
         they pay for)."""
         now = self._wall()
+        day = utc_day(now)
         limit = -1 if key.chars_per_day is None else key.chars_per_day
-        return Charge(keys.api_key_chars(key.id, utc_day(now)), chars, limit, now)
+        tag = REPORTING_TAG.get()
+        tags = keys.api_key_tags(key.id, day) if tag else ""
+        return Charge(keys.api_key_chars(key.id, day), chars, limit, now, tags, tag)
 
     async def check_quota(self, key: ApiKey, chars: int) -> None:
         """Raises :class:`QuotaExceeded` when ``chars`` do not fit what is left of the key's
@@ -563,7 +623,7 @@ class KeyStore:
         assert self._acharge is not None, "KeyStore built without an asyncio client"
         charge = self.charge_of(key, chars)
         ok, used = await self._acharge(
-            keys=[charge.counter], args=[chars, charge.limit, charge.ttl_s]
+            keys=[charge.counter, charge.tags], args=[chars, charge.limit, charge.ttl_s, charge.tag]
         )
         if not ok:
             raise charge.exceeded(int(used))

@@ -309,6 +309,13 @@ def api_key_chars(key_id: str, day: str) -> str:
     return f"{PREFIX}apikey:{key_id}:chars:{day}"
 
 
+def api_key_tags(key_id: str, day: str) -> str:
+    """Hash (expires two days later): characters the key submitted on a UTC day per reporting
+    tag (``X-DeepL-Reporting-Tag``); field: the tag ('' : tags past the day's most,
+    core/lua/lib.lua ``charge_tag``), value: characters."""
+    return f"{PREFIX}apikey:{key_id}:tags:{day}"
+
+
 def api_key_interactive(key_id: str) -> str:
     """Hash (expires with the key's newest interactive job): the key's interactive work not
     done yet, for its share of the interactive lane (:mod:`mtfleet.core.interactive`). Field: a

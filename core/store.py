@@ -226,6 +226,7 @@ class JobStore:
                 ),
                 charge.counter if charge is not None else "",
                 share.redis_key if share is not None else "",
+                charge.tags if charge is not None else "",
             ],
             args=[
                 self.ttl,
@@ -246,6 +247,7 @@ class JobStore:
                     if share is not None
                     else (0, 0, 0, 0)
                 ),
+                charge.tag if charge is not None else "",
                 *flat_meta,
                 *flat_results,
                 *flat_ledger,
@@ -332,6 +334,7 @@ class JobStore:
                 keys.WEBHOOKS_DUE,
                 *(backlog_keys(job_id, *where) if where else [""] * 5),
                 refund.counter if refund is not None else "",
+                refund.tags if refund is not None else "",
             ],
             args=[
                 job_id,
@@ -340,6 +343,7 @@ class JobStore:
                 json.dumps(error),
                 where[2] if where else "",
                 refund.chars if refund is not None else 0,
+                refund.tag if refund is not None else "",
             ],
         )
 

@@ -29,6 +29,7 @@ from rich.markup import escape
 
 from mtfleet.core.errors import InvalidInput
 from mtfleet.core.models import PoolModelType
+from mtfleet.core.scopes import FAMILIES
 from mtfleet.fleet.dead_letters import dead_letters_app
 from mtfleet.fleet.plan import plan_command
 from mtfleet.producer.extras import require
@@ -273,8 +274,8 @@ def pools_forget(name: Annotated[str, typer.Argument(help="The pool's name.")]) 
 # --- API keys (straight to Redis) -------------------------------------------------------------
 keys_app = typer.Typer(
     no_args_is_help=True,
-    help="API keys: create, list, set-weight, revoke, delete, rotate-webhook-secret (talks to "
-    "the Redis at MT_REDIS_URL directly).",
+    help="API keys: create, list, usage, set-weight, set-scope, revoke, delete, "
+    "rotate-webhook-secret (talks to the Redis at MT_REDIS_URL directly).",
 )
 
 
@@ -292,6 +293,14 @@ def _key_store() -> KeyStore:
 WEIGHT_HELP = (
     "Share of a pool's workers while keys' work waits: weight 2 gets twice the turns of "
     "weight 1 (docs/reliability.md)."
+)
+
+
+SCOPE_HELP = (
+    "The route families the key may call, comma-separated: "
+    + ", ".join(FAMILIES)
+    + "; or all (the default). Languages, limits and health are every key's "
+    "(docs/security.md#api-keys)."
 )
 
 
@@ -317,6 +326,7 @@ def keys_create(
         str,
         typer.Option(help="user, or operator: may also read /v1/ops and the panel at /ops."),
     ] = "user",
+    scope: Annotated[str | None, typer.Option(help=SCOPE_HELP)] = None,
     weight: Annotated[int, typer.Option(min=1, max=1000, help=WEIGHT_HELP)] = 1,
     no_trace: Annotated[
         bool,
@@ -336,6 +346,7 @@ def keys_create(
             rate=_rate_option(rate),
             storage_mb=storage_mb,
             role=role,
+            scope=scope,
             weight=weight,
             no_trace=no_trace,
         )
@@ -389,7 +400,10 @@ def keys_list(as_json: Annotated[bool, typer.Option("--json", help="Print JSON."
     if as_json:
         print(json.dumps(rows))
         return
-    print("id\tname\tcreated (UTC)\tchars today/per day\trate/s\tstored MiB\trole\tweight\tstate")
+    print(
+        "id\tname\tcreated (UTC)\tchars today/per day\trate/s\tstored MiB\trole\tweight"
+        "\tscopes\tstate"
+    )
     for k in found:
         created = time.strftime("%Y-%m-%d %H:%M", time.gmtime(k.created_at))
         per_day = k.chars_per_day if k.chars_per_day is not None else "-"
@@ -400,7 +414,7 @@ def keys_list(as_json: Annotated[bool, typer.Option("--json", help="Print JSON."
         mib = f"{stored[k.id] / 1024 / 1024:.1f}"
         print(
             f"{k.id}\t{k.name}\t{created}\t{used[k.id]}/{per_day}\t{rate}\t{mib}\t{k.role}"
-            f"\t{k.weight}\t{state}"
+            f"\t{k.weight}\t{_scopes_text(k.scopes)}\t{state}"
         )
 
 
@@ -415,6 +429,60 @@ def keys_set_weight(
         err_console.print(f"[red]no API key {key_id!r}[/red]")
         raise typer.Exit(1)
     print(f"key {key.id} ({key.name}) has weight {key.weight}")
+
+
+@keys_app.command("set-scope")
+def keys_set_scope(
+    key_id: Annotated[str, typer.Argument(help="The key's id (keys list).")],
+    scope: Annotated[
+        str,
+        typer.Argument(
+            help="The route families, comma-separated (keys create --help lists them), or all."
+        ),
+    ],
+) -> None:
+    """Set the route families a key may call: API processes apply it within MT_AUTH_CACHE_S
+    seconds."""
+    try:
+        key = _key_store().set_scopes(key_id, scope)
+    except InvalidInput as exc:
+        err_console.print(f"[red]{escape(exc.message)}[/red]")
+        raise typer.Exit(2) from None
+    if key is None:
+        err_console.print(f"[red]no API key {escape(repr(key_id))}[/red]")
+        raise typer.Exit(1)
+    print(f"key {key.id} ({key.name}) may call {_scopes_text(key.scopes)}")
+
+
+def _scopes_text(scopes: tuple[str, ...] | None) -> str:
+    return "all" if scopes is None else ",".join(scopes) or "none"
+
+
+@keys_app.command("usage")
+def keys_usage(
+    key_id: Annotated[str, typer.Argument(help="The key's id (keys list).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """A key's characters today (UTC), in all and per reporting tag (X-DeepL-Reporting-Tag;
+    '' counts the tags past the day's 1,000th)."""
+    from mtfleet.core.apikeys import is_key_id
+
+    store = _key_store()
+    key = store.get(key_id) if is_key_id(key_id) else None
+    if key is None:
+        err_console.print(f"[red]no API key {escape(repr(key_id))}[/red]")
+        raise typer.Exit(1)
+    used = store.used_today([key.id])[key.id]
+    tags = store.tags_today(key.id)
+    if as_json:
+        print(json.dumps({"id": key.id, "chars_today": used, "chars_per_tag_today": tags}))
+        return
+    per_day = key.chars_per_day if key.chars_per_day is not None else "-"
+    print(f"key {key.id} ({key.name}): {used}/{per_day} characters today (UTC)")
+    if tags:
+        print("tag\tcharacters")
+        for tag, chars in tags.items():
+            print(f"{tag}\t{chars}")
 
 
 @keys_app.command("revoke")

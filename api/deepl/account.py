@@ -34,11 +34,15 @@ NO_LIMIT = 1_000_000_000_000
 
 @router.get("/usage")
 async def usage(services: ServicesDep, caller: DeepLCaller) -> JSONResponse:
-    """Characters the key used today (UTC) and its daily quota."""
+    """Characters the key used today (UTC) and its daily quota, and ``reporting_tags``: its
+    characters today per reporting tag (``X-DeepL-Reporting-Tag``; DeepL's clients read the
+    fields they know and leave this one)."""
     key = caller.key
     used = 0
+    tags: dict[str, int] = {}
     if key is not None:
         used = (await run_in_threadpool(services.apikeys.used_today, [key.id]))[key.id]
+        tags = await run_in_threadpool(services.apikeys.tags_today, key.id)
     limit = key.chars_per_day if key is not None and key.chars_per_day is not None else NO_LIMIT
     now = time.time()
     start = dt.datetime.fromtimestamp(now - now % 86_400, dt.UTC)
@@ -50,6 +54,7 @@ async def usage(services: ServicesDep, caller: DeepLCaller) -> JSONResponse:
             "api_key_character_limit": limit,
             "start_time": start.isoformat().replace("+00:00", "Z"),
             "end_time": (start + dt.timedelta(days=1)).isoformat().replace("+00:00", "Z"),
+            "reporting_tags": tags,
         }
     )
 

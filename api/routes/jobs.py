@@ -19,6 +19,7 @@ from mtfleet.api.auth import Caller, CallerDep
 from mtfleet.api.deps import Services, ServicesDep
 from mtfleet.api.errors import documented
 from mtfleet.core import documents as core_documents
+from mtfleet.core import scopes
 from mtfleet.core.errors import InvalidInput, JobNotFinished, JobNotFound
 from mtfleet.core.models import JobStatus, Lane
 from mtfleet.core.schemas import (
@@ -29,6 +30,7 @@ from mtfleet.core.schemas import (
     JobResultPublic,
     JobSummaryPublic,
 )
+from mtfleet.core.scopes import Family
 from mtfleet.core.store import JobRecord
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
@@ -101,8 +103,11 @@ async def create_job(
 
     An ``Idempotency-Key`` header returns the same job for the same key (409 if the body differs);
     it is scoped to the API key. The texts' characters count against the key's daily quota
-    (429 when over it).
+    (429 when over it). A key limited to some route families needs ``documents`` for a
+    document, ``translate`` for texts (403 otherwise).
     """
+    kind: Family = "documents" if body.document is not None else "translate"
+    scopes.require(caller.key.scopes if caller.key else None, (kind,), "POST /v1/jobs")
     return await _create(services, caller, response, body, idempotency_key)
 
 

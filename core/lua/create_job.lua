@@ -10,13 +10,15 @@
 --       webhook event (or '': the job is not final, or has no callback_url), webhooks due,
 --       the backlog's pending list, owner list, ring, sizes, credit (or '' x5: no chunks),
 --       the owner's characters for the day (or '': not charged), the owner's interactive hash
---       (or '': the job holds no share of the interactive lane)
+--       (or '': the job holds no share of the interactive lane), the owner's characters for the
+--       day per reporting tag (or '': the request has no tag)
 -- ARGV: ttl, idempotency ttl, idempotency value, n_meta, n_results, created_at,
 --       bytes the job stores, the owner's storage limit (-1: none), document (base64, or ''),
 --       job id, owner, characters charged, the day's limit (-1: none), the count's ttl,
 --       job key prefix (keys.job('')), the job's interactive segments, the share's segment
---       limit, job limit and ttl, meta field/value pairs (n_meta values), results index/json
---       pairs (n_results values), ledger chunk/message pairs (the rest, in chunk order)
+--       limit, job limit and ttl, the reporting tag, meta field/value pairs (n_meta values),
+--       results index/json pairs (n_results values), ledger chunk/message pairs (the rest, in
+--       chunk order)
 -- -> false when created, the idempotency key's earlier value, or what refused it:
 --    {"quota", characters used}, {"share", segments held, jobs held}, {"storage", bytes in use}
 local ttl = tonumber(ARGV[1])
@@ -44,7 +46,10 @@ if KEYS[7] ~= '' then
   if used then return {'storage', used} end
 end
 -- nothing refuses it: everything is written from here on
-if KEYS[16] ~= '' then charge_take(KEYS[16], chars, tonumber(ARGV[14])) end
+if KEYS[16] ~= '' then
+  charge_take(KEYS[16], chars, tonumber(ARGV[14]))
+  charge_tag(KEYS[18], ARGV[20], chars, tonumber(ARGV[14]))
+end
 if KEYS[17] ~= '' then
   redis.call('HSET', KEYS[17], job_id, asked .. ' ' .. ARGV[6])
   redis.call('EXPIRE', KEYS[17], tonumber(ARGV[19]))
@@ -52,7 +57,7 @@ end
 if KEYS[3] ~= '' then redis.call('SET', KEYS[3], ARGV[3], 'EX', tonumber(ARGV[2])) end
 if KEYS[6] ~= '' then redis.call('SET', KEYS[6], ARGV[9], 'EX', ttl) end
 local n_meta, n_results = tonumber(ARGV[4]), tonumber(ARGV[5])
-local first = 20
+local first = 21
 hset_pairs(KEYS[1], first, first + n_meta - 1)
 redis.call('EXPIRE', KEYS[1], ttl)
 first = first + n_meta

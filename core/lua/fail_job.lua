@@ -4,8 +4,9 @@
 -- KEYS: job, idempotency key (or ''), chunk ledger, the job's active set (or ''), webhook
 --       event (or '': no webhook: the client was told the job was not accepted), webhooks due,
 --       the backlog's pending list, owner list, ring, sizes, credit (or '' x5),
---       the day's character count it was charged to (or '': nothing to give back)
--- ARGV: job_id, now, channel, error json, owner, characters to give back
+--       the day's character count it was charged to (or '': nothing to give back), the
+--       day's count per reporting tag it was charged to (or '': none)
+-- ARGV: job_id, now, channel, error json, owner, characters to give back, its reporting tag
 -- -> the status before the call (false when the job is gone)
 local status = redis.call('HGET', KEYS[1], 'status')
 if status == 'queued' or status == 'running' then
@@ -19,5 +20,8 @@ if KEYS[2] ~= '' then
   local v = redis.call('GET', KEYS[2])
   if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
 end
-if KEYS[12] ~= '' then redis.call('DECRBY', KEYS[12], tonumber(ARGV[6])) end
+if KEYS[12] ~= '' then
+  redis.call('DECRBY', KEYS[12], tonumber(ARGV[6]))
+  charge_tag(KEYS[13], ARGV[7], -tonumber(ARGV[6]), 0)
+end
 return status

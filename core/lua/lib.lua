@@ -143,6 +143,20 @@ local function charge_take(counter, chars, ttl)
   return used
 end
 
+-- The same characters under the request's reporting tag (core/apikeys.py, Charge.tags):
+-- ``hash`` counts the key's day per tag ('' : the request has none, nothing written). A tag past
+-- the day's TAGS_PER_DAY is counted under the tag '' (no request has it), so the hash stays
+-- bounded whatever tags a caller sends. Negative ``chars`` give them back (ttl 0: kept as is).
+local TAGS_PER_DAY = 1000
+local function charge_tag(hash, tag, chars, ttl)
+  if hash == '' then return end
+  if redis.call('HEXISTS', hash, tag) == 0 and redis.call('HLEN', hash) >= TAGS_PER_DAY then
+    tag = ''
+  end
+  redis.call('HINCRBY', hash, tag, chars)
+  if ttl > 0 then redis.call('EXPIRE', hash, ttl) end
+end
+
 -- An API key's share of the interactive lane (core/interactive.py): its hash lists its
 -- interactive jobs (field: job id). What each has left is read from its job's hash (total -
 -- done - failed, at job_prefix .. id), and an entry whose job is final, cancelling or gone

@@ -46,6 +46,9 @@ def full_job(**overrides: object) -> JobRecord:
         "pool": "hunyuan-fp8",
         "adapter": "legal.v2",
         "model_type_used": "quality_optimized",
+        "no_trace": True,
+        "delivered_at": 1_700_000_003.5,
+        "idempotency_key": "mt:idem:abc",
     }
     fields.update(overrides)
     return JobRecord(**fields)  # type: ignore[arg-type]

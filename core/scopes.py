@@ -50,7 +50,10 @@ ROUTES: dict[str, tuple[Family, ...]] = {
     "/v3/translation_memories": ("translation_memories",),
     "/deepl-files/translation_memories": ("translation_memories",),
     "/v3/style_rules": ("style_rules",),
+    # DeepL's quality evaluations (its alpha's path: /v1, though DeepL's surface)
+    "/v1/quality-evaluations": ("translate",),
     "/v2/write": ("write",),
+    "/v1/quality-evaluations": ("translate",),  # scoring translations (docs/quality.md)
     "/v2/usage": ("usage",),
     "/v2/languages": OPEN,
     "/v3/languages": OPEN,

@@ -141,8 +141,8 @@ def test_an_operator_key_is_made_with_role_operator(redis_url: str) -> None:
     }
     assert rows == {"ops": "operator", "shop": "user"}
     table = mtfleet("keys", "list", env=env).stdout.splitlines()
-    assert table[0].split("\t")[-3:] == ["role", "weight", "state"]
-    assert any(line.split("\t")[-3:] == ["operator", "1", "active"] for line in table[1:])
+    assert table[0].split("\t")[-4:] == ["role", "weight", "scopes", "state"]
+    assert any(line.split("\t")[-4:] == ["operator", "1", "all", "active"] for line in table[1:])
     refused = mtfleet("keys", "create", "--name", "x", "--role", "admin", env=env)
     assert refused.returncode == 2 and "role" in refused.stderr
 

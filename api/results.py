@@ -168,6 +168,8 @@ class Results:
             return DocumentOut.model_validate_json(kept)
         content = self.store.get_document(job.id)
         if content is None:
+            if job.no_trace:  # another read delivered it meanwhile
+                raise delivered_already(job.id, None)
             raise JobNotFound(f"job {job.id}'s document is gone (it may have expired)")
         if outcomes is None:
             outcomes = self.outcomes(job)

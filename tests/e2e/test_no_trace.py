@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -340,7 +341,7 @@ def test_a_no_trace_key_makes_every_request_no_trace(fleet: LocalFleet, rd: redi
 
 
 def test_the_cli_translates_no_trace_and_without_the_cache(
-    fleet: LocalFleet, rd: redis.Redis, token: str
+    fleet: LocalFleet, rd: redis.Redis, token: str, tmp_path: Path
 ) -> None:
     text = "The nurse walks to the hospital."
     done = cli(
@@ -365,6 +366,25 @@ def test_the_cli_translates_no_trace_and_without_the_cache(
         MT_API_KEY=token,
     )
     assert fresh.returncode == 0 and fresh.stdout.strip() == translation
+    lines = tmp_path / "notes.txt"
+    lines.write_text("The pharmacy is next to the bank.\n")
+    sent = cli(
+        fleet,
+        "submit",
+        str(lines),
+        "--to",
+        "es",
+        "--from",
+        "en",
+        "--no-trace",
+        "--out",
+        str(tmp_path / "out"),
+        MT_API_KEY=token,
+    )
+    assert sent.returncode == 0, sent.stderr
+    written = (tmp_path / "out" / "notes.es.txt").read_text().strip()
+    assert written and written != "The pharmacy is next to the bank."
+    assert where(rd, "The pharmacy is next to the bank.", written) == []
     bad = cli(fleet, "translate", "--to", "es", "--use-cache", "maybe", text, MT_API_KEY=token)
     assert bad.returncode == 2 and "maybe" in bad.stderr
 

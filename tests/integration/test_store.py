@@ -266,9 +266,11 @@ def test_a_redelivered_chunk_looks_up_ten_thousand_indices(store: JobStore) -> N
 def test_a_job_is_stored_paid_for_or_not_at_all(store: JobStore, r: redis.Redis) -> None:
     """One script checks the key's characters, its interactive share and its storage, and
     writes the job with all three taken, or writes nothing: never a charge without its job,
-    nor a job without its charge. A job no replica confirms gives its characters back."""
+    nor a job without its charge. A job no replica confirms gives its characters back. The
+    request's reporting tag counts them in the same step, and gives them back with them."""
     wall = time.time()
-    charge = Charge(keys.api_key_chars("k", "day"), 9, 20, wall)
+    tags = keys.api_key_tags("k", "day")
+    charge = Charge(keys.api_key_chars("k", "day"), 9, 20, wall, tags, "shop")
     share = Share(keys.api_key_interactive("k"), 2, 3, 5, 600)
     storage = Storage(r, "k", 10_000)
 
@@ -298,6 +300,7 @@ def test_a_job_is_stored_paid_for_or_not_at_all(store: JobStore, r: redis.Redis)
     create(9, 2)
     used, jobs, named, shared, stored = before = held()
     assert used == 9 and len(jobs) == 1 and jobs == named == shared and stored > 0
+    assert r.hgetall(tags) == {"shop": "9"}
     with pytest.raises(QuotaExceeded, match="12 characters asked, 11 of 20 left"):
         create(12, 1)
     assert held() == before  # nothing charged, held, remembered or stored
@@ -314,6 +317,7 @@ def test_a_job_is_stored_paid_for_or_not_at_all(store: JobStore, r: redis.Redis)
         create(5, 1, on=lonely)
     used, after, named, _, _ = held()
     assert used == 9 and named == jobs
+    assert r.hgetall(tags) == {"shop": "9"}  # counted, and given back with the characters
     assert InteractiveShares(r, segments=3, jobs=5, ttl_s=600).held("k") == (2, 1)  # not it
     (failed,) = after - jobs
     assert store.get(failed).status is JobStatus.failed

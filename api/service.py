@@ -373,22 +373,27 @@ class JobService:
         )
         norms = [normalize(t) for t in texts]
         scope = self.cache_scope(owner)
-        cached, plan = await self._plan(
-            texts,
-            norms,
-            source,
-            target,
-            route,
-            glossary,
-            inputs,
-            scope,
-            guidance,
-            memory,
-            found.hits if found is not None else None,
-            self._neighbours(inputs, route),
-            req.protected_patterns,
-            read=req.use_cache == "yes" and not req.quality_estimation,
+        cached, plan = (
+            ({}, self._evaluation(texts, norms, req.translations, source))
+            if req.translations is not None
+            else await self._plan(
+                texts,
+                norms,
+                source,
+                target,
+                route,
+                glossary,
+                inputs,
+                scope,
+                guidance,
+                memory,
+                found.hits if found is not None else None,
+                self._neighbours(inputs, route),
+                req.protected_patterns,
+                read=req.use_cache == "yes" and not req.quality_estimation,
+            )
         )
+        evaluated = req.translations is not None  # scored, never cached
         no_trace = self.no_trace(req, key)
         if plan:
             await self.routing.admit(route.name, lane)
@@ -412,8 +417,8 @@ class JobService:
                 guidance=guidance,
                 memory=memory if src == source else None,
                 protected_patterns=req.protected_patterns or None,
-                cache_read=req.use_cache == "yes",
-                cache_write=req.use_cache != "no" and not no_trace,
+                cache_read=req.use_cache == "yes" and not evaluated,
+                cache_write=req.use_cache != "no" and not no_trace and not evaluated,
                 quality_estimation=req.quality_estimation,
             )
             for n, (src, segs) in enumerate(plan)
@@ -715,6 +720,19 @@ class JobService:
             chunks = plan_chunks(texts, norms, skip, self.settings.chunk_size, contexts)
             plan += [(src, c) for c in chunks]
         return cached, plan
+
+    def _evaluation(
+        self, texts: list[str], norms: list[str], given: list[str], source: str
+    ) -> list[tuple[str, list[ChunkSegment]]]:
+        """The chunks of a quality evaluation: each text with the translation given for it, to
+        be scored (none translated, none looked up in the cache; the same text twice with two
+        translations is two segments)."""
+        size = self.settings.chunk_size
+        segments = [
+            ChunkSegment(indices=[i], text=norms[i], translation=normalize(given[i]))
+            for i in range(len(texts))
+        ]
+        return [(source, segments[n : n + size]) for n in range(0, len(segments), size)]
 
     async def _source_groups(
         self, n: int, source: str, target: str, pool: str, inputs: Texts

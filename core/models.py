@@ -66,6 +66,9 @@ class ChunkSegment(BaseModel):
     # the neighbouring sentences of a document segment, for an LLM's prompt (the API's
     # MT_DOCUMENT_CONTEXT_TOKENS); part of its phrase-cache key (core.cache.keyed)
     context: str | None = None
+    # a translation given to be scored, not made (a quality evaluation: the request's
+    # translations): delivered as it is, never from the engine or the cache
+    translation: str | None = None
 
 
 class ChunkMessage(BaseModel):

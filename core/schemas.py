@@ -233,6 +233,14 @@ class TextsIn(BaseModel):
         "Refused (422) for a pool without such a model. The phrase cache answers none of it "
         "at submission: its pool translates and scores every text.",
     )
+    translations: list[str] | None = Field(
+        None,
+        min_length=1,
+        description="Translations of the texts (aligned with them) to score instead of "
+        "translating the texts: a quality evaluation, with quality_estimation (its pool "
+        "scores them and translates nothing; they come back as the job's translations, never "
+        "cached).",
+    )
     model_type: ModelType | None = Field(
         None,
         description="latency_optimized, quality_optimized or prefer_quality_optimized "
@@ -277,6 +285,20 @@ class TextsIn(BaseModel):
     @model_validator(mode="after")
     def _guidance(self) -> Self:
         self.guidance()  # the limits, checked as the request is read (422)
+        return self
+
+    @model_validator(mode="after")
+    def _evaluated(self) -> Self:
+        if self.translations is None:
+            return self
+        if not self.quality_estimation:
+            raise ValueError("translations are given to be scored: set quality_estimation")
+        if self.texts is None or len(self.translations) != len(self.texts):
+            raise ValueError(
+                f"{len(self.translations)} translations for "
+                f"{len(self.texts or [])} texts: give one per text"
+            )
+        check_texts(self.translations)
         return self
 
     @model_validator(mode="after")

@@ -53,7 +53,6 @@ ROUTES: dict[str, tuple[Family, ...]] = {
     # DeepL's quality evaluations (its alpha's path: /v1, though DeepL's surface)
     "/v1/quality-evaluations": ("translate",),
     "/v2/write": ("write",),
-    "/v1/quality-evaluations": ("translate",),  # scoring translations (docs/quality.md)
     "/v2/usage": ("usage",),
     "/v2/languages": OPEN,
     "/v3/languages": OPEN,

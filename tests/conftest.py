@@ -6,6 +6,7 @@ Integration and e2e tests never touch the machine's own Redis: they start a priv
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import signal
@@ -109,6 +110,18 @@ def tiny_seq2seq(family: str) -> str:
     if not (path / "config.json").exists():
         pytest.fail(f"tiny {family} model missing at {path}: run `make test` (it generates it)")
     return str(path)
+
+
+def metricx_calibration() -> tuple[list[tuple[str, str]], list[float]]:
+    """The (source, translation) pairs the tiny MetricX model's score row was fitted to, with
+    their raw scores (scripts/make_tiny_seq2seq.py): known scores, low and high."""
+    path = ROOT / "scripts" / "make_tiny_seq2seq.py"
+    spec = importlib.util.spec_from_file_location("make_tiny_seq2seq", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    pairs, raw = module.metricx_calibration()
+    return pairs, raw
 
 
 def tiny_model_path() -> str:

@@ -369,7 +369,12 @@ class ChunkProcessor:
                 deliver(n, SegmentOutcome(error=err))
             final = self.store.record(msg.job_id, outcomes, chunk=msg.chunk, **where)
             return {"failed": len(outcomes), "job_status": final.value if final else None}
-        todo = list(range(len(segments)))
+        todo = []
+        for n, seg in enumerate(segments):
+            if seg.translation is None:
+                todo.append(n)
+            else:  # given to be scored (a quality evaluation): never the engine's
+                deliver(n, SegmentOutcome(translation=seg.translation))
         cache_hits = 0
         if (
             msg.cache_read
@@ -389,14 +394,15 @@ class ChunkProcessor:
             )
             self.recheck.observe(len(segments), len(hits), time.perf_counter() - looked)
             if hits:
-                todo = []
-                for n, seg in enumerate(segments):
-                    hit = hits.get(keyed(seg.text, seg.context))
+                rest, before = [], len(outcomes)
+                for n in todo:
+                    hit = hits.get(keyed(segments[n].text, segments[n].context))
                     if hit is None:
-                        todo.append(n)
+                        rest.append(n)
                     else:
                         deliver(n, SegmentOutcome(translation=hit, cached=True))
-                cache_hits = len(outcomes)
+                cache_hits = len(outcomes) - before
+                todo = rest
             metrics.CACHE_LOOKUPS.labels("hit").inc(len(segments) - len(todo))
             metrics.CACHE_LOOKUPS.labels("miss").inc(len(todo))
         if memory is not None:

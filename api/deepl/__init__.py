@@ -15,6 +15,7 @@ from mtfleet.api.deepl import (
     documents,
     glossaries,
     multilingual,
+    quality,
     style_rules,
     translate,
     translation_memories,
@@ -33,6 +34,7 @@ for part in (
     style_rules.router,
     translation_memories.router,
     write.router,
+    quality.router,
 ):
     router.include_router(part)
 

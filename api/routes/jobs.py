@@ -302,6 +302,10 @@ async def upload_document(
         Form(description="Nothing of the job outlives the download of its file (as for texts)."),
     ] = False,
     use_cache: Annotated[str, Form(description="yes, no or overwrite (as for texts).")] = "yes",
+    quality_estimation: Annotated[
+        bool,
+        Form(description="Score each sentence; low-scored ones marked for review in the file."),
+    ] = False,
     idempotency_key: Annotated[str | None, Header(max_length=256)] = None,
 ) -> JobPublic:
     """Submit a document as a multipart upload (``file`` plus form fields); the same job as
@@ -331,6 +335,7 @@ async def upload_document(
             model_type=model_type,
             no_trace=no_trace,
             use_cache=use_cache,
+            quality_estimation=quality_estimation,
         )
     except ValidationError as exc:
         msg = "; ".join(str(e.get("msg", "")).removeprefix("Value error, ") for e in exc.errors())

@@ -13,6 +13,7 @@ then known exactly (the fixtures mix segments it scores 0 and 25)."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -24,7 +25,7 @@ from lxml import etree
 from mtfleet.fleet.localfleet import LocalFleet
 from mtfleet.producer.client import MTClient
 from mtfleet.workers.quality import QualityEstimator
-from tests.conftest import tiny_seq2seq
+from tests.conftest import metricx_calibration, tiny_seq2seq
 from tests.e2e.fleet_control import cli
 
 pytestmark = [pytest.mark.slow]
@@ -78,7 +79,12 @@ def scorer() -> QualityEstimator:
 @pytest.fixture(scope="module")
 def fleet(redis_server: str) -> Iterator[LocalFleet]:
     redis.Redis.from_url(redis_server).flushdb()
-    env = {"MT_HEARTBEAT_S": "1", "MT_AUTH": "off", "MT_PROCESS_PER_LANE": "false"}
+    env = {
+        "MT_HEARTBEAT_S": "1",
+        "MT_AUTH": "off",
+        "MT_PROCESS_PER_LANE": "false",
+        "MT_ROUTES": "en-es=scored",  # (both pools serve it; plain is first by name)
+    }
     with LocalFleet(redis_url=redis_server, env=env) as f:
         f.start_redis()
         qe = {"MT_QE_MODEL": tiny_seq2seq("metricx"), "MT_QE_THRESHOLD": str(THRESHOLD)}
@@ -157,6 +163,78 @@ def test_a_pool_without_the_model_refuses_with_what_it_lacks(fleet: LocalFleet) 
         message = got.json()["error"]["message"]
         assert "MT_QE_MODEL" in message and "'plain'" in message
     assert httpx.post(f"{fleet.api_url}/v1/translate", json=body, timeout=60).status_code == 200
+
+
+def test_given_translations_are_scored_not_translated(fleet: LocalFleet) -> None:
+    """An evaluation: the tiny model's calibration pairs, whose scores are known (its own
+    translations low, others' high), come back with those scores, untranslated."""
+    pairs, raw = metricx_calibration()
+    body = {
+        "texts": [src for src, _ in pairs],
+        "translations": [hyp for _, hyp in pairs],
+        "source_lang": "en",
+        "target_lang": "es",
+        "quality_estimation": True,
+    }
+    got = httpx.post(f"{fleet.api_url}/v1/translate", json=body, timeout=60)
+    assert got.status_code == 200, got.text
+    answer = got.json()
+    assert answer["translations"] == [hyp for _, hyp in pairs]
+    scores = [q["score"] for q in sorted(answer["quality"], key=lambda q: q["index"])]
+    assert scores == pytest.approx([min(25.0, max(0.0, r)) for r in raw], abs=0.01)
+    assert [q["low_quality"] for q in answer["quality"]] == [r > THRESHOLD for r in raw]
+    # the given translations are not the engine's: nothing of them went to the phrase cache
+    again = httpx.post(
+        f"{fleet.api_url}/v1/translate",
+        json={"texts": body["texts"][:1], "source_lang": "en", "target_lang": "es"},
+        timeout=60,
+    )
+    assert again.status_code == 200 and again.json()["cached"] == 0, again.text
+    unasked = httpx.post(
+        f"{fleet.api_url}/v1/translate", json={**body, "quality_estimation": False}, timeout=60
+    )
+    assert unasked.status_code == 422 and "quality_estimation" in unasked.text
+
+
+def test_deepls_quality_evaluation_shape(fleet: LocalFleet) -> None:
+    pairs, raw = metricx_calibration()
+    key = {"Authorization": "DeepL-Auth-Key anything"}  # (MT_AUTH=off: any key)
+    made = httpx.post(
+        f"{fleet.api_url}/v1/quality-evaluations",
+        json={
+            "source_lang": "EN",
+            "target_lang": "ES",
+            "segments": [{"source": s, "target": t} for s, t in pairs],
+        },
+        headers=key,
+        timeout=60,
+    )
+    assert made.status_code == 201, made.text
+    job_id = made.json()["job_id"]
+    deadline = time.monotonic() + 60
+    while True:
+        polled = httpx.get(
+            f"{fleet.api_url}/v1/quality-evaluations/{job_id}", headers=key, timeout=30
+        ).json()
+        if polled["status"] == "done" or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert polled["status"] == "done", polled
+    segments = polled["segments"]
+    assert [s["segment_index"] for s in segments] == list(range(len(pairs)))
+    clipped = [min(25.0, max(0.0, r)) for r in raw]
+    assert [s["metricx_score"] for s in segments] == pytest.approx(clipped, abs=0.01)
+    assert [s["segment_score"] for s in segments] == pytest.approx(
+        [100 - 4 * c for c in clipped], abs=0.1
+    )
+    assert [s["target"] for s in segments] == [t for _, t in pairs]
+    bad = httpx.post(
+        f"{fleet.api_url}/v1/quality-evaluations",
+        json={"target_lang": "ES", "segments": []},
+        headers=key,
+        timeout=30,
+    )
+    assert bad.status_code == 400, bad.text
 
 
 def document_job(fleet: LocalFleet, fmt: str, content: str) -> tuple[dict, str]:

@@ -5,7 +5,6 @@ review marks PO and XLIFF downloads carry."""
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
 import polib
@@ -23,18 +22,7 @@ from mtfleet.workers.quality import (
     QualityStep,
     clip,
 )
-from tests.conftest import ROOT, tiny_seq2seq
-
-
-def calibration() -> tuple[list[tuple[str, str]], list[float]]:
-    """The pairs the tiny model's score row was fitted to, with their raw scores."""
-    path = ROOT / "scripts" / "make_tiny_seq2seq.py"
-    spec = importlib.util.spec_from_file_location("make_tiny_seq2seq", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    pairs, raw = module.metricx_calibration()
-    return pairs, raw
+from tests.conftest import metricx_calibration, tiny_seq2seq
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +33,7 @@ def scorer() -> QualityEstimator:
 
 
 def test_the_score_is_the_fitted_logit_clipped_to_metricx_scale(scorer: QualityEstimator) -> None:
-    pairs, raw = calibration()
+    pairs, raw = metricx_calibration()
     got = scorer.score(pairs)
     assert len(got) == len(pairs)
     assert got == pytest.approx([clip(r) for r in raw], abs=0.01)
@@ -56,7 +44,7 @@ def test_the_score_is_the_fitted_logit_clipped_to_metricx_scale(scorer: QualityE
 def test_lower_is_better_a_sentence_with_its_own_translation_scores_below_a_wrong_one(
     scorer: QualityEstimator,
 ) -> None:
-    pairs, _ = calibration()
+    pairs, _ = metricx_calibration()
     half = len(pairs) // 2
     good, bad = scorer.score(pairs[:half]), scorer.score(pairs[half:])
     assert max(good) < min(bad)
@@ -68,7 +56,7 @@ def test_lower_is_better_a_sentence_with_its_own_translation_scores_below_a_wron
 
 
 def test_batches_and_padding_do_not_change_a_score(scorer: QualityEstimator) -> None:
-    pairs, _ = calibration()
+    pairs, _ = metricx_calibration()
     one_by_one = [scorer.score([p])[0] for p in pairs]
     assert scorer.score(list(reversed(pairs))) == pytest.approx(
         list(reversed(one_by_one)), abs=0.01

@@ -13,20 +13,24 @@ then known exactly (the fixtures mix segments it scores 0 and 25)."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import polib
 import pytest
 import redis
 from lxml import etree
+from playwright.sync_api import expect, sync_playwright
 
 from mtfleet.fleet.localfleet import LocalFleet
 from mtfleet.producer.client import MTClient
 from mtfleet.workers.quality import QualityEstimator
 from tests.conftest import metricx_calibration, tiny_seq2seq
 from tests.e2e.fleet_control import cli
+from tests.e2e.test_pages import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.slow]
 
@@ -312,3 +316,37 @@ def test_the_cli_asks_with_qe_and_prints_the_scores(
         text, _, rest = line.partition("\t")
         assert text == row["translation"]
         assert rest == f"{row['quality']:.2f}" + (" low quality" if row["low_quality"] else "")
+
+
+def test_the_page_asks_for_scores_and_its_table_has_them(
+    fleet: LocalFleet, scorer: QualityEstimator, tmp_path: Path
+) -> None:
+    """The translator page (headless Chromium, as tests/e2e/test_pages.py drives it): the
+    quality checkbox, the scores' warnings under the translation, and the table it downloads
+    with a quality and a needs-review column."""
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_context(accept_downloads=True).new_page()
+            page.goto(f"{fleet.api_url}/")
+            page.get_by_label("Source language").select_option("en")
+            page.get_by_label("Target language").select_option("es")
+            page.get_by_label("Score each translation").check()
+            page.get_by_label("Text to translate").fill("\n".join(TEXTS))
+            page.get_by_role("button", name="Translate").click()
+            expect(page.locator("#text-status")).to_have_text(re.compile("^Done"), timeout=60_000)
+            with page.expect_download() as info:
+                page.get_by_role("button", name="Download as a table").click()
+            saved = tmp_path / "table.tsv"
+            info.value.save_as(saved)
+            notes = page.locator("#translation .note").all_inner_texts()
+        finally:
+            browser.close()
+    header, *rows = [line.split("\t") for line in saved.read_text().splitlines()]
+    assert header == ["line", "source", "translation", "quality", "needs review"]
+    assert [r[1] for r in rows] == TEXTS
+    want = expected(scorer, TEXTS, [r[2] for r in rows])
+    assert [float(r[3]) for r in rows] == pytest.approx(want, abs=0.01)
+    assert [r[4] for r in rows] == ["yes" if w > THRESHOLD else "no" for w in want]
+    flagged = [n + 1 for n, w in enumerate(want) if w > THRESHOLD]
+    assert [int(re.match(r"Line (\d+):", n)[1]) for n in notes if "quality" in n] == flagged

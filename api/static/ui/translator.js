@@ -92,7 +92,27 @@ async function loadLanguages() {
 function languages() {
   const body = { source_lang: $("source").value, target_lang: $("target").value };
   if ($("glossary").value) body.glossary_id = $("glossary").value;
+  if ($("qe").checked) body.quality_estimation = true;
   return body;
+}
+
+// --- the text's table: what "Download as a table" saves ---------------------------------------
+let table = null; // {header, rows} of the last text translated
+
+function cell(value) {
+  return String(value ?? "").replace(/[\t\r\n]+/g, " ");
+}
+
+function saveTable() {
+  if (!table) return;
+  const tsv = [table.header, ...table.rows].map((r) => r.map(cell).join("\t")).join("\n") + "\n";
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(new Blob([tsv], { type: "text/tab-separated-values;charset=utf-8" }));
+  a.download = "translation.tsv";
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 30000);
 }
 
 // --- text ----------------------------------------------------------------------------------
@@ -108,6 +128,8 @@ async function translateText(event) {
     return;
   }
   $("translate").disabled = true;
+  $("text-download").hidden = true;
+  table = null;
   status.textContent = "Translating…";
   try {
     let { status: code, body } = await api("/v1/translate", { method: "POST", json: { texts: at.map((i) => lines[i]), ...languages() } });
@@ -129,6 +151,17 @@ async function translateText(event) {
     const result = [...lines];
     at.forEach((i, k) => { result[i] = body.translations[k] ?? `[not translated] ${lines[i]}`; });
     out.replaceChildren(el("p", result.join("\n"), "translated"));
+    // the table: one row per line translated; with quality estimation, its score and mark
+    const scores = Object.fromEntries((body.quality || []).map((q) => [q.index, q]));
+    const scored = Object.keys(scores).length > 0;
+    table = {
+      header: ["line", "source", "translation", ...(scored ? ["quality", "needs review"] : [])],
+      rows: at.map((i, k) => [
+        i + 1, lines[i], body.translations[k] ?? "",
+        ...(scored ? [scores[k] ? scores[k].score.toFixed(2) : "", scores[k]?.low_quality ? "yes" : "no"] : []),
+      ]),
+    };
+    $("text-download").hidden = false;
     const problems = [...(body.errors || []), ...(body.warnings || [])];
     for (const p of problems) out.append(el("p", `Line ${at[p.index] + 1}: ${p.message}`, "note"));
     status.textContent = body.cached ? `Done (${body.cached} from the phrase cache).` : "Done.";
@@ -277,6 +310,7 @@ function start() {
   $("source").addEventListener("change", () => { choose("source", $("source").value); fillTargets(); });
   $("target").addEventListener("change", () => { choose("target", $("target").value); fillGlossaries(); });
   $("text-form").addEventListener("submit", translateText);
+  $("text-download").addEventListener("click", saveTable);
   $("files").addEventListener("change", (e) => { uploadAll(e.target.files); e.target.value = ""; });
   const drop = $("drop");
   drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });

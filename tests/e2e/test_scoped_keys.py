@@ -23,6 +23,7 @@ import redis
 from mtfleet.core import keys
 from mtfleet.core.apikeys import parse_token, utc_day
 from mtfleet.fleet.localfleet import LocalFleet
+from mtfleet.producer.client import MTClient
 from tests.e2e.fleet_control import APERTIUM_WORKER
 
 SHIRT = "The red shirt is in the house."
@@ -203,6 +204,8 @@ def test_reporting_tags_are_counted_per_tag_and_per_key(fleet: LocalFleet) -> No
             timeout=30,
         )
         assert v1.status_code in (200, 202), v1.text
+    with MTClient(url, api_key=token, reporting_tag="sdk") as mt:  # the SDK's own
+        assert mt.translate(["The table."], source="en", target="es", timeout=60)
     untagged = httpx.post(
         f"{url}/v1/translate",
         json={"texts": ["The dog."], "source_lang": "en", "target_lang": "es"},
@@ -219,6 +222,7 @@ def test_reporting_tags_are_counted_per_tag_and_per_key(fleet: LocalFleet) -> No
         "shop-eu": len(SHIRT) + len(TABLE),
         "shop-us": len(DOG) + len(SHIRT),
         "nightly import": len("The house."),
+        "sdk": len("The table."),
     }
     total = sum(expected.values()) + len("The dog.")
     usage = client.get_usage()  # the official client still reads its fields

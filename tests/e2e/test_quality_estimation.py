@@ -318,6 +318,22 @@ def test_the_cli_asks_with_qe_and_prints_the_scores(
         assert rest == f"{row['quality']:.2f}" + (" low quality" if row["low_quality"] else "")
 
 
+def test_cli_submit_with_qe_writes_a_po_file_marked_for_review(
+    fleet: LocalFleet, scorer: QualityEstimator, tmp_path: Path
+) -> None:
+    source = tmp_path / "shop.po"
+    source.write_text(PO)
+    out = tmp_path / "out"
+    args = ("submit", str(source), "--from", "en", "--to", "es", "--pool", "scored", "--qe")
+    done = cli(fleet, *args, "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    (written,) = out.glob("*.po")
+    entries = [e for e in polib.pofile(str(written)) if e.msgid]
+    want = expected(scorer, [e.msgid for e in entries], [e.msgstr for e in entries])
+    assert [e.fuzzy for e in entries] == [w > THRESHOLD for w in want]
+    assert any(e.fuzzy for e in entries)
+
+
 def test_the_page_asks_for_scores_and_its_table_has_them(
     fleet: LocalFleet, scorer: QualityEstimator, tmp_path: Path
 ) -> None:

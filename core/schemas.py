@@ -230,8 +230,8 @@ class TextsIn(BaseModel):
         "MetricX-24 regressor: 0 best, 25 worst; docs/quality.md): the result's `quality` "
         "has a score per translated segment, and one above the pool's MT_QE_THRESHOLD a "
         "low_quality warning (in a PO file #, fuzzy; in XLIFF state needs-review-translation). "
-        "Refused (422) for a pool without such a model. The phrase cache answers none of it "
-        "at submission: its pool translates and scores every text.",
+        "Refused (422) for a pool without such a model. Its pool's worker, not the API, "
+        "reads the phrase cache for it, and scores what it finds there too.",
     )
     translations: list[str] | None = Field(
         None,

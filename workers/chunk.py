@@ -376,10 +376,12 @@ class ChunkProcessor:
             else:  # given to be scored (a quality evaluation): never the engine's
                 deliver(n, SegmentOutcome(translation=seg.translation))
         cache_hits = 0
-        if (
-            msg.cache_read
-            and time.time() - msg.enqueued_at >= RECHECK_AFTER_S
-            and self.recheck.wanted(self._engine_s_per_segment())
+        if msg.cache_read and (
+            msg.quality_estimation  # the API did not look: the worker scores what it finds
+            or (
+                time.time() - msg.enqueued_at >= RECHECK_AFTER_S
+                and self.recheck.wanted(self._engine_s_per_segment())
+            )
         ):
             looked = time.perf_counter()
             hits = self.cache.get_many(

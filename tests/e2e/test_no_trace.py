@@ -10,6 +10,7 @@ planted entry is not served) and no writes nothing, overwrite writes over; an AP
 from __future__ import annotations
 
 import base64
+import io
 import json
 import subprocess
 import sys
@@ -426,5 +427,21 @@ def test_deepls_client_with_a_no_trace_key(fleet: LocalFleet, rd: redis.Redis) -
         again = client.translate_text(text, source_lang="EN", target_lang="ES")
         assert first.text == again.text and first.text != text
         assert where(rd, text, first.text) == []
+
+        page = b"<p>The lighthouse keeper writes a long letter.</p>"
+        handle = client.translate_document_upload(
+            io.BytesIO(page), source_lang="EN", target_lang="ES", filename="letter.html"
+        )
+        deadline = time.monotonic() + 60
+        while not client.translate_document_get_status(handle).done:
+            assert time.monotonic() < deadline
+            time.sleep(0.3)
+        out = io.BytesIO()
+        client.translate_document_download(handle, out)
+        assert b"<p>" in out.getvalue() and out.getvalue() != page
+        inner = out.getvalue().decode().removeprefix("<p>").split("</p>")[0]
+        assert where(rd, "The lighthouse keeper writes a long letter.", inner) == []
+        with pytest.raises(deepl.DeepLException):  # downloaded once, as DeepL deletes it
+            client.translate_document_download(handle, io.BytesIO())
     finally:
         store.delete(key.id)

@@ -704,6 +704,11 @@ class PoolPublic(BaseModel):
     model_type: PoolModelType | None = Field(
         None, description="What its workers mark it for (MT_MODEL_TYPE; null: unmarked)."
     )
+    quality_model: str | None = Field(
+        None,
+        description="Its workers' quality-estimation model (MT_QE_MODEL): requests with "
+        "quality_estimation may go to it (null: none).",
+    )
 
 
 class LanguagePublic(BaseModel):

@@ -73,6 +73,7 @@ def list_languages(services: ServicesDep) -> LanguagesPublic:
             lanes=sorted({lane for w in live if w.pool_name == name for lane in w.lanes}),
             adapters=sorted(p.adapters),
             model_type=p.model_type,
+            quality_model=p.quality_model,
         )
         for name, p in sorted(pools.items())
     ]

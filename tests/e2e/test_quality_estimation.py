@@ -167,6 +167,10 @@ def test_a_pool_without_the_model_refuses_with_what_it_lacks(fleet: LocalFleet) 
         message = got.json()["error"]["message"]
         assert "MT_QE_MODEL" in message and "'plain'" in message
     assert httpx.post(f"{fleet.api_url}/v1/translate", json=body, timeout=60).status_code == 200
+    # /v1/languages says which pools score
+    pools = {p["name"]: p for p in httpx.get(f"{fleet.api_url}/v1/languages").json()["pools"]}
+    assert pools["plain"]["quality_model"] is None
+    assert pools["scored"]["quality_model"] == tiny_seq2seq("metricx")
 
 
 def test_given_translations_are_scored_not_translated(fleet: LocalFleet) -> None:
@@ -347,6 +351,7 @@ def test_the_page_asks_for_scores_and_its_table_has_them(
             page.goto(f"{fleet.api_url}/")
             page.get_by_label("Source language").select_option("en")
             page.get_by_label("Target language").select_option("es")
+            expect(page.locator("#qe-hint")).to_have_text("(pools that score: scored)")
             page.get_by_label("Score each translation").check()
             page.get_by_label("Text to translate").fill("\n".join(TEXTS))
             page.get_by_role("button", name="Translate").click()

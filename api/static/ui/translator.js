@@ -83,6 +83,10 @@ async function loadLanguages() {
   pairs = langs.pairs;
   names = Object.fromEntries(langs.languages.map((l) => [l.code, l.name]));
   glossaries = gl.glossaries;
+  // quality estimation: only where a pool has a model for it (MT_QE_MODEL)
+  const scoring = (langs.pools || []).filter((p) => p.quality_model).map((p) => p.name);
+  $("qe").disabled = !scoring.length;
+  $("qe-hint").textContent = scoring.length ? `(pools that score: ${scoring.join(", ")})` : "(no pool of this fleet has a quality-estimation model)";
   const sources = [...new Set(pairs.map((p) => p.source))].sort();
   fill($("source"), [["auto", "Detect automatically"], ...sources.map((s) => [s, label(s)])], chosen("source") ?? "auto");
   fillTargets();

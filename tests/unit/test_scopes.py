@@ -13,7 +13,7 @@ from starlette.routing import BaseRoute, Mount
 
 from mtfleet.api.app import create_app
 from mtfleet.api.guard import reporting_tag
-from mtfleet.core import keys, scopes
+from mtfleet.core import keys, scopes, scripts
 from mtfleet.core.apikeys import REPORTING_TAG, KeyStore, utc_day
 from mtfleet.core.errors import Forbidden, InvalidInput, QuotaExceeded
 from mtfleet.core.settings import Settings
@@ -141,3 +141,17 @@ def test_a_charge_counts_its_tag_and_a_refused_one_nothing(r: fakeredis.FakeRedi
     assert store.tags_today(key.id) == {"a": 17, "b": 5}
     assert store.tags_today(other.id) == {"b": 4}
     assert r.ttl(keys.api_key_tags(key.id, utc_day(store._wall()))) > 0
+
+
+def test_a_keys_day_counts_at_most_1000_tags_and_the_rest_under_the_empty_tag(
+    r: fakeredis.FakeRedis,
+) -> None:
+    charge = scripts.register(r, "key_charge")
+    counter, tags = keys.api_key_chars("k", "day"), keys.api_key_tags("k", "day")
+    for n in range(1003):
+        charge(keys=[counter, tags], args=[2, -1, 100, f"tag{n}"])
+    charge(keys=[counter, tags], args=[5, -1, 100, "tag7"])  # a known tag still counts as itself
+    counts = r.hgetall(tags)
+    assert len(counts) == 1000 + 1 and int(r.get(counter)) == 2 * 1003 + 5
+    assert counts["tag999"] == "2" and counts["tag7"] == "7"
+    assert counts[""] == str(2 * 3) and "tag1000" not in counts  # tag1000-tag1002

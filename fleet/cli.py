@@ -138,6 +138,14 @@ def worker(
             help="What the pool is marked for (MT_MODEL_TYPE): requests asking for it go to it.",
         ),
     ] = None,
+    qe_model: Annotated[
+        str | None,
+        typer.Option(
+            "--qe-model",
+            help="A quality-estimation model to load beside the engine, e.g. "
+            "google/metricx-24-hybrid-large-v2p6 (MT_QE_MODEL; docs/quality.md).",
+        ),
+    ] = None,
     gpus: Annotated[str | None, typer.Option(help="GPU ids, e.g. 0,1,2,3 or 0-7.")] = None,
     tp: Annotated[int, typer.Option("--tp", help="GPUs per engine (tensor parallel).")] = 1,
     pp: Annotated[
@@ -166,6 +174,7 @@ def worker(
             "MT_POOL": pool,
             "MT_PAIRS": pairs,
             "MT_MODEL_TYPE": model_type,
+            "MT_QE_MODEL": qe_model,
             "MT_PIPELINE_PARALLEL_SIZE": str(pp) if pp else None,
             "MT_LANES": lanes,
             "MT_WORKER_CONCURRENCY": str(concurrency) if concurrency else None,

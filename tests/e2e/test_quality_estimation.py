@@ -91,8 +91,11 @@ def fleet(redis_server: str) -> Iterator[LocalFleet]:
     }
     with LocalFleet(redis_url=redis_server, env=env) as f:
         f.start_redis()
-        qe = {"MT_QE_MODEL": tiny_seq2seq("metricx"), "MT_QE_THRESHOLD": str(THRESHOLD)}
-        f.start_worker("--engine", "apertium", "--pool", "scored", name="w-scored", env=qe)
+        f.start_worker(
+            *("--engine", "apertium", "--pool", "scored", "--qe-model", tiny_seq2seq("metricx")),
+            name="w-scored",
+            env={"MT_QE_THRESHOLD": str(THRESHOLD)},
+        )
         f.start_worker("--engine", "apertium", "--pool", "plain", name="w-plain")
         f.start_api()
         f.wait_ready(180, pool="scored")

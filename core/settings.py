@@ -866,8 +866,9 @@ class Settings(BaseSettings):
     qe_model: str | None = Field(
         None,
         description="A quality-estimation model a worker loads beside its engine (mtfleet "
-        "worker --qe-model; a local path or a Hugging Face name): a MetricX-24 regressor, google/metricx-24-hybrid-large-v2p6 "
-        "(or -xl-, -xxl-; Apache-2.0), read with transformers as an mT5 encoder-decoder. Its "
+        "worker --qe-model; a local path or a Hugging Face name): a MetricX-24 regressor, "
+        "google/metricx-24-hybrid-large-v2p6 (or -xl-, -xxl-; Apache-2.0), read with "
+        "transformers as an mT5 encoder-decoder. Its "
         "pool then scores each translated segment of a request asking quality_estimation "
         "(0 best, 25 worst; docs/quality.md); a request asking it of a pool without one is "
         "refused. Unset: no quality estimation.",

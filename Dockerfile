@@ -20,6 +20,7 @@ WORKDIR /src
 # README* may be absent; the wildcard keeps the COPY valid either way.
 COPY pyproject.toml README* ./
 COPY core ./core
+COPY formats ./formats
 COPY api ./api
 COPY workers ./workers
 COPY producer ./producer

@@ -91,8 +91,8 @@ soak: test-deps
 	MT_TINY_MODEL=$(abspath $(TINY_MODEL)) $(PY) -m pytest tests -m soak $(PYTEST_ARGS)
 
 lint: $(VENV)/.test.stamp
-	$(VENV)/bin/ruff check core api workers producer fleet tests bench scripts
-	$(VENV)/bin/ruff format --check core api workers producer fleet tests bench scripts
+	$(VENV)/bin/ruff check core formats api workers producer fleet tests bench scripts
+	$(VENV)/bin/ruff format --check core formats api workers producer fleet tests bench scripts
 	$(PY) scripts/typecheck.py
 
 unit: test-deps

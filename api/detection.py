@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from mtfleet.api import metrics
 from mtfleet.api.shares import KeyShares
 from mtfleet.core import langdetect, languages
-from mtfleet.core.documents.base import TAG
 from mtfleet.core.errors import InvalidInput, UnsupportedLanguage
+from mtfleet.formats.base import TAG
 
 AUTO = "auto"
 

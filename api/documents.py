@@ -1,6 +1,6 @@
 """Document jobs: a file goes in, the same file comes back translated.
 
-Submission (:func:`prepare`): the format (:mod:`mtfleet.core.documents`) cuts the file into
+Submission (:func:`prepare`): the format (:mod:`mtfleet.formats`) cuts the file into
 units and the pipeline splits units into sentences (both in a document worker process, under a
 deadline and a memory limit: :mod:`mtfleet.api.parsing`), which become an ordinary job's texts, so
 documents share the lanes, the phrase cache, the workers and every guarantee of text jobs. The
@@ -19,14 +19,14 @@ import binascii
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from mtfleet import formats as documents
 from mtfleet.api import detection
 from mtfleet.api.parsing import DocumentPool
-from mtfleet.core import documents
-from mtfleet.core.documents.base import DocumentFormat
 from mtfleet.core.errors import InvalidInput
 from mtfleet.core.models import Finding, SegmentOutcome
 from mtfleet.core.schemas import DocumentIn, DocumentOut, check_text
 from mtfleet.core.store import JobRecord
+from mtfleet.formats.base import DocumentFormat
 
 
 @dataclass

@@ -6,7 +6,7 @@ again, without an Idempotency-Key, when it took too long or came back 429 or 5xx
 client: after 10 s, up to six times). So:
 
 * :func:`translate` cuts a request's texts into segments (sentences; markup as inline tags:
-  :mod:`mtfleet.core.documents.fragments`), answers from the phrase cache when it holds every
+  :mod:`mtfleet.formats.fragments`), answers from the phrase cache when it holds every
   one, else makes **one** job of them all under a *retry key* (:func:`retry_key`: the caller's
   key and a digest of the request), waits for it up to the surface's deadline, and puts the
   texts back together. The same request sent again within ``MT_DROPIN_RETRY_WINDOW_S`` joins
@@ -35,8 +35,6 @@ from pydantic import ValidationError
 from mtfleet.api import detection
 from mtfleet.api.auth import Caller
 from mtfleet.api.deps import Services
-from mtfleet.core.documents.base import DocumentFormat
-from mtfleet.core.documents.fragments import Cutting
 from mtfleet.core.errors import (
     EngineError,
     InvalidInput,
@@ -47,6 +45,8 @@ from mtfleet.core.errors import (
 from mtfleet.core.models import JobStatus, Lane, ModelType, PoolModelType
 from mtfleet.core.schemas import DocumentIn, JobCreate, JobResultPublic
 from mtfleet.core.store import JobRecord
+from mtfleet.formats.base import DocumentFormat
+from mtfleet.formats.fragments import Cutting
 
 
 @dataclass(frozen=True)
@@ -226,7 +226,7 @@ async def submit_document(
     model_type: ModelType | None = None,
 ) -> tuple[JobRecord, str]:
     """A document job for an uploaded file of format ``fmt`` (what
-    :func:`mtfleet.core.documents.for_upload` says it is), and the secret that reads it.
+    :func:`mtfleet.formats.for_upload` says it is), and the secret that reads it.
     ``request``: the canonical fields of the upload besides the file (the file is in the job,
     and so in the retry key)."""
     req = job_request(

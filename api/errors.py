@@ -13,7 +13,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from mtfleet.core.documents.sniffing import UnsupportedFormat
 from mtfleet.core.errors import (
     Forbidden,
     IdempotencyConflict,
@@ -33,6 +32,7 @@ from mtfleet.core.errors import (
 from mtfleet.core.glossary import UnknownGlossary
 from mtfleet.core.schemas import ErrorPublic
 from mtfleet.core.tm import UnknownTranslationMemory
+from mtfleet.formats.sniffing import UnsupportedFormat
 
 #: DeepL's status for "the quota of this billing period is spent" (its clients do not retry it).
 QUOTA_EXCEEDED = 456

@@ -2,7 +2,7 @@
 
 A document is untrusted input whose cost is not its size: a 400 KB Markdown file of nested
 emphasis, a 16 KB DOCX that inflates to millions of elements. Each format bounds what it can
-see (:data:`mtfleet.core.documents.base.MAX_NESTING`, the DOCX archive's limits...), and this
+see (:data:`mtfleet.formats.base.MAX_NESTING`, the DOCX archive's limits...), and this
 module bounds the rest, whatever the format and whatever the parser: a document is cut
 (:func:`cut`) and rendered (:func:`render_file`) in a pool of worker processes, so
 
@@ -33,14 +33,14 @@ from typing import Any
 
 from pebble import ProcessExpired, ProcessPool
 
+from mtfleet import formats as documents
 from mtfleet.api import metrics
 from mtfleet.api.shares import KeyShares
-from mtfleet.core import documents
-from mtfleet.core.documents import fragments
-from mtfleet.core.documents.base import DocumentError, Rendered, Unit, reading, unit_budget
-from mtfleet.core.documents.pipeline import Cut, assemble, plan, units_of, untranslated
 from mtfleet.core.errors import RateLimited, Unavailable
 from mtfleet.core.settings import Settings
+from mtfleet.formats import fragments
+from mtfleet.formats.base import DocumentError, Rendered, Unit, reading, unit_budget
+from mtfleet.formats.pipeline import Cut, assemble, plan, units_of, untranslated
 
 #: Tasks a worker process runs before it is replaced.
 TASKS_PER_WORKER = 200
@@ -248,7 +248,7 @@ class DocumentPool:
         review: Sequence[int] = (),
     ) -> Rendered:
         """The translated file (``None``: the sentence has no translation, see
-        :meth:`~mtfleet.core.documents.base.DocumentFormat.render_result`; ``review``: the
+        :meth:`~mtfleet.formats.base.DocumentFormat.render_result`; ``review``: the
         sentences whose translations a translator should review, marked where the format
         can) and the format's warnings."""
         return self._run(
@@ -267,7 +267,7 @@ class DocumentPool:
     def cut_fragments(
         self, texts: Sequence[str], lang: str, how: fragments.Cutting, owner: str = ""
     ) -> list[list[str]]:
-        """Each short text's segments (:func:`mtfleet.core.documents.fragments.cut`). Markup is
+        """Each short text's segments (:func:`mtfleet.formats.fragments.cut`). Markup is
         read here, in a document worker; plain text in the calling thread (sentence splitting
         only: it needs neither the deadline nor a worker a large document may hold)."""
         if not how.in_markup:

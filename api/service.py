@@ -44,7 +44,6 @@ from mtfleet.core.apikeys import ApiKey, KeyStore, Storage
 from mtfleet.core.backlog import Backlog
 from mtfleet.core.broker import release
 from mtfleet.core.cache import PhraseCache, keyed, lookup, normalize, rewrap
-from mtfleet.core.documents.pipeline import surrounding
 from mtfleet.core.errors import (
     IdempotencyConflict,
     InvalidInput,
@@ -73,6 +72,7 @@ from mtfleet.core.settings import Settings
 from mtfleet.core.store import JobRecord, JobStore, new_job_id
 from mtfleet.core.style_rules import StyleRuleStore
 from mtfleet.core.tm import TranslationMemoryStore
+from mtfleet.formats.pipeline import surrounding
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from bench.fleet import ROOT, cost_env, running_fleet
 from bench.report import Check, Outcome
 from bench.run_context import Context
 from bench.workload import phrases
-from mtfleet.core import documents
+from mtfleet import formats as documents
 
 FIXTURES = ROOT / "tests" / "fixtures" / "documents"
 #: Formats whose render writes the target's plural forms or language: rendered into Russian.

@@ -152,7 +152,7 @@ class Guidance(BaseModel):
     #: repair; the worker adds it, :class:`MemoryRef`).
     memory_match: tuple[str, str] | None = None
     #: The other sentences of the segment's unit near it (a document segment's; the API
-    #: chooses them, :func:`mtfleet.core.documents.pipeline.surrounding`, each chunk segment
+    #: chooses them, :func:`mtfleet.formats.pipeline.surrounding`, each chunk segment
     #: carries its own and the worker adds it): context the model reads, not translates.
     neighbours: str | None = None
     #: The glossary's terms found in the segment (source, target), for a model that takes

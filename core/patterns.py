@@ -4,7 +4,7 @@ What no format can know is a customer's own: a game's colour codes (``§a``, ``&
 tokens (``[NAME]``, ``##ORDER##``), a ticket number. A request names such patterns
 (``protected_patterns``) and a glossary can carry them for every job that names it
 (docs/glossaries.md); the worker turns every match into a protected span, as it does URLs and
-placeholders (:func:`mtfleet.core.documents.pipeline.protect`): the engine sees a standalone tag
+placeholders (:func:`mtfleet.formats.pipeline.protect`): the engine sees a standalone tag
 and the match goes back byte for byte.
 
 Why RE2 (``google-re2``, in the ``server`` extra) rather than Python's ``re``: a pattern comes
@@ -96,7 +96,7 @@ def digest(patterns: Sequence[str]) -> str:
 
 class ProtectedPatterns:
     """Patterns compiled for matching: :meth:`find` is what
-    :func:`mtfleet.core.documents.pipeline.spans` takes as ``extra``."""
+    :func:`mtfleet.formats.pipeline.spans` takes as ``extra``."""
 
     def __init__(self, patterns: Sequence[str]) -> None:
         self.patterns = tuple(check(patterns))

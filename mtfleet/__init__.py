@@ -1,10 +1,11 @@
 """mtfleet: a self-hosted machine-translation fleet for asynchronous jobs.
 
 Installed, everything lives under this one package: ``mtfleet.core`` (settings, models, the job
-store), ``mtfleet.api`` (the HTTP API), ``mtfleet.workers`` (Celery workers and engines),
-``mtfleet.producer`` (the SDK and the ``mtfleet`` CLI) and ``mtfleet.fleet`` (the operator's
-commands, a local fleet, the GPU planner). In the source tree those are the top-level folders
-``core/``, ``api/``, ``workers/``, ``producer/`` and ``fleet/``, mapped to these names by
+store), ``mtfleet.formats`` (the document formats), ``mtfleet.api`` (the HTTP API),
+``mtfleet.workers`` (Celery workers and engines), ``mtfleet.producer`` (the SDK and the
+``mtfleet`` CLI) and ``mtfleet.fleet`` (the operator's commands, a local fleet, the GPU planner).
+In the source tree those are the top-level folders ``core/``, ``formats/``, ``api/``,
+``workers/``, ``producer/`` and ``fleet/``, mapped to these names by
 pyproject.toml's ``[tool.setuptools.package-dir]`` (for the editable install, the wheel and
 scripts/typecheck.py alike); this folder holds only this file.
 

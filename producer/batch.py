@@ -23,12 +23,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from mtfleet.core import documents
-from mtfleet.core.documents import sniffing
-from mtfleet.core.documents.text import LineDocument, parse_lines
+from mtfleet import formats as documents
 from mtfleet.core.guidance import Guidance
 from mtfleet.core.models import ModelType, UseCache
 from mtfleet.core.schemas import JobResultPublic
+from mtfleet.formats import sniffing
+from mtfleet.formats.text import LineDocument, parse_lines
 from mtfleet.producer.client import Job, MTClient
 from mtfleet.producer.naming import named
 

@@ -36,14 +36,14 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from typer.core import TyperCommand, TyperGroup
 
-from mtfleet.core import documents
-from mtfleet.core.documents import sniffing
-from mtfleet.core.documents.text import parse_lines
+from mtfleet import formats as documents
 from mtfleet.core.errors import InvalidInput
 from mtfleet.core.guidance import Guidance
 from mtfleet.core.models import ModelType, UseCache
 from mtfleet.core.schemas import QualityScore
 from mtfleet.fleet.cli import mount as mount_operator_commands
+from mtfleet.formats import sniffing
+from mtfleet.formats.text import parse_lines
 from mtfleet.producer import batch
 from mtfleet.producer.cli_tm import tm_app
 from mtfleet.producer.client import (
@@ -363,7 +363,7 @@ def translate(
 
 class FormatsHelp(TyperCommand):
     """A command whose help names the formats the fleet reads, from their one registry
-    (:mod:`mtfleet.core.documents`): FORMATS_READ, FORMAT_NAMES and FORMATS_REFUSED in its
+    (:mod:`mtfleet.formats`): FORMATS_READ, FORMAT_NAMES and FORMATS_REFUSED in its
     text are filled in when the help is shown (loading every format is not worth it for a
     command that only runs)."""
 

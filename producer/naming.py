@@ -21,7 +21,7 @@ from typing import Literal
 
 from babel import Locale, UnknownLocaleError
 
-from mtfleet.core.documents.android_strings import _resource_locale as android_qualifier
+from mtfleet.formats.android_strings import _resource_locale as android_qualifier
 
 Naming = Literal["ecosystem", "suffix"]
 

@@ -1,12 +1,12 @@
 """mypy over mtfleet and the benchmarks, each file named by the module it is imported as.
 
-The top-level folders (``api/``, ``core/``, ``fleet/``, ``producer/``, ``workers/``) are the
-subpackages ``mtfleet.api``... by pyproject.toml's ``[tool.setuptools.package-dir]``: the
-editable install's finder and the wheel map them so, and mypy's own file discovery cannot (it
-names a file by its folders, ``api.service``, and finds no ``mtfleet.api`` to check an import of
-it against). So this script reads the same table, names every file for mypy itself
-(``api/service.py`` is ``mtfleet.api.service``), and runs mypy's build on them with the
-``[tool.mypy]`` options; errors name the files where they are.
+The top-level folders (``api/``, ``core/``, ``fleet/``, ``formats/``, ``producer/``,
+``workers/``) are the subpackages ``mtfleet.api``... by pyproject.toml's
+``[tool.setuptools.package-dir]``: the editable install's finder and the wheel map them so, and
+mypy's own file discovery cannot (it names a file by its folders, ``api.service``, and finds no
+``mtfleet.api`` to check an import of it against). So this script reads the same table, names
+every file for mypy itself (``api/service.py`` is ``mtfleet.api.service``), and runs mypy's
+build on them with the ``[tool.mypy]`` options; errors name the files where they are.
 
     python scripts/typecheck.py        # what `make lint` runs; exit status 1 on errors
 """

@@ -22,14 +22,14 @@ from mtfleet.api import documents, parsing
 from mtfleet.api.chunking import plan_chunks
 from mtfleet.core import scripts
 from mtfleet.core.cache import PhraseCache, lookup, normalize
-from mtfleet.core.documents.base import Rendered
-from mtfleet.core.documents.pipeline import Cut
 from mtfleet.core.glossary import Glossary, GlossaryStore
 from mtfleet.core.models import ChunkMessage, JobStatus, Lane, Progress, SegmentOutcome
 from mtfleet.core.schemas import DocumentIn, DocumentOut
 from mtfleet.core.settings import Settings
 from mtfleet.core.store import JobRecord, JobStore, new_job_id
 from mtfleet.fleet.localfleet import free_port, port_free
+from mtfleet.formats.base import Rendered
+from mtfleet.formats.pipeline import Cut
 from mtfleet.workers.chunk import ChunkProcessor
 from mtfleet.workers.engines.base import (
     Done,

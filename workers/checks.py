@@ -50,13 +50,13 @@ from typing import Any
 from prometheus_client import Counter
 
 from mtfleet.core import languages
-from mtfleet.core.documents.base import tag_counts
-from mtfleet.core.documents.pipeline import next_code
-from mtfleet.core.documents.pipeline import protect as protect_spans
 from mtfleet.core.errors import Unfinished
 from mtfleet.core.glossary import PLACEHOLDER, Matcher, Placed, Protected
 from mtfleet.core.models import Finding, SegmentOutcome
 from mtfleet.core.patterns import ProtectedPatterns
+from mtfleet.formats.base import tag_counts
+from mtfleet.formats.pipeline import next_code
+from mtfleet.formats.pipeline import protect as protect_spans
 from mtfleet.workers.translation import markup_warning
 
 log = logging.getLogger(__name__)
@@ -349,7 +349,7 @@ def prepare(
 ) -> Protected:
     """What the engine gets for ``text``: URLs, e-mail addresses, placeholders (``{name}``,
     ``%s``...), template tags, numbers with units, SKU codes and the matches of the job's
-    protected ``patterns`` as standalone tags (:func:`core.documents.pipeline.protect`), then
+    protected ``patterns`` as standalone tags (:func:`formats.pipeline.protect`), then
     the glossary's terms (tags, or with ``tags=False`` only listed, for the prompt);
     ``restore`` puts all of them back."""
     first = next_code(text) if "<" in text else 1

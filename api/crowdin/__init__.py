@@ -48,7 +48,7 @@ How the fleet maps it:
   (:func:`mtfleet.api.dropin.translate`: the phrase cache, the key's quota, rate and fair
   share, the retry key that makes a resend join its job), waited for up to
   ``MT_CROWDIN_WAIT_S``. Strings carrying Crowdin's ``notranslate`` spans are read as HTML
-  (the spans are kept, :mod:`mtfleet.core.documents.html`); the others as text.
+  (the spans are kept, :mod:`mtfleet.formats.html`); the others as text.
 * **Errors** in Crowdin's shape (:mod:`mtfleet.api.crowdin.errors`): bad input is 422 (the
   ``crowdin`` column of :data:`mtfleet.api.errors.STATUS`), never a 5xx; ``stringsUrl`` is
   refused (the fleet fetches no URL a request names): the manifest's ``batchSize`` keeps the

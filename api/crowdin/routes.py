@@ -22,8 +22,8 @@ from mtfleet.api.auth import Caller, caller_for
 from mtfleet.api.crowdin.errors import SURFACE, Route
 from mtfleet.api.deps import ServicesDep
 from mtfleet.core import languages
-from mtfleet.core.documents.fragments import Cutting, Markup
 from mtfleet.core.errors import InvalidInput, UnsupportedLanguage
+from mtfleet.formats.fragments import Cutting, Markup
 
 router = APIRouter(prefix="/crowdin", tags=["crowdin"], route_class=Route)
 

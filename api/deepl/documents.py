@@ -2,7 +2,7 @@
 
 An upload is a document job (:func:`mtfleet.api.dropin.submit_document`; every format the fleet
 reads, told by the file's name or, for a nameless upload, its first bytes; a file of a format it
-does not read is a 400: :func:`mtfleet.core.documents.for_upload`). ``document_id`` is
+does not read is a 400: :func:`mtfleet.formats.for_upload`). ``document_id`` is
 the job's id and ``document_key`` the secret that reads it, with the caller's API key: both are
 needed, as on DeepL. The client resends an upload after a timeout or a 5xx; the resend joins
 the job and gets the same id and key. The translated file stays downloadable, any number of
@@ -20,6 +20,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from starlette.datastructures import UploadFile
 
+from mtfleet import formats as file_formats
 from mtfleet.api import dropin
 from mtfleet.api.deepl import glossary_ids, languages
 from mtfleet.api.deepl.auth import DeepLCaller
@@ -33,7 +34,6 @@ from mtfleet.api.deepl.params import (
 )
 from mtfleet.api.deps import Services, ServicesDep
 from mtfleet.api.routes.jobs import content_disposition
-from mtfleet.core import documents as core_documents
 from mtfleet.core import keys
 from mtfleet.core.errors import InvalidInput, JobNotFinished, JobNotFound
 from mtfleet.core.models import JobStatus
@@ -66,7 +66,7 @@ async def upload(request: Request, services: ServicesDep, caller: DeepLCaller) -
     content = await file.read()
     if not content:
         raise InvalidInput("the file is empty")
-    fmt = core_documents.for_upload(content, file.filename)
+    fmt = file_formats.for_upload(content, file.filename)
     if req.output_format and req.output_format.lower().lstrip(".") not in {
         e.lstrip(".") for e in fmt.extensions
     }:
@@ -175,7 +175,7 @@ async def result(
     if state != "done":
         raise JobNotFinished(f"document {document_id} is still {state}", status=state)
     out = await run_in_threadpool(services.results.document, job)
-    fmt = core_documents.for_name(out.format)
+    fmt = file_formats.for_name(out.format)
     return Response(
         out.data(),
         media_type=fmt.media_type,

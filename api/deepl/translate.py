@@ -28,7 +28,7 @@ from mtfleet.api.deepl.params import (
     parse,
 )
 from mtfleet.api.deps import ServicesDep
-from mtfleet.core.documents.fragments import Cutting, check_xml
+from mtfleet.formats.fragments import Cutting, check_xml
 
 router = APIRouter(prefix="/v2", tags=["deepl"], route_class=Route)
 

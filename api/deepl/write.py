@@ -26,9 +26,9 @@ from mtfleet.api.deepl.auth import DeepLCaller
 from mtfleet.api.deepl.errors import Route
 from mtfleet.api.deepl.params import MAX_TEXTS, fields, parse
 from mtfleet.api.deps import ServicesDep
-from mtfleet.core.documents.fragments import Cutting
 from mtfleet.core.errors import InvalidInput, TooLarge, UnsupportedLanguage
 from mtfleet.core.guidance import VARIANTS, Tone, WriteTask, Writing, WritingStyle
+from mtfleet.formats.fragments import Cutting
 
 router = APIRouter(prefix="/v2/write", tags=["deepl"], route_class=Route)
 

@@ -18,17 +18,17 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from starlette.datastructures import UploadFile
 
+from mtfleet import formats as file_formats
 from mtfleet.api import dropin
 from mtfleet.api.auth import Caller, caller_for
 from mtfleet.api.deps import Services, ServicesDep
 from mtfleet.api.libretranslate.errors import SURFACE, Route, render
 from mtfleet.api.routes.jobs import content_disposition
-from mtfleet.core import documents as core_documents
 from mtfleet.core import langdetect, languages
-from mtfleet.core.documents.fragments import Cutting
 from mtfleet.core.errors import EngineError, InvalidInput, StillTranslating, UnsupportedLanguage
 from mtfleet.core.models import JobStatus
 from mtfleet.core.store import JobRecord
+from mtfleet.formats.fragments import Cutting
 
 router = APIRouter(prefix="/libretranslate", tags=["libretranslate"], route_class=Route)
 
@@ -216,7 +216,7 @@ async def translate_file(request: Request, services: ServicesDep) -> JSONRespons
         caller,
         content=content,
         filename=file.filename,
-        fmt=core_documents.for_upload(content, file.filename),
+        fmt=file_formats.for_upload(content, file.filename),
         source=None if source.lower() == "auto" else to_fleet(source),
         target=to_fleet(target),
         surface="libretranslate",
@@ -240,7 +240,7 @@ def _link_name(filename: str, job: JobRecord) -> str:
     name = re.split(r"[/\\]", filename)[-1]
     if name.strip() and name not in (".", ".."):
         return name
-    return f"{job.id}{core_documents.for_name(job.document_format or 'text').extensions[0]}"
+    return f"{job.id}{file_formats.for_name(job.document_format or 'text').extensions[0]}"
 
 
 def _check_not_failed(job: JobRecord) -> None:
@@ -261,7 +261,7 @@ async def download_file(job_id: str, token: str, filename: str, services: Servic
         raise StillTranslating("the file is still being translated; try again", retry_after=5)
     _check_not_failed(job)
     out = await run_in_threadpool(services.results.document, job)
-    fmt = core_documents.for_name(out.format)
+    fmt = file_formats.for_name(out.format)
     return Response(
         out.data(),
         media_type=fmt.media_type,
@@ -272,7 +272,7 @@ async def download_file(job_id: str, token: str, filename: str, services: Servic
 @router.get("/frontend/settings")
 async def frontend_settings(services: ServicesDep) -> JSONResponse:
     """What LibreTranslate's web front end reads to set itself up."""
-    formats = sorted({e for fmt in core_documents.formats() for e in fmt.extensions})
+    formats = sorted({e for fmt in file_formats.formats() for e in fmt.extensions})
     pairs = await services.registry.aserved_pairs()
     target = sorted({t for _, t in pairs})[0] if pairs else "en"
     return JSONResponse(

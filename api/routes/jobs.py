@@ -15,10 +15,10 @@ from fastapi import APIRouter, File, Form, Header, Query, Response, UploadFile
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ValidationError
 
+from mtfleet import formats as file_formats
 from mtfleet.api.auth import Caller, CallerDep
 from mtfleet.api.deps import Services, ServicesDep
 from mtfleet.api.errors import documented
-from mtfleet.core import documents as core_documents
 from mtfleet.core import scopes
 from mtfleet.core.errors import InvalidInput, JobNotFinished, JobNotFound
 from mtfleet.core.models import JobStatus, Lane
@@ -210,7 +210,7 @@ def get_document(
             status=job.status.value,
         )
     out = services.results.document(job)
-    fmt = core_documents.for_name(out.format)
+    fmt = file_formats.for_name(out.format)
     body = out.data()
     name = out.filename or f"{job_id}{fmt.extensions[0]}"
     return Response(
@@ -312,7 +312,7 @@ async def upload_document(
     ``POST /v1/jobs`` with ``{"document": ...}``, for clients that send files as they are."""
     name = file.filename or ""
     content = await file.read()
-    fmt = core_documents.for_upload(content, name, format).name
+    fmt = file_formats.for_upload(content, name, format).name
     try:
         body = JobCreate(
             document=DocumentIn(

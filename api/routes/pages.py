@@ -20,7 +20,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.responses import Response
 
-from mtfleet.core import documents
+from mtfleet import formats as documents
 from mtfleet.core.settings import Settings
 
 ASSETS = Path(__file__).resolve().parents[1] / "static" / "ui"

@@ -12,7 +12,7 @@ the content (pair, entries, protected terms, matching rules), and is part of the
 key, so a translation made with one glossary is never served for another.
 
 **How terms are applied** (the worker, :meth:`Matcher.protect`): every match in a segment becomes
-a standalone inline tag ``<xN/>`` (:mod:`core.documents.base`) numbered above every tag already
+a standalone inline tag ``<xN/>`` (:mod:`formats.base`) numbered above every tag already
 in the segment; the engine keeps tags in place; :meth:`Protected.restore` puts the target term
 (entries) or the canonical protected term back and leaves the document's own tags alone.
 Matching is case-insensitive, on word boundaries (Unicode-aware: a term that starts or ends with

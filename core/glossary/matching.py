@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from mtfleet.core.documents.base import TAG, Code, restore, x
 from mtfleet.core.glossary.terms import Glossary, term_key
+from mtfleet.formats.base import TAG, Code, restore, x
 
 #: Placeholders in UI strings: ``{{name}}``, ``{name}``, ``{0}``, ``{}``, ``%s``, ``%d``,
 #: ``%(name)s``, ``%1$s``, ``%.2f``. Terms never match inside them; the output check counts them.

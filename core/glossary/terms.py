@@ -11,9 +11,9 @@ from collections.abc import Iterable, Sequence
 from pydantic import BaseModel
 
 from mtfleet.core import languages, patterns
-from mtfleet.core.documents.base import TAG
 from mtfleet.core.errors import InvalidInput, JobNotFound
 from mtfleet.core.markup import script_schemes
+from mtfleet.formats.base import TAG
 
 #: Bump when matching rules change: it is part of every glossary's version (the cache key).
 MATCH_VERSION = "1"

@@ -12,7 +12,7 @@ is compared as the fleet normalizes codes: ``en-US`` and ``EN_gb`` are ``en``; t
 variant of a language counts); a file may hold many languages, and any two of them are a pair
 (``es`` -> ``en`` from an English-Spanish memory too). A ``<tu>`` without both languages, or
 with an empty side, is skipped and counted. The parser has the settings of the fleet's hardened
-one (:func:`mtfleet.core.documents.xliff.iterparse_untrusted`: no DTD, no entity, no network).
+one (:func:`mtfleet.formats.xliff.iterparse_untrusted`: no DTD, no entity, no network).
 
 **Inline codes** become what they stand for. A code whose native content is a placeholder
 (``<ph>{0}</ph>``, ``<ph>%s</ph>``, ``<x equiv-text="{{name}}"/>``: the placeholders the fleet
@@ -56,11 +56,11 @@ from pathlib import PurePath
 from typing import IO, Any
 
 from mtfleet.core import languages
-from mtfleet.core.documents.base import TAG
-from mtfleet.core.documents.xliff import iterparse_untrusted, xml_text
 from mtfleet.core.errors import InvalidInput, UnsupportedLanguage
 from mtfleet.core.glossary.matching import PLACEHOLDER
 from mtfleet.core.tm.text import check_pair
+from mtfleet.formats.base import TAG
+from mtfleet.formats.xliff import iterparse_untrusted, xml_text
 
 FORMATS = ("tmx", "tsv", "csv")
 _XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"

@@ -2,7 +2,7 @@
 
 A **placeable** is a part of a text that a translation keeps (or only re-formats) rather than
 translates: the fleet's inline tags (``<g1>``, ``</g1>``, ``<x2/>``), the spans every engine
-gets protected (:func:`mtfleet.core.documents.pipeline.spans`: URLs, e-mail addresses,
+gets protected (:func:`mtfleet.formats.pipeline.spans`: URLs, e-mail addresses,
 placeholders such as ``{n}``, ``{{x}}``, ``%s``, ``%1$d``, prices, numbers with units and
 percentages, SKU codes, versions) and any other number (a count, a date, a time: digits with
 the separators between them).
@@ -26,8 +26,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from mtfleet.core.documents.base import TAG
-from mtfleet.core.documents.pipeline import spans
+from mtfleet.formats.base import TAG
+from mtfleet.formats.pipeline import spans
 
 # A number the protected spans leave out: digits with the separators inside them
 # ("1,500", "12/03/2024", "10:30").

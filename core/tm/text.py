@@ -40,8 +40,8 @@ from collections.abc import Iterable, Sequence
 from rapidfuzz import fuzz
 
 from mtfleet.core import languages
-from mtfleet.core.documents.base import TAG
 from mtfleet.core.errors import InvalidInput
+from mtfleet.formats.base import TAG
 
 #: Bump when :func:`tokens` or the score change: it is part of every memory's version (the
 #: phrase-cache key), so translations made under the old rules are not served under the new.

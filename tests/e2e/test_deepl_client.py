@@ -17,7 +17,7 @@ import httpx
 import pytest
 from deepl.api_data import MultilingualGlossaryDictionaryEntries
 
-from mtfleet.core import documents
+from mtfleet import formats as documents
 from mtfleet.fleet.localfleet import LocalFleet
 from tests.conftest import ROOT
 from tests.e2e.fleet_control import apertium_fleet, jobs_made, worker_paused

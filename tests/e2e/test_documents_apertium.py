@@ -20,9 +20,9 @@ import redis
 import srt
 from lxml import etree, html
 
-from mtfleet.core import documents
-from mtfleet.core.documents.base import Unit
+from mtfleet import formats as documents
 from mtfleet.fleet.localfleet import LocalFleet
+from mtfleet.formats.base import Unit
 from tests.conftest import ROOT
 from tests.e2e.fleet_control import apertium_fleet, cli, jobs_made, written
 

@@ -23,7 +23,7 @@ import deepl
 import httpx
 import pytest
 
-from mtfleet.core import documents
+from mtfleet import formats as documents
 from mtfleet.fleet.localfleet import LocalFleet
 from tests.conftest import ROOT
 from tests.e2e.fleet_control import cli, jobs_made, written

@@ -31,7 +31,8 @@ from playwright.sync_api import (
 )
 from playwright.sync_api import Error as PlaywrightError
 
-from mtfleet.core import documents, keys
+from mtfleet import formats as documents
+from mtfleet.core import keys
 from mtfleet.core.apikeys import parse_token
 from mtfleet.core.registry import Registry
 from mtfleet.fleet.localfleet import LocalFleet, free_port

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench.costengine import CostModelEngine
-from mtfleet.core.documents.base import TAG
+from mtfleet.formats.base import TAG
 from mtfleet.workers.engines.base import Done, Translation, TranslationRequest
 
 MARKER = "INJECT"

@@ -1,5 +1,5 @@
 """Bad documents never answer 5xx: malformed, truncated and deeply nested files of every format
-the registry lists (:func:`mtfleet.core.documents.formats`), sent to every upload route, get a
+the registry lists (:func:`mtfleet.formats.formats`), sent to every upload route, get a
 4xx with a short reason, or a 2xx where what was sent is a valid file.
 
 The seeds are the real files of ``tests/fixtures/documents/<format>/`` (the smallest of each and
@@ -25,9 +25,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mtfleet.core import documents
-from mtfleet.core.documents.base import MESSAGE_CHARS
+from mtfleet import formats as documents
 from mtfleet.fleet.localfleet import LocalFleet
+from mtfleet.formats.base import MESSAGE_CHARS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 DEPTH = 3_000  # past every format's bound and Python's recursion limit

@@ -56,6 +56,7 @@ def test_the_wheel_installs_one_top_level_package(wheel: Path) -> None:
         "api",
         "core",
         "fleet",
+        "formats",
         "producer",
         "workers",
     }
@@ -95,7 +96,7 @@ def test_the_installed_wheel_works_outside_the_source_tree(wheel: Path, tmp_path
         "assert (ASSETS / 'swagger-ui-bundle.js').stat().st_size > 1_000_000\n"
         "assert scripts.source('start_chunk').startswith('-- Shared steps')\n"
         "print(mtfleet.__file__, MTClient.__module__, [u.find_spec(n) for n in "
-        "('core', 'api', 'workers', 'producer', 'fleet')])\n"
+        "('core', 'formats', 'api', 'workers', 'producer', 'fleet')])\n"
     )
     # The base interpreter, with the wheel first and this virtualenv's packages (the wheel's
     # dependencies) after it: a PYTHONPATH entry's .pth files are not read, so the checkout's
@@ -113,7 +114,7 @@ def test_the_installed_wheel_works_outside_the_source_tree(wheel: Path, tmp_path
     where, module, others = out.stdout.split(" ", 2)
     assert where.startswith(str(target)) and module == "mtfleet.producer.client"
     assert (
-        others.strip() == "[None, None, None, None, None]"
+        others.strip() == "[None, None, None, None, None, None]"
     )  # no `core`, `api`... to shadow a backend's
 
 

@@ -16,7 +16,6 @@ import pytest
 import redis
 
 from mtfleet.core.apikeys import Storage
-from mtfleet.core.documents.base import DocumentError
 from mtfleet.core.errors import InvalidInput, StorageQuotaExceeded
 from mtfleet.core.tm import (
     TMInfo,
@@ -30,6 +29,7 @@ from mtfleet.core.tm import (
 )
 from mtfleet.core.tm import store as tm_store
 from mtfleet.core.tm.store import tm_base_key, tm_key, tm_log_key, tms_key
+from mtfleet.formats.base import DocumentError
 from tests.conftest import ROOT
 
 A, B = "key-a", "key-b"

@@ -13,7 +13,7 @@ from tests.conftest import ROOT
 PAGE = (ROOT / "docs" / "architecture.md").read_text()
 NAMES = sorted(set(re.findall(r"`(mtfleet(?:\.\w+)+)`", PAGE)))
 SCRIPTS = sorted(set(re.findall(r"`(\w+\.lua)`", PAGE)))
-FILES = sorted(set(re.findall(r"`((?:docs|tests|core|scripts)/[\w./]+\.\w+)`", PAGE)))
+FILES = sorted(set(re.findall(r"`((?:docs|tests|core|formats|scripts)/[\w./]+\.\w+)`", PAGE)))
 
 
 def resolve(name: str) -> object:

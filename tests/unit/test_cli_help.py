@@ -11,8 +11,8 @@ import typer
 from typer.core import TyperGroup
 from typer.testing import CliRunner
 
-from mtfleet.core import documents
-from mtfleet.core.documents import sniffing
+from mtfleet import formats as documents
+from mtfleet.formats import sniffing
 from mtfleet.producer.cli import app
 
 WIDTH = 200
@@ -74,7 +74,7 @@ def submit_help() -> str:
 
 def test_submit_help_names_the_formats_of_the_registry_and_refuses_none_of_them() -> None:
     """What `mtfleet submit --help` says it reads is what the fleet reads (the one registry,
-    core.documents), and what it says it refuses is none of that (it said .po and .yml were
+    mtfleet.formats), and what it says it refuses is none of that (it said .po and .yml were
     refused: both are read)."""
     text = submit_help()
     listed = re.search(r"from each file's extension: (.*?); a file without one", text)

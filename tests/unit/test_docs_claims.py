@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from fastapi.routing import APIRoute
 
+from mtfleet import formats as documents
 from mtfleet.api import errors
-from mtfleet.core import documents
 from mtfleet.core.errors import MTError
 from tests.conftest import ROOT
 

@@ -1,4 +1,4 @@
-"""Android string resources (core/documents/android_strings.py): strings, array items and plural
+"""Android string resources (formats/android_strings.py): strings, array items and plural
 cases as units, Android's escapes decoded for the engine and written back the way aapt reads
 them, plurals in the target's CLDR categories, everything else byte for byte.
 
@@ -22,8 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
-from mtfleet.core.documents.android_strings import AndroidStringsFormat
-from mtfleet.core.documents.base import TAG, DocumentError, x
+from mtfleet.formats.android_strings import AndroidStringsFormat
+from mtfleet.formats.base import TAG, DocumentError, x
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "documents" / "android"
 FILES = sorted(FIXTURES.glob("*.xml"))

@@ -1,4 +1,4 @@
-"""core/documents/docx.py: paragraphs of a .docx in, the same document with translated runs out.
+"""formats/docx.py: paragraphs of a .docx in, the same document with translated runs out.
 
 The round-trip contract for DOCX (the ZIP is written anew, so bytes are not compared): after
 rendering the extracted texts, the rewritten parts (document, headers, footers, footnotes) are
@@ -24,10 +24,10 @@ from hypothesis import strategies as st
 from lxml import etree
 
 from mtfleet.api.parsing import _cut, _render
-from mtfleet.core.documents import for_name, for_upload
-from mtfleet.core.documents.base import TAG, DocumentError, Unit, tag_counts
-from mtfleet.core.documents.docx import DocxFormat
-from mtfleet.core.documents.ooxml import MAX_UNCOMPRESSED_BYTES
+from mtfleet.formats import for_name, for_upload
+from mtfleet.formats.base import TAG, DocumentError, Unit, tag_counts
+from mtfleet.formats.docx import DocxFormat
+from mtfleet.formats.ooxml import MAX_UNCOMPRESSED_BYTES
 
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 PRODUCT = DOCS / "docx" / "product_sheet.docx"
@@ -425,7 +425,7 @@ def test_hostile_or_invalid_input_is_a_document_error(index: int, message: str) 
 
 
 def test_too_many_members_is_refused() -> None:
-    from mtfleet.core.documents.ooxml import MAX_MEMBERS
+    from mtfleet.formats.ooxml import MAX_MEMBERS
 
     content = _zip({f"junk/{i}": b"" for i in range(MAX_MEMBERS + 1)})
     with pytest.raises(DocumentError, match=f"the limit is {MAX_MEMBERS}"):

@@ -23,11 +23,11 @@ import pytest
 import srt as srt_lib
 from markdown_it import MarkdownIt
 
+from mtfleet import formats as documents
 from mtfleet.api import parsing
-from mtfleet.core import documents
-from mtfleet.core.documents import DocumentError, for_name, for_upload
-from mtfleet.core.documents.base import TAG, Unit
 from mtfleet.core.errors import InvalidInput
+from mtfleet.formats import DocumentError, for_name, for_upload
+from mtfleet.formats.base import TAG, Unit
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 FORMATS = {

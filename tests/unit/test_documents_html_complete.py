@@ -21,9 +21,9 @@ import pytest
 from markdown_it import MarkdownIt
 from ruamel.yaml import YAML
 
-from mtfleet.core.documents.base import TAG, DocumentError, Unit
-from mtfleet.core.documents.html import HtmlFormat, rendered, units
-from mtfleet.core.documents.markdown import MarkdownFormat
+from mtfleet.formats.base import TAG, DocumentError, Unit
+from mtfleet.formats.html import HtmlFormat, rendered, units
+from mtfleet.formats.markdown import MarkdownFormat
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 PAGE = FIXTURES / "html" / "complete-page.html"

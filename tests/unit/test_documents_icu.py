@@ -5,7 +5,7 @@ translation into a target carries exactly that target's CLDR plural categories, 
 from Babel, never from the code under test. The output is read back with a small strict ICU
 parser written for these tests (ICU4J's rules: apostrophe quoting in DOUBLE_OPTIONAL mode,
 ``#`` only directly in a plural's case, ``other`` required), independent of
-:mod:`mtfleet.core.documents.icu`.
+:mod:`mtfleet.formats.icu`.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from babel import Locale
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mtfleet.core.documents import icu
-from mtfleet.core.documents.arb import ArbFormat
-from mtfleet.core.documents.base import TAG, DocumentError, DocumentFormat, Unit
-from mtfleet.core.documents.json_i18n import JsonI18nFormat
-from mtfleet.core.documents.xliff import XliffFormat
+from mtfleet.formats import icu
+from mtfleet.formats.arb import ArbFormat
+from mtfleet.formats.base import TAG, DocumentError, DocumentFormat, Unit
+from mtfleet.formats.json_i18n import JsonI18nFormat
+from mtfleet.formats.xliff import XliffFormat
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 MESSAGES = FIXTURES / "icu" / "messages_en.json"

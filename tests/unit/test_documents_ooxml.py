@@ -1,4 +1,4 @@
-"""The OOXML package (``core/documents/ooxml.py``) under DOCX, XLSX and PPTX: a member that
+"""The OOXML package (``formats/ooxml.py``) under DOCX, XLSX and PPTX: a member that
 holds no translation is copied as it is stored, never inflated and deflated again."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mtfleet.core import documents
+from mtfleet import formats as documents
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 
@@ -61,8 +61,8 @@ def test_an_untouched_member_keeps_its_compressed_bytes(path: str) -> None:
 def test_a_member_whose_bytes_do_not_match_its_crc_is_refused(method: int) -> None:
     """Members are read from their stored bytes (not through zipfile's reader): a damaged one
     is refused as zipfile would refuse it, never read as text."""
-    from mtfleet.core.documents.base import DocumentError
-    from mtfleet.core.documents.ooxml import Package
+    from mtfleet.formats.base import DocumentError
+    from mtfleet.formats.ooxml import Package
 
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as z:

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mtfleet.core.documents import for_upload, pipeline
-from mtfleet.core.documents.base import TAG, Code, Unit, UnitBuilder, restore, tag_counts
-from mtfleet.core.documents.pipeline import assemble, plan, protect, sentences, spans
+from mtfleet.formats import for_upload, pipeline
+from mtfleet.formats.base import TAG, Code, Unit, UnitBuilder, restore, tag_counts
+from mtfleet.formats.pipeline import assemble, plan, protect, sentences, spans
 from mtfleet.workers.checks import prepare
 
 

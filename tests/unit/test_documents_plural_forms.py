@@ -19,9 +19,9 @@ from babel import Locale
 from lxml import etree
 from weblate_language_data.languages import LANGUAGES
 
-from mtfleet.core import documents
-from mtfleet.core.documents import plurals
-from mtfleet.core.documents.pipeline import assemble, plan
+from mtfleet import formats as documents
+from mtfleet.formats import plurals
+from mtfleet.formats.pipeline import assemble, plan
 from tests.conftest import ROOT
 
 FIXTURES = ROOT / "tests" / "fixtures" / "documents"

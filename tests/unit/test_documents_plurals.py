@@ -1,4 +1,4 @@
-"""The one plural rule every format applies (``core/documents/plurals.py``): the target's CLDR
+"""The one plural rule every format applies (``formats/plurals.py``): the target's CLDR
 categories exactly, explicit forms kept, missing categories made from ``other``."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from babel import Locale
 
-from mtfleet.core.documents import plurals
+from mtfleet.formats import plurals
 
 EN = [("one", "# item"), ("other", "# items")]
 

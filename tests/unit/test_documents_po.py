@@ -1,4 +1,4 @@
-"""gettext PO/POT catalogues (core/documents/gettext_po.py): every source field kept, msgstr
+"""gettext PO/POT catalogues (formats/gettext_po.py): every source field kept, msgstr
 and the header filled for the target, plural entries in exactly the target's CLDR forms.
 
 The catalogues are read back with polib and the plural rules checked against Babel's CLDR data
@@ -14,8 +14,8 @@ import polib
 import pytest
 from babel import Locale
 
-from mtfleet.core.documents import DocumentError, for_name, for_upload
-from mtfleet.core.documents.base import TAG
+from mtfleet.formats import DocumentError, for_name, for_upload
+from mtfleet.formats.base import TAG
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "documents" / "po"
 CATALOGUES = sorted(FIXTURES.iterdir())

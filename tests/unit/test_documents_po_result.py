@@ -1,4 +1,4 @@
-"""gettext catalogues as a job's result (core/documents/gettext_po.py, gettext_splice.py,
+"""gettext catalogues as a job's result (formats/gettext_po.py, gettext_splice.py,
 accelerators.py): a segment the output check withheld leaves its entry untranslated (never the
 English shipped as a translation), an entry the fleet did not change keeps its bytes (wrapping,
 comments and the reference above the header included), and GTK/Qt accelerators reach the
@@ -18,9 +18,9 @@ from pathlib import Path
 import polib
 import pytest
 
-from mtfleet.core.documents import accelerators, for_upload
-from mtfleet.core.documents.base import Unit
 from mtfleet.core.schemas import DocumentOut
+from mtfleet.formats import accelerators, for_upload
+from mtfleet.formats.base import Unit
 from tests.support import document_result
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "documents" / "po"

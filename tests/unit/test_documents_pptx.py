@@ -1,4 +1,4 @@
-"""core/documents/pptx.py: paragraphs of a .pptx in, the same deck with translated runs out.
+"""formats/pptx.py: paragraphs of a .pptx in, the same deck with translated runs out.
 
 Fixtures: ``pptx/Open-XML-SDK_Bug571679_Brownbag.pptx`` (a real deck from dotnet/Open-XML-SDK:
 sentences split over many runs, links inside sentences, speaker notes, SmartArt with its text
@@ -27,8 +27,8 @@ from lxml import etree
 from pptx.enum.shapes import MSO_SHAPE_TYPE
 
 from mtfleet.api.parsing import _cut, _render
-from mtfleet.core.documents.base import TAG, Code, DocumentError, Rendered, Unit, tag_counts
-from mtfleet.core.documents.pptx import PptxFormat
+from mtfleet.formats.base import TAG, Code, DocumentError, Rendered, Unit, tag_counts
+from mtfleet.formats.pptx import PptxFormat
 
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 REAL = DOCS / "pptx" / "Open-XML-SDK_Bug571679_Brownbag.pptx"

@@ -21,8 +21,8 @@ import lxml.html
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mtfleet.core.documents import for_name
-from mtfleet.core.documents.base import TAG
+from mtfleet.formats import for_name
+from mtfleet.formats.base import TAG
 
 SYNTAX = [
     "*", "**", "_", "[", "]", "(", ")", "<", ">", "&", "#", "`", "```", "\\", "|", "!", "~",

@@ -1,4 +1,4 @@
-"""What an upload is (:func:`mtfleet.core.documents.for_upload`, every surface's one answer):
+"""What an upload is (:func:`mtfleet.formats.for_upload`, every surface's one answer):
 the name's extension when it has one, refused when the fleet does not read it; the first bytes
 of a file without a usable name, refused when they look like a structured format the fleet does
 not read. A localization file is never taken for plain text."""
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mtfleet.core import documents
-from mtfleet.core.documents import UnsupportedFormat, sniffing
+from mtfleet import formats as documents
+from mtfleet.formats import UnsupportedFormat, sniffing
 from tests.conftest import ROOT
 
 FIXTURES = ROOT / "tests" / "fixtures" / "documents"

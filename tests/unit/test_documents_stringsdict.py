@@ -1,4 +1,4 @@
-""".stringsdict plural rules (core/documents/stringsdict.py): every string value a unit,
+""".stringsdict plural rules (formats/stringsdict.py): every string value a unit,
 keys and layout byte for byte, plural rules in exactly the target's CLDR categories.
 
 Outputs are read back with ``plistlib`` (the standard library's property-list reader) and the
@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from babel import Locale
 
-from mtfleet.core.documents.base import TAG, DocumentError, Unit, restore
-from mtfleet.core.documents.stringsdict import StringsdictFormat
+from mtfleet.formats.base import TAG, DocumentError, Unit, restore
+from mtfleet.formats.stringsdict import StringsdictFormat
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "documents" / "stringsdict"
 FILES = sorted(FIXTURES.iterdir())

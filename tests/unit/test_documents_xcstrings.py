@@ -1,4 +1,4 @@
-"""Xcode String Catalogs (core/documents/xcstrings.py): the source language's strings are the
+"""Xcode String Catalogs (formats/xcstrings.py): the source language's strings are the
 units, a translation becomes the target's localization, written as Xcode writes it.
 
 Outputs are read back with ``json`` and compared with the input catalogue; plural variations are
@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from babel import Locale
 
-from mtfleet.core.documents.base import TAG, DocumentError, Unit, restore
-from mtfleet.core.documents.xcstrings import XcstringsFormat
+from mtfleet.formats.base import TAG, DocumentError, Unit, restore
+from mtfleet.formats.xcstrings import XcstringsFormat
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "documents" / "xcstrings"
 FILES = sorted(FIXTURES.iterdir())

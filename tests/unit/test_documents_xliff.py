@@ -1,4 +1,4 @@
-"""core/documents/xliff.py: XLIFF 1.2 and 2.x sources in, filled targets out.
+"""formats/xliff.py: XLIFF 1.2 and 2.x sources in, filled targets out.
 
 The round-trip contract for XLIFF: rendering the extracted source texts fills every target with
 a copy of its source, and the rest of the tree (everything outside the targets and their state
@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
-from mtfleet.core.documents import for_name, for_upload
-from mtfleet.core.documents.base import TAG, DocumentError, Unit, tag_counts
-from mtfleet.core.documents.xliff import XliffFormat
+from mtfleet.formats import for_name, for_upload
+from mtfleet.formats.base import TAG, DocumentError, Unit, tag_counts
+from mtfleet.formats.xliff import XliffFormat
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "documents" / "xliff"
 FILES = sorted(FIXTURES.glob("*.xlf"))

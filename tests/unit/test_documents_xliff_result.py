@@ -1,4 +1,4 @@
-"""XLIFF as a job's result (core/documents/xliff.py ``render_result``): a segment the output
+"""XLIFF as a job's result (formats/xliff.py ``render_result``): a segment the output
 check withheld is left untranslated as XLIFF says it (no target, 2.x ``state="initial"``, or a
 segmented 1.2 target marked ``needs-translation``), never its English source marked translated,
 nor an earlier target in another language left standing under the new target language (issue 40

@@ -1,4 +1,4 @@
-"""core/documents/xlsx.py: the strings of an .xlsx in, the same workbook with translated
+"""formats/xlsx.py: the strings of an .xlsx in, the same workbook with translated
 strings out.
 
 Fixtures: ``excelize_Book1.xlsx`` (a real file, see /work/shared/corpus/real2/SOURCES.md: rich
@@ -28,8 +28,8 @@ from openpyxl.cell.rich_text import CellRichText, TextBlock
 from openpyxl.worksheet.formula import ArrayFormula
 
 from mtfleet.api.parsing import _cut, _render
-from mtfleet.core.documents import for_name, for_upload
-from mtfleet.core.documents.base import (
+from mtfleet.formats import for_name, for_upload
+from mtfleet.formats.base import (
     TAG,
     DocumentError,
     DocumentTooLarge,
@@ -37,9 +37,9 @@ from mtfleet.core.documents.base import (
     tag_counts,
     unit_budget,
 )
-from mtfleet.core.documents.charts import C as CHART_NS
-from mtfleet.core.documents.drawingml import A as A_NS
-from mtfleet.core.documents.xlsx import (
+from mtfleet.formats.charts import C as CHART_NS
+from mtfleet.formats.drawingml import A as A_NS
+from mtfleet.formats.xlsx import (
     SHEET_NAMES_TRANSLATED,
     TABLE_HEADERS_TRANSLATED,
     XlsxFormat,

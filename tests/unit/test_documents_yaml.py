@@ -1,4 +1,4 @@
-"""YAML locale files (core/documents/yaml_i18n.py): string values are units, everything else
+"""YAML locale files (formats/yaml_i18n.py): string values are units, everything else
 (keys, comments, quoting, anchors, merge keys, blank lines) byte for byte; translated scalars
 written in a style YAML reads back; Rails' root language key and plurals made the target's.
 
@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 from ruamel.yaml.events import AliasEvent, NodeEvent
 
-from mtfleet.core.documents.base import TAG, DocumentError
-from mtfleet.core.documents.yaml_i18n import YamlI18nFormat
+from mtfleet.formats.base import TAG, DocumentError
+from mtfleet.formats.yaml_i18n import YamlI18nFormat
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "documents" / "yaml"
 FILES = sorted(FIXTURES.iterdir())

@@ -1,4 +1,4 @@
-"""core/documents/fragments.py: how the drop-in surfaces cut a request's texts into sentences
+"""formats/fragments.py: how the drop-in surfaces cut a request's texts into sentences
 (DeepL's split_sentences, tag_handling html|xml with its tag lists, LibreTranslate's
 format=html) and put them back from the translations."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from mtfleet.core.documents.fragments import Cutting, cut, render, structural, xml_problem
+from mtfleet.formats.fragments import Cutting, cut, render, structural, xml_problem
 
 
 def roundtrip(text: str, how: Cutting, translate: dict[str, str]) -> tuple[list[str], str]:

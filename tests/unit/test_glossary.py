@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from mtfleet.core.documents.base import TAG, tag_counts
 from mtfleet.core.errors import InvalidInput, UnsupportedLanguage
 from mtfleet.core.glossary import Glossary, Matcher, parse_tsv, validate
+from mtfleet.formats.base import TAG, tag_counts
 
 
 def make(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tests.conftest import ROOT
 
-PACKAGES = ("core", "api", "workers", "producer", "fleet")
+PACKAGES = ("core", "formats", "api", "workers", "producer", "fleet")
 
 
 def modules() -> dict[str, Path]:
@@ -115,13 +115,31 @@ def test_every_import_of_ours_goes_through_the_mtfleet_namespace() -> None:
     assert bad == []
 
 
-def test_the_api_and_core_never_import_workers_and_core_imports_only_core() -> None:
+def test_the_api_core_and_formats_never_import_workers_and_core_imports_only_core() -> None:
+    """``core`` may read inline markup with the formats' pieces (the TM and the glossary use
+    :mod:`mtfleet.formats.base`'s tags), nothing above them."""
     g = graph()
     for name, deps in g.items():
-        if name.startswith(("mtfleet.api", "mtfleet.core")):
+        if name.startswith(("mtfleet.api", "mtfleet.core", "mtfleet.formats")):
             assert not {d for d in deps if d.startswith("mtfleet.workers")}, name
         if name.startswith("mtfleet.core"):
-            assert all(d.startswith("mtfleet.core") for d in deps), (name, deps)
+            assert all(d.startswith(("mtfleet.core", "mtfleet.formats")) for d in deps), (
+                name,
+                deps,
+            )
+
+
+def test_the_formats_import_only_themselves_and_the_error_tree() -> None:
+    """The filters read and write files and nothing of the fleet (no Redis, no store, no
+    settings): their one import from ``core`` is :mod:`mtfleet.core.errors`, a leaf, so a
+    refused document is the error table's 422 like any other refusal."""
+    g = graph()
+    assert g["mtfleet.core.errors"] == set()
+    formats = {name: deps for name, deps in g.items() if name.startswith("mtfleet.formats")}
+    assert len(formats) > 25
+    for name, deps in formats.items():
+        outside = {d for d in deps if not d.startswith("mtfleet.formats")}
+        assert outside <= {"mtfleet.core.errors"}, (name, outside)
 
 
 #: Packages of the extras ([server], [flower], [eval], the engines'): `pip install mtfleet`

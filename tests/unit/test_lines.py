@@ -1,4 +1,4 @@
-"""Plain-text files as lines (:func:`mtfleet.core.documents.text.parse_lines`, the one rule of
+"""Plain-text files as lines (:func:`mtfleet.formats.text.parse_lines`, the one rule of
 `mtfleet submit` and the API's text documents): one segment per line with text, the file
 reassembled byte for byte."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from mtfleet.core.documents.text import parse_lines
 from mtfleet.core.schemas import TextsIn
+from mtfleet.formats.text import parse_lines
 
 SHAPES = [
     "",

@@ -11,7 +11,7 @@ import polib
 import pytest
 from lxml import etree
 
-from mtfleet.core import documents
+from mtfleet import formats as documents
 from mtfleet.core.models import SegmentOutcome
 from mtfleet.core.settings import Settings
 from mtfleet.workers.quality import (

@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 
 from mtfleet.core import patterns
-from mtfleet.core.documents import for_name
-from mtfleet.core.documents.base import TAG, Code
-from mtfleet.core.documents.pipeline import assemble, plan, protect
 from mtfleet.core.glossary import Glossary, validate
 from mtfleet.core.glossary.terms import content_version
 from mtfleet.core.guidance import cache_variant
 from mtfleet.core.patterns import BadPattern, ProtectedPatterns
 from mtfleet.core.schemas import GlossaryCreate, TranslateCreate
+from mtfleet.formats import for_name
+from mtfleet.formats.base import TAG, Code
+from mtfleet.formats.pipeline import assemble, plan, protect
 from mtfleet.workers.checks import prepare
 
 JEKYLL = (

@@ -30,9 +30,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mtfleet.core import languages
-from mtfleet.core.documents.base import TAG
 from mtfleet.core.errors import EngineError
 from mtfleet.core.settings import Settings
+from mtfleet.formats.base import TAG
 from mtfleet.workers import priority
 from mtfleet.workers.engines.base import Engine, EngineLimits, TranslationRequest
 
@@ -51,7 +51,7 @@ _TAIL = ".[]"
 
 def escape(text: str) -> str:
     """Text -> stream format. Inline tags (``<x1/>``, ``<g1>``, ``</g1>``: document markup and
-    protected spans, see core/documents/base.py) become superblanks, which every Apertium
+    protected spans, see formats/base.py) become superblanks, which every Apertium
     program passes through untouched."""
     out = []
     pos = 0

@@ -46,7 +46,7 @@ Why not python-docx at run time: its ``save`` re-serializes every XML part it lo
 parser drops whitespace-only text nodes, so "other members byte-equal" could not hold, and it
 reaches neither footnotes nor text boxes. The parts are read with the same hardened lxml
 parser as XLIFF (no DTD, no entities, no network), and the archive is checked against the
-limits of :mod:`mtfleet.core.documents.ooxml` before anything is decompressed (ZIP
+limits of :mod:`mtfleet.formats.ooxml` before anything is decompressed (ZIP
 bombs).
 """
 
@@ -60,10 +60,10 @@ from typing import Any, ClassVar
 
 from lxml import etree
 
-from mtfleet.core.documents import register
-from mtfleet.core.documents.base import DocumentError, Rendered, Unit, UnitBuilder
-from mtfleet.core.documents.ooxml import Package, PackageFormat
-from mtfleet.core.documents.xliff import (
+from mtfleet.formats import register
+from mtfleet.formats.base import DocumentError, Rendered, Unit, UnitBuilder
+from mtfleet.formats.ooxml import Package, PackageFormat
+from mtfleet.formats.xliff import (
     close_tag,
     open_tag,
     restore_markers,

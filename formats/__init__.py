@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import threading
 
-from mtfleet.core.documents import sniffing
-from mtfleet.core.documents.base import DocumentError, DocumentFormat
-from mtfleet.core.documents.sniffing import UnsupportedFormat
+from mtfleet.formats import sniffing
+from mtfleet.formats.base import DocumentError, DocumentFormat
+from mtfleet.formats.sniffing import UnsupportedFormat
 
 FORMATS: dict[str, DocumentFormat] = {}
 _loaded = False
@@ -46,7 +46,7 @@ def _load() -> None:
         import importlib
 
         for name in MODULES:
-            importlib.import_module(f"mtfleet.core.documents.{name}")
+            importlib.import_module(f"mtfleet.formats.{name}")
         _loaded = True
 
 
@@ -76,7 +76,7 @@ def for_upload(
     content: bytes, filename: str | None = None, declared: str | None = None
 ) -> DocumentFormat:
     """The format of an uploaded file, the one answer every surface gives (see
-    :mod:`mtfleet.core.documents.sniffing`): the format the caller ``declared`` by name, else
+    :mod:`mtfleet.formats.sniffing`): the format the caller ``declared`` by name, else
     the one its name's extension says (refused when the fleet does not read it), else, for a
     file without a usable name, what its first bytes say; bytes that look like a structured
     format the fleet does not read are refused, never taken for plain text."""

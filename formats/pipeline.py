@@ -37,8 +37,8 @@ from typing import NamedTuple
 
 from sentencex import segment as sentencex_segment
 
-from mtfleet.core.documents.base import TAG, Code, Unit, too_large, x
-from mtfleet.core.documents.templates import TEMPLATE
+from mtfleet.formats.base import TAG, Code, Unit, too_large, x
+from mtfleet.formats.templates import TEMPLATE
 
 # One alternation, most specific first; matches are taken left to right without overlap. A URL
 # stops at a brace: ``https://site/{{ page.url }}`` is a URL and a template output.
@@ -276,8 +276,8 @@ def _translatable(text: str) -> bool:
 def plan(units: Sequence[Unit], lang: str, *, split: bool = True, limit: int | None = None) -> Plan:
     """Segments to translate for ``units`` (source language ``lang``); ``split=False`` keeps
     each unit one segment (DeepL's ``split_sentences=0``). More than ``limit`` segments is
-    :class:`~mtfleet.core.documents.base.DocumentTooLarge` (the units were read under a budget,
-    :func:`~mtfleet.core.documents.base.unit_budget`: planning them all costs little)."""
+    :class:`~mtfleet.formats.base.DocumentTooLarge` (the units were read under a budget,
+    :func:`~mtfleet.formats.base.unit_budget`: planning them all costs little)."""
     segments: list[str] = []
     plans: list[UnitPlan] = []
     for unit in units:
@@ -353,7 +353,7 @@ def surrounding(segments: Sequence[str], unit_of: Sequence[int], tokens: int) ->
 
 def untranslated(p: Plan, translations: Sequence[str | None]) -> set[int]:
     """The units a sentence of which has no translation (None): what a format's
-    :meth:`~mtfleet.core.documents.base.DocumentFormat.render_result` is told."""
+    :meth:`~mtfleet.formats.base.DocumentFormat.render_result` is told."""
     return {
         n
         for n, up in enumerate(p.units)

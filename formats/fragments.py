@@ -4,15 +4,15 @@ LibreTranslate's ``format=html``), cut into the segments of an ordinary job and 
 together from their translations.
 
 A text is cut exactly as a document is: into units, then each unit into sentences
-(:func:`mtfleet.core.documents.pipeline.plan`), so markup travels as the same inline tags
+(:func:`mtfleet.formats.pipeline.plan`), so markup travels as the same inline tags
 (``<gN>``...``</gN>``, ``<xN/>``), the worker checks them as it checks a document's, and
-:func:`mtfleet.core.documents.base.restore` puts every code back. A segment without a
+:func:`mtfleet.formats.base.restore` puts every code back. A segment without a
 translation keeps its source text. Cutting is deterministic: :func:`render` cuts again.
 
 * ``text``: a unit per line when newlines split (DeepL ``split_sentences=1``, the default), the
   whole text otherwise (``nonewlines``, ``0``); a tag-like string in it (``<g1>``) is text,
   protected as a code;
-* ``html``: the html format's scan (:func:`mtfleet.core.documents.html.units`) with HTML's rules,
+* ``html``: the html format's scan (:func:`mtfleet.formats.html.units`) with HTML's rules,
   changed by the caller's tag lists: ``ignore_tags`` are never translated (each such element is
   one code), ``non_splitting_tags`` become inline, ``splitting_tags`` end a unit;
 * ``xml``: the same scan with XML's rules: no void, raw-text or implied-end elements, no
@@ -36,10 +36,10 @@ from dataclasses import dataclass
 from typing import Literal
 from xml.parsers import expat
 
-from mtfleet.core.documents import html
-from mtfleet.core.documents.base import Unit, UnitBuilder, restore
-from mtfleet.core.documents.pipeline import assemble, plan
 from mtfleet.core.errors import InvalidInput
+from mtfleet.formats import html
+from mtfleet.formats.base import Unit, UnitBuilder, restore
+from mtfleet.formats.pipeline import assemble, plan
 
 Markup = Literal["text", "html", "xml"]
 Split = Literal["0", "1", "nonewlines"]

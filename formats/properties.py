@@ -26,9 +26,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mtfleet.core.documents import register
-from mtfleet.core.documents.base import DocumentError, DocumentFormat, Unit, UnitBuilder, restore
-from mtfleet.core.documents.text import BOM, check_count, pair_tags
+from mtfleet.formats import register
+from mtfleet.formats.base import DocumentError, DocumentFormat, Unit, UnitBuilder, restore
+from mtfleet.formats.text import BOM, check_count, pair_tags
 
 _NATURAL = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 _BLANK = " \t\f"

@@ -40,10 +40,10 @@ from dataclasses import dataclass
 
 import polib
 
-from mtfleet.core.documents import accelerators, gettext_splice, register
-from mtfleet.core.documents.base import DocumentError, DocumentFormat, Rendered, Unit, restore
-from mtfleet.core.documents.plurals import gettext_rule, placeholders
-from mtfleet.core.documents.text import check_count, coded_unit
+from mtfleet.formats import accelerators, gettext_splice, register
+from mtfleet.formats.base import DocumentError, DocumentFormat, Rendered, Unit, restore
+from mtfleet.formats.plurals import gettext_rule, placeholders
+from mtfleet.formats.text import check_count, coded_unit
 
 #: printf (C and Python) and Python brace placeholders.
 _PLACEHOLDER = re.compile(

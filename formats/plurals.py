@@ -44,7 +44,7 @@ from babel import Locale, UnknownLocaleError
 from babel.messages.plurals import get_plural
 from weblate_language_data.languages import LANGUAGES
 
-from mtfleet.core.documents.base import Unit
+from mtfleet.formats.base import Unit
 
 #: CLDR's categories, in CLDR's order.
 CATEGORIES = ("zero", "one", "two", "few", "many", "other")

@@ -37,7 +37,7 @@ What render writes
 With the translations of the units (and ``target`` = None) every level is written as it came,
 except the units' text: the same translations give back the same bytes. With a ``target``
 language, each ``plural`` (and ``selectordinal``, with ordinal categories) gets exactly the
-target's CLDR categories through :func:`mtfleet.core.documents.plurals.for_target`: explicit
+target's CLDR categories through :func:`mtfleet.formats.plurals.for_target`: explicit
 ``=0``/``=1`` forms stay, a category the target lacks is dropped, one it has and the source lacks
 is made from the translated ``other`` case (``#`` kept), written with the spacing of ``other``'s
 key, and so is a case that spells its number (``one {1 item}``: no ``#``, no ``{count}``) where
@@ -67,9 +67,9 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from mtfleet.core.documents.base import Code, DocumentError, Unit, UnitBuilder, restore
-from mtfleet.core.documents.plurals import CATEGORIES, for_target
-from mtfleet.core.documents.text import pair_tags
+from mtfleet.formats.base import Code, DocumentError, Unit, UnitBuilder, restore
+from mtfleet.formats.plurals import CATEGORIES, for_target
+from mtfleet.formats.text import pair_tags
 
 #: The ICU argument types whose cases are messages.
 COMPLEX = ("plural", "select", "selectordinal")

@@ -10,13 +10,13 @@ as is): slide layouts and masters (their placeholder prompts are not shown in a 
 the text a slide shows is on the slide), comments, alternative text (``descr``), embedded
 objects and document properties.
 
-A chart (:mod:`mtfleet.core.documents.charts`) shows its title, axis titles and data labels
+A chart (:mod:`mtfleet.formats.charts`) shows its title, axis titles and data labels
 (paragraphs, units as a slide's are) and its series names and category labels from the
 caches of its embedded workbook's cells (``ppt/embeddings/*.xlsx``). PowerPoint draws a chart
 from those caches, so each cached string is translated (a unit the first time its text
 appears in the deck; a category label repeated for every series is one unit). When the chart's
 data is edited, PowerPoint reads the embedded workbook again and redraws from its cells, so
-the workbook follows: every cell the XLSX format translates (:mod:`mtfleet.core.documents.xlsx`)
+the workbook follows: every cell the XLSX format translates (:mod:`mtfleet.formats.xlsx`)
 whose text is a translated cached string gets the same translation, and nothing else in it
 changes. A translated string no such cell holds (a series name in a table's header row: the
 XLSX format keeps table headers, which name the table's columns), or a chart whose data is an
@@ -35,13 +35,13 @@ is stale) is a unit of its own: duplicates are cheaper than a cache that shows t
 The paragraphs of an ``mc:Fallback`` (the copy of an ``mc:Choice`` for older readers) are
 echoes the same way.
 
-A paragraph is a unit as :mod:`mtfleet.core.documents.drawingml` says (runs with their own
+A paragraph is a unit as :mod:`mtfleet.formats.drawingml` says (runs with their own
 formatting and links as paired codes, breaks, fields and tabs as standalone ones).
 ``render`` rebuilds a unit's paragraph from its tagged translation (with ``target_lang``, its
 runs name it in ``lang``). A paragraph whose translation is its own unit text is not touched
 (unless the language is written), and a part with no rebuilt paragraph keeps its bytes. Only
 the parts holding rebuilt paragraphs are re-serialized; every other ZIP member is copied byte
-for byte with its name, order, timestamp and compression (:mod:`mtfleet.core.documents.ooxml`,
+for byte with its name, order, timestamp and compression (:mod:`mtfleet.formats.ooxml`,
 which also refuses ZIP bombs). The parts are parsed once for a job's result: the units and
 the render come from the same reading (:meth:`PptxFormat.open`).
 
@@ -53,7 +53,7 @@ indentation of hand-formatted XML between a rebuilt paragraph's runs, which Powe
 
 Why not python-pptx at run time: its ``save`` re-serializes every part it loaded, it does not
 reach SmartArt, and its text API flattens runs. The parts are parsed with the hardened lxml
-parser of :mod:`mtfleet.core.documents.xliff` (no DTD, no entities, no network).
+parser of :mod:`mtfleet.formats.xliff` (no DTD, no entities, no network).
 """
 
 from __future__ import annotations
@@ -63,13 +63,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from mtfleet.core.documents import register
-from mtfleet.core.documents.base import DocumentError, Rendered
-from mtfleet.core.documents.charts import CHART_TYPE, Cached, Chart
-from mtfleet.core.documents.drawingml import P, Para, ParagraphWriter, read_paragraph, target_lang
-from mtfleet.core.documents.ooxml import Package, PackageFormat, natural
-from mtfleet.core.documents.xliff import to_bytes
-from mtfleet.core.documents.xlsx import XlsxFormat
+from mtfleet.formats import register
+from mtfleet.formats.base import DocumentError, Rendered
+from mtfleet.formats.charts import CHART_TYPE, Cached, Chart
+from mtfleet.formats.drawingml import P, Para, ParagraphWriter, read_paragraph, target_lang
+from mtfleet.formats.ooxml import Package, PackageFormat, natural
+from mtfleet.formats.xliff import to_bytes
+from mtfleet.formats.xlsx import XlsxFormat
 
 _MC = "http://schemas.openxmlformats.org/markup-compatibility/2006"
 _PML = "http://schemas.openxmlformats.org/presentationml/2006/main"

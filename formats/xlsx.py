@@ -59,8 +59,8 @@ than a tree of the whole part should cost, so the parts holding units are read i
 pass (expat, with any DOCTYPE refused: no DTD, no entities, no network) that records where each
 string sits in the part's bytes; a worksheet with no inline or ``t="str"`` string and no table
 is not parsed at all. Small parts (the workbook, relationships, tables) are parsed with the
-hardened lxml parser of :mod:`mtfleet.core.documents.xliff`; the archive is checked against the
-limits of :mod:`mtfleet.core.documents.ooxml` before anything is decompressed (ZIP bombs).
+hardened lxml parser of :mod:`mtfleet.formats.xliff`; the archive is checked against the
+limits of :mod:`mtfleet.formats.ooxml` before anything is decompressed (ZIP bombs).
 A part in another encoding than UTF-8 (UTF-16, which the standard allows) is rewritten in UTF-8
 when one of its strings changes.
 """
@@ -75,11 +75,11 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 from xml.parsers import expat
 
-from mtfleet.core.documents import register
-from mtfleet.core.documents.base import TAG, DocumentError, Rendered, Unit, UnitBuilder
-from mtfleet.core.documents.charts import CHART_TYPE, Chart
-from mtfleet.core.documents.ooxml import MAX_PART_BYTES, Package, PackageFormat
-from mtfleet.core.documents.xliff import restore_markers, walk_markers, xml_text
+from mtfleet.formats import register
+from mtfleet.formats.base import TAG, DocumentError, Rendered, Unit, UnitBuilder
+from mtfleet.formats.charts import CHART_TYPE, Chart
+from mtfleet.formats.ooxml import MAX_PART_BYTES, Package, PackageFormat
+from mtfleet.formats.xliff import restore_markers, walk_markers, xml_text
 
 #: Sheet names (``<sheet name=…>`` in ``xl/workbook.xml``) are not translated: formulas,
 #: defined names, charts and hyperlinks refer to sheets by name, and renaming one would mean

@@ -22,7 +22,7 @@ becomes a copy of its source.
 
 A source (or segment) that is plain text holding an ICU MessageFormat ``plural``, ``select`` or
 ``selectordinal`` (``{count, plural, one {# file} other {# files}}``) is cut by
-:mod:`mtfleet.core.documents.icu`, as the JSON format cuts its values: one unit per case
+:mod:`mtfleet.formats.icu`, as the JSON format cuts its values: one unit per case
 (path ``…/plural:one``), the text around the argument one more, the skeleton never sent; the
 target gets the message back with, for a ``target_lang``, the target's CLDR plural categories.
 
@@ -58,8 +58,8 @@ from typing import Any, ClassVar
 
 from lxml import etree
 
-from mtfleet.core.documents import icu, register
-from mtfleet.core.documents.base import (
+from mtfleet.formats import icu, register
+from mtfleet.formats.base import (
     TAG,
     Code,
     DocumentError,

@@ -2,7 +2,7 @@
 
 Every surface that takes a file (``POST /v1/documents``, DeepL's ``/v2/document``,
 LibreTranslate's ``/translate_file``, ``mtfleet submit``, the web page) asks
-:func:`mtfleet.core.documents.for_upload`, which asks here. The rule, in order:
+:func:`mtfleet.formats.for_upload`, which asks here. The rule, in order:
 
 1. a file whose name has an extension is the format of that extension, and one the fleet does
    not read is refused (:class:`UnsupportedFormat`), naming what it is when we know it
@@ -37,7 +37,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from mtfleet.core.documents.base import DocumentError
+from mtfleet.formats.base import DocumentError
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ Inside a value these are codes: Rails ``%{count}``, Ruby ``%<count>d``, i18next 
 ``$t(key)``, ``${name}``, Symfony ``%name%``, ICU/Symfony ``{name}``, printf ``%s %1$d %-d %%``,
 strftime directives (``%Y``, ``%-d``, ``%b``), HTML tags (paired when they match) and entities.
 ICU ``plural``/``select`` arguments (Symfony's ``+intl-icu`` files) are cut as
-:mod:`mtfleet.core.documents.icu` cuts them for the JSON format: one unit per case, the
+:mod:`mtfleet.formats.icu` cuts them for the JSON format: one unit per case, the
 skeleton never sent, the target's plural categories with a target language.
 
 A translated scalar keeps its style (plain, single-quoted, double-quoted, literal ``|`` or
@@ -68,10 +68,10 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ruamel.yaml.resolver import VersionedResolver
 
-from mtfleet.core.documents import icu, register
-from mtfleet.core.documents.base import TAG, DocumentError, DocumentFormat, Unit
-from mtfleet.core.documents.plurals import CATEGORIES, for_target
-from mtfleet.core.documents.text import check_count, decode_document
+from mtfleet.formats import icu, register
+from mtfleet.formats.base import TAG, DocumentError, DocumentFormat, Unit
+from mtfleet.formats.plurals import CATEGORIES, for_target
+from mtfleet.formats.text import check_count, decode_document
 
 #: Nodes the document may stand for once its aliases are expanded (a "billion laughs" file
 #: stands for 10**9); a document may also expand to ten times its own nodes.

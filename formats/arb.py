@@ -1,6 +1,6 @@
 """Flutter ARB files (``.arb``, Application Resource Bundle): JSON i18n with ``@`` metadata.
 
-The messages are read and written as :mod:`mtfleet.core.documents.json_i18n` reads and writes
+The messages are read and written as :mod:`mtfleet.formats.json_i18n` reads and writes
 JSON resources (string values as units, ICU plural and select cases one by one, placeholders
 as codes, the file's own escaping style) and every ``@key`` metadata entry and ``@@``
 file attribute (``@@context``, ``@@last_modified``…) is left as it was. What makes the output
@@ -15,8 +15,8 @@ import json
 import re
 from collections.abc import Sequence
 
-from mtfleet.core.documents import register
-from mtfleet.core.documents.json_i18n import JsonI18nFormat
+from mtfleet.formats import register
+from mtfleet.formats.json_i18n import JsonI18nFormat
 
 #: ``"@@locale": "en"`` in the file's text (a JSON string value, its escapes included).
 _LOCALE = re.compile(r'("@@locale"\s*:\s*)"(?:[^"\\]|\\.)*"')

@@ -12,7 +12,7 @@ Inside a value these become codes, so the engine keeps them as they are:
 * placeholders: ICU / i18next ``{name}``, ``{count, number}``, ``{{count}}``, ``{{- html}}``,
   ``${name}``, printf ``%s %d %1$s %(name)s %@ %%``, i18next nesting ``$t(key)``, HTML entities;
 * HTML tags, paired when they match (``<b>…</b>``, i18next ``<1>…</1>``), else standalone;
-* ICU ``plural`` / ``select`` / ``selectordinal`` (:mod:`mtfleet.core.documents.icu`): each
+* ICU ``plural`` / ``select`` / ``selectordinal`` (:mod:`mtfleet.formats.icu`): each
   case's message is a unit of its own (path ``/key/plural:one``), with ``#`` and nested
   ``{arg}`` as codes; text around the argument is one more unit, the argument a code in it
   (``"You have {n, plural, one {# item} other {# items}}"`` → ``You have <x1/>``,
@@ -33,10 +33,10 @@ from dataclasses import dataclass
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
-from mtfleet.core.documents import icu, register
-from mtfleet.core.documents.base import DocumentError, DocumentFormat, Unit
-from mtfleet.core.documents.plurals import CATEGORIES, for_target
-from mtfleet.core.documents.text import check_count, decode_document
+from mtfleet.formats import icu, register
+from mtfleet.formats.base import DocumentError, DocumentFormat, Unit
+from mtfleet.formats.plurals import CATEGORIES, for_target
+from mtfleet.formats.text import check_count, decode_document
 
 _WS = " \t\n\r"
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
@@ -214,7 +214,7 @@ def _messages(values: Sequence[_Value], icu_file: bool) -> list[_Message]:
 def _escaper(items: Sequence[icu.Item]) -> Callable[[str], str] | None:
     """Translated text must not turn into markup the source did not have: in values with
     HTML, ``<`` before a tag-like name and ``&`` before an entity-like name are escaped (ICU
-    quoting, for files with ICU messages, is :func:`mtfleet.core.documents.icu.render`'s)."""
+    quoting, for files with ICU messages, is :func:`mtfleet.formats.icu.render`'s)."""
     if not any(t.kind == "tag" or t.text.startswith("&") for t in icu.tokens(items)):
         return None
 

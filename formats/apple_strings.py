@@ -21,9 +21,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mtfleet.core.documents import register
-from mtfleet.core.documents.base import DocumentError, DocumentFormat, Unit, restore
-from mtfleet.core.documents.text import check_count, coded_unit
+from mtfleet.formats import register
+from mtfleet.formats.base import DocumentError, DocumentFormat, Unit, restore
+from mtfleet.formats.text import check_count, coded_unit
 
 #: Apple's String Format Specifiers (printf's, with %@ for objects).
 _SPECIFIER = re.compile(

@@ -19,7 +19,7 @@ as it is, and a document whose translations equal its source comes back byte for
   of a reference definition (``[ref]: url "title"``): a unit each, written back inside its
   own delimiters with ``\\``, the delimiter and ``&`` escaped;
 * the attributes of inline HTML that HTML's rules translate (``alt``, ``title``,
-  ``aria-label``... see :mod:`mtfleet.core.documents.html`): a unit each;
+  ``aria-label``... see :mod:`mtfleet.formats.html`): a unit each;
 * an HTML block (outside lists and blockquotes) goes through the html format's rules: its
   text and attributes are units, its scripts, styles, code, ``translate="no"`` and
   ``class="notranslate"`` are not, and a backtick code span in its text (`` `jekyll serve` ``,
@@ -45,7 +45,7 @@ references and labels (``[^1]``, ``[^note]:``), task list markers (``[ ]``, ``[x
 heading's trailing attribute list (``{#id .class}``) and brackets the source holds as text
 although they look like a link (``[Enter] (key)``, an undefined ``[ref][x]``) are standalone
 codes. Template syntax (Liquid, Jinja, Handlebars: ``{{ page.title }}``, ``{% if %}``) is a
-protected span of the sentence it is in (:mod:`mtfleet.core.documents.pipeline`); a ``{% raw %}``
+protected span of the sentence it is in (:mod:`mtfleet.formats.pipeline`); a ``{% raw %}``
 or ``{% comment %}`` block that reaches over more than one unit (a fenced example between
 ``{% raw %}`` and ``{% endraw %}``) keeps every block it touches as it is.
 
@@ -80,8 +80,8 @@ from markdown_it.token import Token
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from mtfleet.core.documents import html, register
-from mtfleet.core.documents.base import (
+from mtfleet.formats import html, register
+from mtfleet.formats.base import (
     Code,
     DocumentError,
     DocumentFormat,
@@ -89,8 +89,8 @@ from mtfleet.core.documents.base import (
     UnitBuilder,
     restore,
 )
-from mtfleet.core.documents.templates import TEMPLATE_BLOCK
-from mtfleet.core.documents.text import check_count, decode_document, newline_escape, pair_tags
+from mtfleet.formats.templates import TEMPLATE_BLOCK
+from mtfleet.formats.text import check_count, decode_document, newline_escape, pair_tags
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
 _FRONT_MATTER_END = re.compile(r"(?:---|\.\.\.)[ \t]*$")
@@ -471,7 +471,7 @@ def _parts(text: str) -> list[_Part]:
 def _outside_template_blocks(text: str, parts: list[_Part]) -> list[_Part]:
     """``parts`` without those a ``{% raw %}`` or ``{% comment %}`` block reaches into: such a
     block is template source or a comment, never text. One that lies within a unit's text as
-    written is one protected span there (:data:`~mtfleet.core.documents.templates.TEMPLATE_BLOCK`);
+    written is one protected span there (:data:`~mtfleet.formats.templates.TEMPLATE_BLOCK`);
     one that spans blocks (a fence between ``{% raw %}`` and ``{% endraw %}``), or that
     markup cuts, keeps every part it touches as it is."""
     blocks = [(m.start(), m.end()) for m in TEMPLATE_BLOCK.finditer(text)]

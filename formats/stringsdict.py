@@ -36,12 +36,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mtfleet.core.documents import register
-from mtfleet.core.documents.apple_strings import _SPECIFIER
-from mtfleet.core.documents.base import TAG, DocumentError, DocumentFormat, Unit, restore
-from mtfleet.core.documents.plurals import CATEGORIES, for_target
-from mtfleet.core.documents.text import check_count, coded_unit
-from mtfleet.core.documents.xliff import parse_untrusted_xml, xml_text
+from mtfleet.formats import register
+from mtfleet.formats.apple_strings import _SPECIFIER
+from mtfleet.formats.base import TAG, DocumentError, DocumentFormat, Unit, restore
+from mtfleet.formats.plurals import CATEGORIES, for_target
+from mtfleet.formats.text import check_count, coded_unit
+from mtfleet.formats.xliff import parse_untrusted_xml, xml_text
 
 #: Apple's format specifiers, with ``%#@name@`` (a variable of the stringsdict) first.
 PLACEHOLDER = re.compile(r"%(?:\d+\$)?#@[^@\s%]*@|" + _SPECIFIER.pattern)

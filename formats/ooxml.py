@@ -5,7 +5,7 @@ every member that holds no translation copied byte for byte.
 Each OOXML format reads the parts it translates through :class:`Package` and hands the rewritten
 ones to :meth:`Package.write`; everything else (media, styles, charts, relationships...) is
 streamed through with its name, order, timestamp and compression. The parts are parsed with the
-hardened lxml parser of :mod:`mtfleet.core.documents.xliff` (no DTD, no entities, no network).
+hardened lxml parser of :mod:`mtfleet.formats.xliff` (no DTD, no entities, no network).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from collections.abc import Set as AbstractSet
 from typing import Any, ClassVar, Protocol
 from urllib.parse import unquote
 
-from mtfleet.core.documents.base import DocumentError, DocumentFormat, Opened, Rendered, Unit
-from mtfleet.core.documents.xliff import parse_untrusted_xml
+from mtfleet.formats.base import DocumentError, DocumentFormat, Opened, Rendered, Unit
+from mtfleet.formats.xliff import parse_untrusted_xml
 
 #: Refuse archives that decompress to more than this in all (the sizes the ZIP declares; a
 #: member that inflates past its declared size fails its read instead).

@@ -69,16 +69,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from mtfleet.core.documents import register
-from mtfleet.core.documents.base import (
+from mtfleet.formats import register
+from mtfleet.formats.base import (
     DocumentError,
     DocumentFormat,
     Unit,
     UnitBuilder,
 )
-from mtfleet.core.documents.plurals import for_target, placeholders
-from mtfleet.core.documents.text import check_count, pair_tags
-from mtfleet.core.documents.xliff import (
+from mtfleet.formats.plurals import for_target, placeholders
+from mtfleet.formats.text import check_count, pair_tags
+from mtfleet.formats.xliff import (
     parse_untrusted_xml,
     restore_markers,
     walk_markers,

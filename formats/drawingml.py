@@ -1,6 +1,6 @@
 """DrawingML text (``<a:p>`` paragraphs of the ``a:`` namespace): what a unit of a PowerPoint
 slide, a SmartArt diagram or a chart's title is, and how a paragraph is rebuilt from its
-translation. Shared by :mod:`mtfleet.core.documents.pptx` and :mod:`mtfleet.core.documents.charts`
+translation. Shared by :mod:`mtfleet.formats.pptx` and :mod:`mtfleet.formats.charts`
 (a chart's titles in a workbook or a deck).
 
 Inside a paragraph:
@@ -44,8 +44,8 @@ from typing import Any
 
 from lxml import etree
 
-from mtfleet.core.documents.base import Unit, UnitBuilder
-from mtfleet.core.documents.xliff import restore_markers, serialize, walk_markers
+from mtfleet.formats.base import Unit, UnitBuilder
+from mtfleet.formats.xliff import restore_markers, serialize, walk_markers
 
 A = "http://schemas.openxmlformats.org/drawingml/2006/main"
 

@@ -25,8 +25,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from mtfleet.core.documents import register
-from mtfleet.core.documents.base import DocumentError, DocumentFormat, Unit, UnitBuilder, restore
+from mtfleet.formats import register
+from mtfleet.formats.base import DocumentError, DocumentFormat, Unit, UnitBuilder, restore
 
 BOM = "\ufeff"
 _UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)

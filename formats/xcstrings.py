@@ -43,12 +43,12 @@ from dataclasses import dataclass, field
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
-from mtfleet.core.documents import register
-from mtfleet.core.documents.apple_strings import _SPECIFIER
-from mtfleet.core.documents.base import TAG, DocumentError, DocumentFormat, Unit, restore
-from mtfleet.core.documents.json_i18n import MAX_DEPTH, loads, too_deep
-from mtfleet.core.documents.plurals import for_target
-from mtfleet.core.documents.text import check_count, coded_unit, decode_document
+from mtfleet.formats import register
+from mtfleet.formats.apple_strings import _SPECIFIER
+from mtfleet.formats.base import TAG, DocumentError, DocumentFormat, Unit, restore
+from mtfleet.formats.json_i18n import MAX_DEPTH, loads, too_deep
+from mtfleet.formats.plurals import for_target
+from mtfleet.formats.text import check_count, coded_unit, decode_document
 
 #: Format specifiers (``%#@name@`` first) and SwiftUI Markdown.
 CODE = re.compile(

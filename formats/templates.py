@@ -16,7 +16,7 @@ _TEMPLATE_BLOCK = r"""\{%-?[ \t\r\n]*(?P<block>raw|comment)[ \t\r\n]*-?%\}[\s\S]
 #: A ``{% raw %}`` or ``{% comment %}`` block, what it holds included.
 TEMPLATE_BLOCK = re.compile(_TEMPLATE_BLOCK, re.VERBOSE)
 #: Every template span, one alternation (a verbose pattern), for the protected spans of
-#: :mod:`mtfleet.core.documents.pipeline`.
+#: :mod:`mtfleet.formats.pipeline`.
 TEMPLATE = rf"""{_TEMPLATE_BLOCK}
     |\{{\{{\{{[^{{}}]{{1,{TEMPLATE_CHARS}}}\}}\}}\}}
     |\{{\{{[^{{}}]{{1,{TEMPLATE_CHARS}}}\}}\}}

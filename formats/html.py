@@ -93,9 +93,9 @@ from html.entities import html5
 
 from babel import Locale, UnknownLocaleError
 
-from mtfleet.core.documents import register
-from mtfleet.core.documents.base import TAG, DocumentFormat, Unit, UnitBuilder, restore
-from mtfleet.core.documents.text import check_count, decode_document, pair_tags
+from mtfleet.formats import register
+from mtfleet.formats.base import TAG, DocumentFormat, Unit, UnitBuilder, restore
+from mtfleet.formats.text import check_count, decode_document, pair_tags
 
 WS = " \t\n\r\f"
 
@@ -169,7 +169,7 @@ _CODE_CLASS = re.compile(
 class TagRules:
     """What each element is to the scan: HTML's rules (:data:`HTML`, the html format), or a
     caller's (the DeepL surface's ``tag_handling`` with its ``ignore_tags``,
-    ``non_splitting_tags`` and ``splitting_tags``: :mod:`mtfleet.core.documents.fragments`).
+    ``non_splitting_tags`` and ``splitting_tags``: :mod:`mtfleet.formats.fragments`).
 
     ``splitting`` None is HTML's way: an element not inline (or void, or opaque) ends a unit,
     and HTML's own elements (embedded content, code blocks, foreign content, fallback raw

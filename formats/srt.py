@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import srt as srt_lib
 
-from mtfleet.core.documents import register
-from mtfleet.core.documents.base import DocumentError, DocumentFormat, Unit, restore
-from mtfleet.core.documents.text import check_count, coded_unit, decode_document
+from mtfleet.formats import register
+from mtfleet.formats.base import DocumentError, DocumentFormat, Unit, restore
+from mtfleet.formats.text import check_count, coded_unit, decode_document
 
 #: Markup inside a cue: a line break, an HTML-like tag, an ASS override block such as {\an8}.
 _MARKUP = re.compile(

@@ -5,7 +5,7 @@ A chart holds text of two kinds:
 
 * **rich text**: its title, axis titles, data labels and display-unit labels written as
   ``c:rich`` DrawingML paragraphs: each paragraph with text is a unit, read and rebuilt as a
-  slide's (:mod:`mtfleet.core.documents.drawingml`). Text properties (``c:txPr``) hold
+  slide's (:mod:`mtfleet.formats.drawingml`). Text properties (``c:txPr``) hold
   paragraphs without text: no units;
 * **cached strings**: series names (``c:ser/c:tx``), category labels (``c:cat``) and a title
   taken from a cell, each a ``c:pt/c:v`` of a ``c:strCache`` or ``c:multiLvlStrCache`` (a
@@ -31,10 +31,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mtfleet.core.documents.base import Unit, UnitBuilder, restore
-from mtfleet.core.documents.drawingml import P, Para, ParagraphWriter, read_paragraph
-from mtfleet.core.documents.ooxml import Package
-from mtfleet.core.documents.xliff import to_bytes
+from mtfleet.formats.base import Unit, UnitBuilder, restore
+from mtfleet.formats.drawingml import P, Para, ParagraphWriter, read_paragraph
+from mtfleet.formats.ooxml import Package
+from mtfleet.formats.xliff import to_bytes
 
 #: A chart part's content type (in an XLSX and a PPTX alike).
 CHART_TYPE = "application/vnd.openxmlformats-officedocument.drawingml.chart+xml"
@@ -116,7 +116,7 @@ class Chart:
     ) -> bytes | None:
         """The part with ``paras[i]`` as the translation of ``self.paras[i]`` and ``cached[i]``
         of ``self.cached[i]`` (``None``, or the unit's own text: kept as it is); ``lang`` the
-        rebuilt runs' language (see :func:`mtfleet.core.documents.drawingml.target_lang`).
+        rebuilt runs' language (see :func:`mtfleet.formats.drawingml.target_lang`).
         None when nothing changed (the part keeps its bytes)."""
         changed = False
         for para, translation in zip(self.paras, paras, strict=True):

@@ -27,9 +27,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mtfleet.core.documents import register
-from mtfleet.core.documents.base import DocumentError, DocumentFormat, Unit, restore
-from mtfleet.core.documents.text import check_count, coded_unit, decode_document
+from mtfleet.formats import register
+from mtfleet.formats.base import DocumentError, DocumentFormat, Unit, restore
+from mtfleet.formats.text import check_count, coded_unit, decode_document
 
 #: A line with its ending (the last may have none).
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")

@@ -1,8 +1,26 @@
-"""Document formats: cut a file into translatable units and put the translations back.
+"""Document formats, the filters: cut a file into translatable units and put the translations
+back. Files in, files out: nothing here knows Redis, a job or a setting (the one import from
+``core`` is its error tree, so a refused file is a 422 like any other refusal).
 
-``FORMATS`` maps a format name to its implementation; :func:`for_name` looks one up, and
-:func:`for_upload` tells what an uploaded file is (every surface asks it). Each format lives
-in its own module and registers itself here.
+The room holds three things every format shares, and one module per format:
+
+* **the contract**, :class:`mtfleet.formats.base.DocumentFormat`: a format names itself
+  (``name``, ``extensions``, ``binary``, ``media_type``), extracts units (``extract``) and
+  renders translations back (``render``), with the round trip
+  ``render(c, [u.text for u in extract(c)]) == c``;
+  ``open`` and ``render_result`` have defaults a format overrides where it reads once or marks
+  a missing translation. The inline tags units carry (``<xN/>``, ``<gN>``) are in the same
+  module;
+* **the registry**, this module: :data:`MODULES` names each format's module (which ends with
+  ``register(TheFormat())``), :data:`FORMATS` maps a name to its format, :func:`for_name` looks
+  one up and :func:`for_upload` tells what an uploaded file is (every surface asks it, through
+  :mod:`mtfleet.formats.sniffing`);
+* **the plural table**, :mod:`mtfleet.formats.plurals`: the plural forms each platform's runtime
+  selects for a target language, one rule for every format with plural messages.
+
+Shared by several formats: sentences and protected spans (:mod:`mtfleet.formats.pipeline`), ICU
+messages (:mod:`mtfleet.formats.icu`), the OOXML package (:mod:`mtfleet.formats.ooxml`), HTML
+fragments of the drop-in APIs (:mod:`mtfleet.formats.fragments`).
 """
 
 from __future__ import annotations

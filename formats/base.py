@@ -178,7 +178,21 @@ def unit_budget(max_segments: int) -> Iterator[None]:
 
 
 class DocumentFormat(ABC):
-    """A file format: cut into units, and put translated units back."""
+    """A file format: cut into units, and put translated units back. The one contract every
+    format implements:
+
+    * it names itself: ``name`` (the API's ``{"document": {"format": name}}``), ``extensions``,
+      ``binary`` and ``media_type``;
+    * :meth:`extract` gives the units, deterministically; content that is not this format is a
+      :class:`DocumentError`, phrased in :func:`reading`;
+    * :meth:`render` puts translations back, every code restored once (:func:`restore`), and
+      the round trip ``render(content, [u.text for u in extract(content)])`` is ``content``;
+    * :meth:`open` and :meth:`render_result` have defaults: a format overrides them to read a
+      file once, or to say in the file that a unit is untranslated or to review.
+
+    A format's module ends with ``register(TheFormat())`` and is named in
+    :data:`mtfleet.formats.MODULES` (``tests/unit/test_formats_contract.py`` finds any left
+    out)."""
 
     #: Name used in the API (``{"document": {"format": name}}``).
     name: ClassVar[str]

@@ -35,8 +35,9 @@ system-deps: .cache/system-deps.stamp
 # finder, so from a folder holding a folder named mtfleet (the clone's parent) `import mtfleet`
 # found that folder as an empty namespace package (pypa/setuptools#3557, "a limitation of the
 # editable mode"): the second .pth puts the finder first, and the warning it printed is then moot.
-# The extras are what `make demo` runs (pip install mtfleet alone is the SDK and client CLI):
-# [server] for the API and the worker, [flower] for Flower.
+# The extras are what `make demo` runs (pip install mtfleet alone is the SDK and client CLI;
+# [formats] for its files): [server] for the API and the worker (it brings [formats]), [flower]
+# for Flower.
 $(VENV)/.base.stamp: pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
@@ -91,8 +92,8 @@ soak: test-deps
 	MT_TINY_MODEL=$(abspath $(TINY_MODEL)) $(PY) -m pytest tests -m soak $(PYTEST_ARGS)
 
 lint: $(VENV)/.test.stamp
-	$(VENV)/bin/ruff check core formats api workers producer fleet tests bench scripts
-	$(VENV)/bin/ruff format --check core formats api workers producer fleet tests bench scripts
+	$(VENV)/bin/ruff check mtfleet core formats api workers producer fleet tests bench scripts
+	$(VENV)/bin/ruff format --check mtfleet core formats api workers producer fleet tests bench scripts
 	$(PY) scripts/typecheck.py
 
 unit: test-deps

@@ -6,10 +6,11 @@ keys), ``mtfleet pools forget`` (a pool gone for good) and ``mtfleet dead-letter
 (:mod:`~mtfleet.fleet.dead_letters`) act on the fleet's Redis directly (``MT_REDIS_URL``);
 ``mtfleet plan`` (:mod:`~mtfleet.fleet.plan`) sizes a fleet's GPUs and needs nothing.
 
-They are commands of the one ``mtfleet`` command: producer/cli.py's app mounts them
-(:func:`mount`). This module imports nothing of the server stack itself (each command imports
-what it runs once :func:`~mtfleet.producer.extras.require` has found it installed), so the
-client install's ``mtfleet`` loads it, and a command of it says which extra to install.
+They are commands of the one ``mtfleet`` command: its entry point, :mod:`mtfleet.__main__`,
+mounts them on the client's app (:func:`mount`; the client CLI never imports them). This
+module imports nothing of the server stack itself (each command imports what it runs once
+:func:`~mtfleet.producer.extras.require` has found it installed), so the client install's
+``mtfleet`` loads it, and a command of it says which extra to install.
 
 Settings come from ``MT_*`` environment variables (docs/configuration.md); command-line options
 override them for the process they start.

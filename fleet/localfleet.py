@@ -159,7 +159,7 @@ class LocalFleet:
         return said
 
     def _cli(self, *args: str) -> list[str]:
-        return [sys.executable, "-m", "mtfleet.producer.cli", *args]
+        return [sys.executable, "-m", "mtfleet", *args]
 
     def start_redis(self) -> str:
         if self.redis_url and redis_reachable(self.redis_url):

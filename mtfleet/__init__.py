@@ -7,7 +7,8 @@ store), ``mtfleet.formats`` (the document formats), ``mtfleet.api`` (the HTTP AP
 In the source tree those are the top-level folders ``core/``, ``formats/``, ``api/``,
 ``workers/``, ``producer/`` and ``fleet/``, mapped to these names by
 pyproject.toml's ``[tool.setuptools.package-dir]`` (for the editable install, the wheel and
-scripts/typecheck.py alike); this folder holds only this file.
+scripts/typecheck.py alike); this folder holds only this file and ``__main__.py``, the
+``mtfleet`` command's one entry point.
 
 The SDK is importable from the top::
 

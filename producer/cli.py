@@ -1,12 +1,14 @@
-"""The ``mtfleet`` command: submit work and read results; run and administer a fleet.
+"""The ``mtfleet`` command's client commands: submit work and read results, through the API.
 
 Clients:     ``mtfleet translate`` · ``mtfleet submit`` · ``mtfleet status`` · ``mtfleet result``
              ``mtfleet cancel`` · ``mtfleet languages`` · ``mtfleet pools list`` · ``mtfleet eval``
-             ``mtfleet glossary create|list|show|delete`` · ``mtfleet tm ...`` (through the API;
-             the client install, ``pip install mtfleet``, runs them)
+             ``mtfleet glossary create|list|show|delete`` · ``mtfleet tm ...`` (the client
+             install, ``pip install mtfleet``, runs them; ``submit`` and ``result --out`` read
+             and write files, and need ``mtfleet[formats]``, the document formats' libraries)
 Operator:    ``mtfleet api`` · ``worker`` · ``flower`` · ``demo`` · ``keys ...`` · ``pools
-             forget`` · ``dead-letters ...`` · ``plan``: defined in :mod:`mtfleet.fleet.cli`
-             and mounted here (:func:`~mtfleet.fleet.cli.mount`); each needs the extra it says.
+             forget`` · ``dead-letters ...`` · ``plan``: defined in :mod:`mtfleet.fleet.cli`,
+             never imported here; the one entry point, :mod:`mtfleet.__main__`, mounts them on
+             this :data:`app` (:func:`~mtfleet.fleet.cli.mount`).
 
 Client commands take the API's address and key from ``MT_API_URL`` and ``MT_API_KEY`` (or
 ``--url``, ``--api-key``).
@@ -41,7 +43,6 @@ from mtfleet.core.errors import InvalidInput
 from mtfleet.core.guidance import Guidance
 from mtfleet.core.models import ModelType, UseCache
 from mtfleet.core.schemas import QualityScore
-from mtfleet.fleet.cli import mount as mount_operator_commands
 from mtfleet.formats import sniffing
 from mtfleet.formats.text import parse_lines
 from mtfleet.producer import batch
@@ -365,9 +366,11 @@ class FormatsHelp(TyperCommand):
     """A command whose help names the formats the fleet reads, from their one registry
     (:mod:`mtfleet.formats`): FORMATS_READ, FORMAT_NAMES and FORMATS_REFUSED in its
     text are filled in when the help is shown (loading every format is not worth it for a
-    command that only runs)."""
+    command that only runs). Without ``mtfleet[formats]`` there are none to name: the help
+    says what to install, as the command does."""
 
     def format_help(self, *args: Any, **kwargs: Any) -> None:
+        require(self.name or "submit", "formats")
         formats = documents.formats()
         filled = {
             "FORMATS_READ": ", ".join(f"{f.name} ({', '.join(f.extensions)})" for f in formats),
@@ -463,6 +466,7 @@ def submit(
     is picked up with --resume (or mtfleet result ID --out DIR). Job ids go to stdout, one per
     line; everything else to stderr.
     """
+    require("submit", "formats")
     opts = batch.SubmitOptions(
         target=target,
         source=source,
@@ -745,6 +749,8 @@ def result(
     ] = None,
 ) -> None:
     """Print a job's result as JSON, or write it as a file with --out."""
+    if out_arg is not None:
+        require("result --out", "formats")
     with _client(url, api_key) as mt:
         if out_arg is None:
             res = mt.result(job_id, partial=partial)
@@ -915,11 +921,6 @@ def pools_list(
         )
 
 
-# The operator's commands (api, worker, flower, demo, plan, keys, dead-letters, pools forget):
-# mtfleet.fleet, whose server parts load only when one of them runs.
-mount_operator_commands(app, pools_app)
-
-
 # --- glossaries (client: through the API) ------------------------------------------------------
 glossary_app = typer.Typer(
     no_args_is_help=True, help="Glossaries: create, list, show, delete (through the API)."
@@ -1054,6 +1055,8 @@ CLI_HINTS = {
 
 
 def main() -> None:
+    """Run :data:`app` (with the operator's commands where :mod:`mtfleet.__main__` mounted
+    them), an error of the API or of reaching it said in one line (exit status 1)."""
     try:
         app()
     except MTClientError as exc:
@@ -1086,17 +1089,3 @@ def main() -> None:
             f"[yellow]{escape(str(exc))}[/yellow]; fetch it later: mtfleet result {exc.job_id}"
         )
         sys.exit(1)
-    except Exception as exc:
-        # An operator command's error (they talk to Redis): redis is a [server] package, imported
-        # only where it is installed and one of those commands ran, so looked up, not imported.
-        redis = sys.modules.get("redis")
-        if redis is None or not isinstance(exc, redis.RedisError):
-            raise
-        err_console.print(
-            f"[red]cannot talk to Redis:[/red] {type(exc).__name__}: {escape(str(exc))}"
-        )
-        sys.exit(1)
-
-
-if __name__ == "__main__":
-    main()

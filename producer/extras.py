@@ -1,7 +1,8 @@
 """Which of mtfleet's extras a command needs, and a one-line refusal where one is missing.
 
 ``pip install mtfleet`` is the client (the SDK, the CLI's client commands); running a fleet, or
-scoring one, takes an extra (``[server]``, ``[flower]``, ``[eval]``: pyproject.toml). A command
+scoring one, or reading files (``mtfleet submit``: the document formats) takes an extra
+(``[server]``, ``[flower]``, ``[eval]``, ``[formats]``: pyproject.toml). A command
 that needs one checks it first, against the installed distribution's own metadata (the extra's
 requirements as pyproject.toml lists them, one source), so a base install answers
 ``mtfleet worker`` with the line to run instead of a traceback from deep in an import.
@@ -17,11 +18,13 @@ from rich.console import Console
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _EXTRA = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
+_INNER = re.compile(r"\[([^\]]*)\]")  # mtfleet[formats]: the extras one requirement names
 
 
 def missing(*extras: str) -> list[str]:
     """The distributions the ``extras`` require that are not installed (none where mtfleet
-    itself is not installed as a distribution: then nothing can be told)."""
+    itself is not installed as a distribution: then nothing can be told). An extra that names
+    another of mtfleet's (``[server]`` brings ``mtfleet[formats]``) requires that one's too."""
     try:
         requirements = metadata.requires("mtfleet") or []
     except metadata.PackageNotFoundError:
@@ -32,11 +35,15 @@ def missing(*extras: str) -> list[str]:
         name = _NAME.match(requirement)
         if extra is None or name is None or extra.group(1) not in extras:
             continue
+        if name.group() == "mtfleet":
+            inner = _INNER.search(requirement)
+            found += missing(*(inner.group(1).replace(" ", "").split(",") if inner else ()))
+            continue
         try:
             metadata.distribution(name.group())
         except metadata.PackageNotFoundError:
             found.append(name.group())
-    return found
+    return list(dict.fromkeys(found))
 
 
 def require(command: str, *extras: str) -> None:

@@ -8,6 +8,10 @@ becomes ``values-es/strings.xml``, Apple's ``en.lproj/Localizable.strings``
 (``--naming suffix``: every file). Under ``--out`` each keeps its path relative to the folder
 the inputs share (for a file in a language folder, that folder's parent), so two
 ``strings.xml`` of two modules are two files.
+
+What tells a locale (Babel's CLDR data) and Android's qualifiers are the document formats'
+(``mtfleet[formats]``): imported where a document's name asks them, so the client install
+loads this module (a line file's name needs neither).
 """
 
 from __future__ import annotations
@@ -18,10 +22,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
-
-from babel import Locale, UnknownLocaleError
-
-from mtfleet.formats.android_strings import _resource_locale as android_qualifier
 
 Naming = Literal["ecosystem", "suffix"]
 
@@ -42,6 +42,8 @@ class Named:
 
 def is_locale(text: str) -> bool:
     """Whether ``text`` names a locale (``en``, ``pt_BR``, ``en-GB``, ``zh_Hant``)."""
+    from babel import Locale, UnknownLocaleError
+
     try:
         Locale.parse(text.replace("-", "_"))
     except (UnknownLocaleError, ValueError):
@@ -87,6 +89,8 @@ def named(path: Path, fmt: str | None, target: str, naming: Naming = "ecosystem"
     if naming == "suffix":
         return generic
     if fmt == "android" and _ANDROID_VALUES.fullmatch(folder.name):
+        from mtfleet.formats.android_strings import _resource_locale as android_qualifier
+
         return Named(folder.parent, Path(f"values-{android_qualifier(bcp47(target))}") / path.name)
     if fmt in ("strings", "stringsdict") and folder.suffix == ".lproj":
         return Named(folder.parent, Path(f"{bcp47(target)}.lproj") / path.name)

@@ -26,7 +26,7 @@ APERTIUM_WORKER = ("--engine", "apertium", "--lanes", "interactive,bulk", "--con
 
 def cli_args(*args: str) -> list[str]:
     """The ``mtfleet`` command line, run by this interpreter (the checkout's own package)."""
-    return [sys.executable, "-m", "mtfleet.producer.cli", *args]
+    return [sys.executable, "-m", "mtfleet", *args]
 
 
 def cli_env(fleet: LocalFleet, **extra: str) -> dict[str, str]:

@@ -23,7 +23,7 @@ from tests.integration.cgroups import idle_cgroups
 
 pytestmark = pytest.mark.slow
 
-CLI = [sys.executable, "-m", "mtfleet.producer.cli", "demo"]
+CLI = [sys.executable, "-m", "mtfleet", "demo"]
 
 
 def demo_env(**extra: str) -> dict[str, str]:

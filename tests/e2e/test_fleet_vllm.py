@@ -65,7 +65,7 @@ def test_cli_translate_through_vllm(fleet: LocalFleet) -> None:
         [
             sys.executable,
             "-m",
-            "mtfleet.producer.cli",
+            "mtfleet",
             "translate",
             "Add to cart",
             "Free shipping",

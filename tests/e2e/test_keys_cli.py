@@ -21,7 +21,7 @@ from tests.integration.registered import register_pair
 
 def mtfleet(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "mtfleet.producer.cli", *args],
+        [sys.executable, "-m", "mtfleet", *args],
         capture_output=True,
         text=True,
         timeout=60,

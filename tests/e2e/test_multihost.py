@@ -57,7 +57,7 @@ RESCUE_BOUND_S = 4 * HEARTBEAT_S + 6
 
 
 def cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "mtfleet.producer.cli", *args]
+    return [sys.executable, "-m", "mtfleet", *args]
 
 
 def wait_for(ok: Callable[[], bool], timeout: float, what: str) -> float:

@@ -310,7 +310,7 @@ def test_no_trace_with_overwrite_is_refused(api: httpx.Client) -> None:
 
 def mtfleet_keys(fleet: LocalFleet, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "mtfleet.producer.cli", "keys", *args],
+        [sys.executable, "-m", "mtfleet", "keys", *args],
         capture_output=True,
         text=True,
         timeout=60,

@@ -199,7 +199,7 @@ def test_submission_refuses_private_targets_and_jobs_with_nothing_to_sign_with(
     resp = api.post("/v1/jobs", json=body, headers=auth)
     assert resp.status_code == 422 and f"rotate-webhook-secret {key_id}" in resp.text
     cli = subprocess.run(
-        [sys.executable, "-m", "mtfleet.producer.cli", "keys", "rotate-webhook-secret", key_id],
+        [sys.executable, "-m", "mtfleet", "keys", "rotate-webhook-secret", key_id],
         env={**os.environ, **fleet.env},
         capture_output=True,
         text=True,
@@ -460,7 +460,7 @@ def test_mtfleet_submit_follows_the_event_stream_instead_of_polling(
     streams, polls = requests("/v1/jobs/{job_id}/events"), requests("/v1/jobs/{job_id}")
     args = ["submit", "catalogue.txt", "--to", "es", "--from", "en", "--out", "out"]
     proc = subprocess.run(
-        [sys.executable, "-m", "mtfleet.producer.cli", *args],
+        [sys.executable, "-m", "mtfleet", *args],
         cwd=tmp_path,
         env={**os.environ, **fleet.env, "MT_API_URL": fleet.api_url, "MT_API_KEY": token},
         capture_output=True,

@@ -33,7 +33,7 @@ DOG = "The dog sleeps in the garden."
 
 def mtfleet(redis_url: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "mtfleet.producer.cli", *args],
+        [sys.executable, "-m", "mtfleet", *args],
         capture_output=True,
         text=True,
         timeout=60,

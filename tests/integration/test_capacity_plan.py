@@ -30,9 +30,7 @@ def test_plan_predicts_the_measured_rate_and_both_p95s_within_15_percent() -> No
         "--interactive-tokens", str(w.interactive_tokens), "--nightly-segments", str(NIGHTLY),
         "--nightly-tokens", str(w.nightly_tokens), "--window", "1h", "--p95", "2s", "--json",
     ]  # fmt: skip
-    proc = subprocess.run(
-        [sys.executable, "-m", "mtfleet.producer.cli", *args], capture_output=True, text=True
-    )
+    proc = subprocess.run([sys.executable, "-m", "mtfleet", *args], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     planned = json.loads(proc.stdout)
     best = planned["chosen"]

@@ -57,7 +57,7 @@ def test_the_list_keeps_its_newest_entries_within_its_cap_and_age(r: redis.Redis
 
 def mtfleet(redis_url: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "mtfleet.producer.cli", "dead-letters", *args],
+        [sys.executable, "-m", "mtfleet", "dead-letters", *args],
         capture_output=True,
         text=True,
         timeout=60,

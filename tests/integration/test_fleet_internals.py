@@ -72,7 +72,7 @@ def run_api(*args: str, env: dict[str, str], timeout: float = 60) -> tuple[int |
     """``mtfleet api ARGS`` until it exits (its status and output), or ``timeout`` (None: it
     was still serving; it and its worker processes are stopped)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mtfleet.producer.cli", "api", *args],
+        [sys.executable, "-m", "mtfleet", "api", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -76,7 +76,7 @@ def test_flower_never_keeps_state_in_a_pickle() -> None:
 def test_mtfleet_flower_refuses_to_start(redis_url: str, env: dict[str, str], problem: str) -> None:
     base = {k: v for k, v in os.environ.items() if not k.startswith("MT_FLOWER")}
     proc = subprocess.run(
-        [sys.executable, "-m", "mtfleet.producer.cli", "flower", "--port", "1"],
+        [sys.executable, "-m", "mtfleet", "flower", "--port", "1"],
         env={**base, "MT_REDIS_URL": redis_url, **env},
         capture_output=True,
         text=True,

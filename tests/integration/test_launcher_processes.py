@@ -74,7 +74,7 @@ def test_uneven_gpu_split_is_refused_before_anything_starts(redis_url: str) -> N
     import sys
 
     out = subprocess.run(
-        [sys.executable, "-m", "mtfleet.producer.cli", "worker", "--gpus", "0,1,2", "--tp", "2"],
+        [sys.executable, "-m", "mtfleet", "worker", "--gpus", "0,1,2", "--tp", "2"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -430,7 +430,7 @@ def test_mtfleet_worker_refuses_to_start_without_a_server(redis_url: str) -> Non
     url = f"http://127.0.0.1:{free_port()}/v1"
     env = {**os.environ, "MT_OPENAI_BASE_URL": url, "COLUMNS": "200"}
     proc = subprocess.run(
-        [sys.executable, "-m", "mtfleet.producer.cli", "worker", "--engine", "openai"],
+        [sys.executable, "-m", "mtfleet", "worker", "--engine", "openai"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -441,7 +441,7 @@ def test_mtfleet_worker_refuses_to_start_without_a_server(redis_url: str) -> Non
     assert f"the OpenAI-compatible server at {url} cannot be reached" in proc.stderr
     env.pop("MT_OPENAI_BASE_URL")
     proc = subprocess.run(
-        [sys.executable, "-m", "mtfleet.producer.cli", "worker", "--engine", "openai"],
+        [sys.executable, "-m", "mtfleet", "worker", "--engine", "openai"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -1,6 +1,7 @@
 """The wheel: everything under one ``mtfleet`` package, nothing that could shadow a backend's own
 ``core`` or ``api``, it works installed outside the source tree, and installed alone (no extras)
-it is the client: the SDK and the client commands, without the server stack."""
+it is the client: the SDK and the client commands, without the server stack or the document
+formats' libraries (``[formats]``, which ``mtfleet submit`` names where it is missing)."""
 
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ def test_the_wheel_installs_one_top_level_package(wheel: Path) -> None:
     lua = [n for n in names if n.endswith(".lua")]
     assert "mtfleet/core/lua/lib.lua" in lua and len(lua) >= 8
     entry = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "mtfleet = mtfleet.producer.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
+    assert "mtfleet = mtfleet.__main__:main" in zipfile.ZipFile(wheel).read(entry).decode()
 
 
 def test_the_installed_wheel_works_outside_the_source_tree(wheel: Path, tmp_path: Path) -> None:
@@ -121,6 +122,10 @@ def test_the_installed_wheel_works_outside_the_source_tree(wheel: Path, tmp_path
 #: What the client install must not bring: the server stack (issue 34: celery, flower, torch,
 #: lingua and uvicorn by name; redis and fastapi are the rest of [server]'s core).
 SERVER_ONLY = ("celery", "flower", "torch", "lingua", "uvicorn", "redis", "fastapi")
+#: ... nor the document formats' libraries ([formats], issue 42: 77 MB of the 112 it was).
+FORMATS_ONLY = ("lxml", "babel", "ruamel", "polib", "srt", "weblate_language_data")
+#: The client install's size, everything it put in its virtualenv's site-packages (issue 42).
+CLIENT_MB = 40
 
 
 def _readme_sdk_example() -> str:
@@ -130,36 +135,90 @@ def _readme_sdk_example() -> str:
     return code
 
 
-@pytest.fixture(scope="module")
-def client_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh virtualenv holding ``pip install <wheel>``, no extras (pip resolves the base
-    dependencies from the package index this machine's pip uses)."""
-    venv = tmp_path_factory.mktemp("client") / "venv"
+def _venv(wheel: Path, folder: Path, extras: str = "") -> Path:
+    """A fresh virtualenv holding ``pip install <wheel><extras>`` and nothing else (no pip of its
+    own: this one's installs into it; pip resolves the dependencies from the package index
+    this machine's pip uses)."""
+    venv = folder / "venv"
     base = getattr(sys, "_base_executable", sys.executable)
-    subprocess.run([base, "-m", "venv", str(venv)], check=True, timeout=120)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     done = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
+         f"{wheel}{extras}"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return venv
 
 
-def test_the_client_install_runs_the_sdk_and_client_commands_without_the_server_stack(
-    client_venv: Path, redis_server: str, tmp_path: Path
-) -> None:
-    """``pip install mtfleet`` is what a user of the SDK installs: none of the server stack
-    comes with it, the README's SDK example and the client commands work against a fleet, and
-    an operator command answers with the extra to install, not a traceback."""
-    python, mtfleet = client_venv / "bin" / "python", client_venv / "bin" / "mtfleet"
+@pytest.fixture(scope="module")
+def client_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``pip install mtfleet``: the wheel, no extras."""
+    return _venv(wheel, tmp_path_factory.mktemp("client"))
+
+
+@pytest.fixture(scope="module")
+def files_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``pip install 'mtfleet[formats]'``: the client that reads and writes files."""
+    return _venv(wheel, tmp_path_factory.mktemp("files"), "[formats]")
+
+
+def _found(python: Path, names: tuple[str, ...], cwd: Path) -> list[str]:
+    """Which of the import ``names`` the virtualenv of ``python`` can import."""
     found = subprocess.run(
         [str(python), "-c", "import importlib.util as u, sys; "
-         "print(*[n for n in sys.argv[1:] if u.find_spec(n)])", *SERVER_ONLY],
-        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+         "print(*[n for n in sys.argv[1:] if u.find_spec(n)])", *names],
+        capture_output=True, text=True, timeout=60, cwd=cwd,
     )  # fmt: skip
-    assert found.returncode == 0 and found.stdout.split() == [], found.stdout + found.stderr
+    assert found.returncode == 0, found.stderr
+    return found.stdout.split()
+
+
+def test_the_client_install_is_the_sdk_and_names_the_extra_files_need(
+    client_venv: Path, tmp_path: Path
+) -> None:
+    """``pip install mtfleet`` is the SDK (httpx, pydantic) and the CLI (typer, rich), within
+    40 MB; the commands that read or write a file (``submit``, its help, ``result --out``)
+    answer with the extra to install, in one line, and exit 2."""
+    site = next((client_venv / "lib").glob("python3*/site-packages"))
+    size = sum(f.stat().st_size for f in site.rglob("*") if f.is_file() and not f.is_symlink())
+    assert size <= CLIENT_MB * 1_000_000, f"{size / 1e6:.1f} MB"
+    python, mtfleet = client_venv / "bin" / "python", client_venv / "bin" / "mtfleet"
+    assert _found(python, SERVER_ONLY + FORMATS_ONLY, tmp_path) == []
+    env = {"PATH": f"{client_venv / 'bin'}{os.pathsep}/usr/bin:/bin", "HOME": str(tmp_path)}
+    sdk = subprocess.run(
+        [str(python), "-c", "from mtfleet import MTClient; print(MTClient.__name__)"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert sdk.returncode == 0 and sdk.stdout.strip() == "MTClient", sdk.stderr
+    page = tmp_path / "page.html"
+    page.write_text("<p>The red house.</p>", encoding="utf-8")
+    for command in (
+        ["submit", str(page), "--to", "es"],
+        ["submit", "--help"],
+        ["result", "0123456789abcdef", "--out", str(tmp_path / "out") + "/"],
+    ):
+        refused = subprocess.run(
+            [str(mtfleet), *command], capture_output=True, text=True, timeout=60, cwd=tmp_path,
+            env={**env, "MT_API_URL": "http://127.0.0.1:9"},  # never reached: refused first
+        )  # fmt: skip
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+        assert "needs mtfleet[formats]" in refused.stderr, refused.stderr
+        assert "pip install 'mtfleet[formats]'" in refused.stderr, refused.stderr
+    assert not (tmp_path / "out").exists() and not (tmp_path / "mtfleet-output").exists()
+
+
+def test_the_client_install_runs_the_sdk_and_client_commands_without_the_server_stack(
+    client_venv: Path, files_venv: Path, redis_server: str, tmp_path: Path
+) -> None:
+    """``pip install mtfleet`` is what a user of the SDK installs: none of the server stack
+    comes with it, the README's SDK example and the client commands work against a fleet
+    (``mtfleet submit`` with ``[formats]``), and an operator command answers with the extra to
+    install, not a traceback."""
+    python, mtfleet = client_venv / "bin" / "python", client_venv / "bin" / "mtfleet"
+    assert _found(python, SERVER_ONLY, tmp_path) == []
+    assert _found(files_venv / "bin" / "python", SERVER_ONLY, tmp_path) == []
 
     # the fleet runs from this checkout's virtualenv; the clean one only talks to it
     with apertium_fleet(redis_server) as fleet:
@@ -185,7 +244,8 @@ def test_the_client_install_runs_the_sdk_and_client_commands_without_the_server_
         assert said.returncode == 0 and "casa" in said.stdout, said.stderr
         page = tmp_path / "page.html"
         page.write_text("<html><body><p>The red house.</p></body></html>", encoding="utf-8")
-        sent = run(str(mtfleet), "submit", str(page), "--to", "es", "--out", str(tmp_path / "out"))
+        files = files_venv / "bin" / "mtfleet"  # with [formats]
+        sent = run(str(files), "submit", str(page), "--to", "es", "--out", str(tmp_path / "out"))
         assert sent.returncode == 0, sent.stdout + sent.stderr
         assert "casa" in (tmp_path / "out" / "page.es.html").read_text(encoding="utf-8")
 

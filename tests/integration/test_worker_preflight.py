@@ -21,7 +21,7 @@ from mtfleet.workers.preflight import problems
 # importlib.util.find_spec answers None for a module set to None in sys.modules)
 WITHOUT_VLLM = (
     "import sys; sys.modules['vllm'] = None; "
-    "from mtfleet.producer.cli import main; sys.argv = ['mtfleet', *sys.argv[1:]]; main()"
+    "from mtfleet.__main__ import main; sys.argv = ['mtfleet', *sys.argv[1:]]; main()"
 )
 
 
@@ -29,7 +29,7 @@ def worker(
     *args: str, code: str | None = None, env: dict[str, str] | None = None
 ) -> tuple[subprocess.CompletedProcess[str], float]:
     cmd = [sys.executable, "-c", code, *args] if code else [
-        sys.executable, "-m", "mtfleet.producer.cli", *args
+        sys.executable, "-m", "mtfleet", *args
     ]  # fmt: skip
     t0 = time.monotonic()
     proc = subprocess.run(
@@ -136,7 +136,7 @@ def test_a_taken_metrics_port_stops_the_worker_until_it_is_free(redis_url: str) 
     port = holder.getsockname()[1]
     env = {**os.environ, "MT_REDIS_URL": redis_url, "MT_WORKER_METRICS_PORT": str(port)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mtfleet.producer.cli", "worker", "--engine", "apertium"],
+        [sys.executable, "-m", "mtfleet", "worker", "--engine", "apertium"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

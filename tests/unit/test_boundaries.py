@@ -12,7 +12,7 @@ def test_api_process_never_imports_workers_or_engines() -> None:
         "import sys, json\n"
         "from mtfleet.api.app import create_app\n"
         "create_app()\n"
-        "import mtfleet.producer.cli\n"
+        "import mtfleet.__main__\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.startswith('mtfleet.workers') "
         "or m.split('.')[0] in {'torch', 'vllm', 'transformers'})))\n"
     )

@@ -11,10 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from bench.costengine import direct_throughput
+from mtfleet.__main__ import app
 from mtfleet.core.errors import ConfigError
 from mtfleet.fleet.capacity import Workload, parse_duration, plan, poisson_quantile
 from mtfleet.fleet.gpucost import PRESETS, CostParams, derive, steady_rate
-from mtfleet.producer.cli import app
 
 NIGHTLY = Workload(interactive_rps=200, nightly_segments=50_000_000, window_s=8 * 3600)
 

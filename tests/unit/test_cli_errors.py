@@ -13,7 +13,7 @@ def test_unreachable_api_is_a_one_line_error() -> None:
     url = f"http://127.0.0.1:{free_port()}"
     for args in (["translate", "hi", "--from", "en", "--to", "es"], ["status", "abc"]):
         proc = subprocess.run(
-            [sys.executable, "-m", "mtfleet.producer.cli", *args, "--url", url],
+            [sys.executable, "-m", "mtfleet", *args, "--url", url],
             capture_output=True,
             text=True,
             timeout=60,

@@ -12,8 +12,8 @@ from typer.core import TyperGroup
 from typer.testing import CliRunner
 
 from mtfleet import formats as documents
+from mtfleet.__main__ import app
 from mtfleet.formats import sniffing
-from mtfleet.producer.cli import app
 
 WIDTH = 200
 #: A help line broken before this many characters must end its paragraph.

@@ -18,7 +18,10 @@ PACKAGES = ("core", "formats", "api", "workers", "producer", "fleet")
 
 def modules() -> dict[str, Path]:
     """Every module of ours by its installed name (``mtfleet.core.store``...)."""
-    found = {"mtfleet": ROOT / "mtfleet" / "__init__.py"}
+    found = {
+        "mtfleet": ROOT / "mtfleet" / "__init__.py",
+        "mtfleet.__main__": ROOT / "mtfleet" / "__main__.py",
+    }
     for pkg in PACKAGES:
         for path in sorted((ROOT / pkg).rglob("*.py")):
             parts = ["mtfleet", *path.relative_to(ROOT).with_suffix("").parts]
@@ -142,16 +145,28 @@ def test_the_formats_import_only_themselves_and_the_error_tree() -> None:
         assert outside <= {"mtfleet.core.errors"}, (name, outside)
 
 
-#: Packages of the extras ([server], [flower], [eval], the engines'): `pip install mtfleet`
-#: leaves them out (tests/integration/test_packaging.py installs it so, slowly).
+def test_the_client_cli_never_imports_the_operator_cli() -> None:
+    """``producer`` (the SDK, the client commands) imports nothing of ``fleet``; the one entry
+    point, ``mtfleet.__main__``, puts the two together, and nothing of ours imports it."""
+    g = graph()
+    for name, deps in g.items():
+        if name.startswith("mtfleet.producer"):
+            assert not {d for d in deps if d.startswith("mtfleet.fleet")}, (name, deps)
+        assert "mtfleet.__main__" not in deps, name
+    assert {"mtfleet.producer.cli", "mtfleet.fleet.cli"} <= g["mtfleet.__main__"]
+
+
+#: Packages of the extras ([server], [flower], [eval], [formats], the engines'): `pip install
+#: mtfleet` leaves them out (tests/integration/test_packaging.py installs it so, slowly).
 EXTRAS_ONLY = ("redis", "celery", "fastapi", "uvicorn", "lingua", "numpy", "rapidfuzz",
-               "pydantic_settings", "flower", "sacrebleu", "torch", "vllm")  # fmt: skip
+               "pydantic_settings", "flower", "sacrebleu", "torch", "vllm",
+               "lxml", "babel", "ruamel", "polib", "srt", "weblate_language_data")  # fmt: skip
 
 
 def test_the_sdk_and_the_cli_load_nothing_of_the_extras() -> None:
     """The client install runs ``mtfleet`` (the operator's commands mounted too): loading it,
     here where every extra is installed, imports none of their packages."""
-    code = "import sys, mtfleet.producer.cli; print(*[m for m in sys.argv[1:] if m in sys.modules])"
+    code = "import sys, mtfleet.__main__; print(*[m for m in sys.argv[1:] if m in sys.modules])"
     out = subprocess.run(
         [sys.executable, "-c", code, *EXTRAS_ONLY],
         capture_output=True,

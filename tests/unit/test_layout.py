@@ -54,7 +54,7 @@ def test_no_file_of_ours_is_loaded_under_a_second_name() -> None:
     """What this test session imported from the package folders came in as ``mtfleet.*``
     (never as a top-level ``api`` or ``core``, which would run a module twice)."""
     importlib.import_module("mtfleet.api.app")  # the API and, through it, most of core
-    importlib.import_module("mtfleet.producer.cli")  # the CLI and the SDK
+    importlib.import_module("mtfleet.__main__")  # the CLI and the SDK
 
     folders = [f for p, f in MAPPED.items() if p != "mtfleet"]
     for name, module in list(sys.modules.items()):

@@ -80,7 +80,7 @@ def test_configuration_check_fails_on_a_stale_page(tmp_path: Path) -> None:
 
 
 def _cli_commands() -> list[str]:
-    from mtfleet.producer.cli import app
+    from mtfleet.__main__ import app
 
     def name(c: object) -> str:
         callback = getattr(c, "callback", None)

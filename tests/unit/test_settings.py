@@ -111,7 +111,7 @@ def test_cli_refuses_bad_setting_before_starting_anything() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MT_")}
     env["MT_TENSOR_PARALLEL_SIZE"] = "0"
     proc = subprocess.run(
-        [sys.executable, "-m", "mtfleet.producer.cli", "worker"],
+        [sys.executable, "-m", "mtfleet", "worker"],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -133,7 +133,7 @@ def test_trusted_proxies_are_addresses_or_networks(monkeypatch: pytest.MonkeyPat
 def test_api_refuses_a_trusted_proxy_that_is_not_an_address() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MT_")}
     proc = subprocess.run(
-        [sys.executable, "-m", "mtfleet.producer.cli", "api", "--trusted-proxies", "*"],
+        [sys.executable, "-m", "mtfleet", "api", "--trusted-proxies", "*"],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -81,11 +81,12 @@ demo: .cache/system-deps.stamp $(VENV)/.base.stamp
 	$(VENV)/bin/mtfleet demo $(DEMO_ARGS)
 
 # Test files run TEST_JOBS at a time (pytest-xdist; a file's tests stay together, its fleet is
-# started once): most of the suite waits on worker processes, heartbeats and deadlines.
+# started once): most of the suite waits on worker processes, heartbeats and deadlines. The 30
+# slowest steps are listed at the end (where the suite's time goes).
 TEST_JOBS ?= 2
 test: test-deps lint
 	MT_TINY_MODEL=$(abspath $(TINY_MODEL)) $(PY) -m pytest tests -m "not soak" \
-	  -n $(TEST_JOBS) --dist loadfile $(PYTEST_ARGS)
+	  -n $(TEST_JOBS) --dist loadfile --durations=30 $(PYTEST_ARGS)
 
 # Fault runs too long (or not yet reliable enough) for every CI run.
 soak: test-deps

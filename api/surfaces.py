@@ -51,7 +51,15 @@ class Surface:
     invalid_message: str | None = None
 
     def owns(self, path: str) -> bool:
-        return any(path.startswith(p) or path == p.rstrip("/") for p in self.prefixes)
+        return self.claim(path) > 0
+
+    def claim(self, path: str) -> int:
+        """The length of the longest of this surface's prefixes that ``path`` is under (0:
+        none): a path two surfaces own is the more specific one's."""
+        return max(
+            (len(p) for p in self.prefixes if path.startswith(p) or path == p.rstrip("/")),
+            default=0,
+        )
 
 
 V1 = Surface(
@@ -64,7 +72,10 @@ V1 = Surface(
 
 
 def surface_for(surfaces: Sequence[Surface], path: str) -> Surface | None:
-    return next((s for s in surfaces if s.owns(path)), None)
+    """The surface owning ``path`` by its most specific prefix (DeepL's quality evaluations
+    live under ``/v1/``, which is otherwise mtfleet's own)."""
+    best = max(surfaces, key=lambda s: s.claim(path), default=None)
+    return best if best is not None and best.claim(path) else None
 
 
 def answer(surface: Surface, exc: Exception) -> Response:

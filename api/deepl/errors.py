@@ -26,7 +26,8 @@ def render(code: int, type_: str, message: str, **extra: Any) -> Response:
 
 SURFACE = Surface(
     "deepl",
-    ("/v2/", "/v3/"),
+    # (DeepL's quality-evaluation alpha is under /v1: api/deepl/quality.py)
+    ("/v2/", "/v3/", "/v1/quality-evaluations/"),
     ("deepl-auth-key", "bearer"),
     "an API key is required: send Authorization: DeepL-Auth-Key <key>",
     render,

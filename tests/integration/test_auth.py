@@ -14,7 +14,9 @@ import redis.asyncio
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
+from mtfleet.api import deepl
 from mtfleet.api.app import create_app
+from mtfleet.api.surfaces import V1, surface_for
 from mtfleet.core import keys
 from mtfleet.core.apikeys import KeyStore, seconds_to_utc_midnight
 from mtfleet.core.cache import PhraseCache
@@ -25,6 +27,7 @@ from mtfleet.fleet.localfleet import free_port
 from tests.integration.registered import register_pair
 from tests.support import in_process
 
+SURFACES = (V1, deepl.SURFACE)
 BODY = {"texts": ["Red shoes"], "source_lang": "en", "target_lang": "es"}
 
 
@@ -85,10 +88,33 @@ def test_every_v1_route_is_in_the_list_below(api: TestClient) -> None:
     routes = {
         (method, re.sub(r"\{(job|glossary|tm)_id\}", "abc", route.path))
         for route in api.app.routes  # type: ignore[attr-defined]
-        if isinstance(route, APIRoute) and route.path.startswith("/v1")
+        if isinstance(route, APIRoute) and surface_for(SURFACES, route.path) is V1
         for method in route.methods
     }
     assert routes == {(m, p) for m, p, _ in V1_CALLS}
+
+
+def test_deepls_quality_evaluations_under_v1_take_deepls_key(
+    api: TestClient, store: KeyStore
+) -> None:
+    """DeepL's quality-evaluation alpha lives under /v1: its clients send DeepL-Auth-Key and
+    read DeepL's error body, not mtfleet's own /v1's."""
+    _, token = store.create("shop1")
+    body = {"target_lang": "ES", "segments": [{"source": "Red shoes", "target": "Zapatos"}]}
+    for method, path, sent in (
+        ("POST", "/v1/quality-evaluations", body),
+        ("GET", "/v1/quality-evaluations/abc", None),
+    ):
+        missing = api.request(method, path, json=sent)
+        assert missing.status_code == 403, missing.text  # DeepL's status for a missing key
+        assert "DeepL-Auth-Key" in missing.json()["message"]
+        wrong = api.request(method, path, json=sent, headers={"Authorization": "DeepL-Auth-Key x"})
+        assert wrong.status_code == 403 and "message" in wrong.json(), wrong.text
+        ok = api.request(
+            method, path, json=sent, headers={"Authorization": f"DeepL-Auth-Key {token}"}
+        )
+        assert ok.status_code not in (401, 403), ok.text
+        assert "error" not in ok.json(), ok.text  # DeepL's shape whatever the answer
 
 
 def test_open_routes_need_no_key(api: TestClient) -> None:

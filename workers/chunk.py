@@ -221,6 +221,160 @@ class InteractiveFirst:
                 self._cond.wait_for(lambda: not self._active, timeout=self.max_wait_s)
 
 
+class ChunkRun:
+    """One delivery of a chunk in progress: the segments it still owes, what each step left
+    to do (``todo``: positions in ``segments``) and the outcomes so far, by result index.
+
+    Built by :meth:`ChunkProcessor._start`; every later step reads and advances it, so the
+    chunk's path reads top to bottom in :meth:`ChunkProcessor._process`."""
+
+    def __init__(
+        self,
+        msg: ChunkMessage,
+        all_indices: list[int],
+        pending: set[int],
+        where: dict[str, Any],
+    ) -> None:
+        self.msg = msg
+        self.all_indices = all_indices
+        self.pending = pending
+        self.where = where
+        self.segments = (
+            msg.segments  # a first delivery: nothing of it is written yet
+            if len(pending) == len(all_indices)
+            else [s for s in msg.segments if any(i in pending for i in s.indices)]
+        )
+        self.todo: list[int] = []
+        self.outcomes: list[tuple[int, SegmentOutcome]] = []
+        self.cache_hits = 0
+        gv = msg.glossary_version if msg.glossary_id else None
+        self.glossary_version = gv
+        # the phrase cache's key part
+        self.variant = cache_variant(gv, msg.guidance, msg.memory, msg.protected_patterns)
+
+    def deliver(self, seg_index: int, outcome: SegmentOutcome) -> None:
+        """``outcome`` for every pending index of the ``seg_index``-th segment, each with its
+        own outer whitespace."""
+        seg = self.segments[seg_index]
+        for i in seg.indices:
+            if i not in self.pending:
+                continue
+            if outcome.ok and outcome.translation is not None and seg.wraps:
+                text = rewrapped(seg.wraps, i, outcome.translation)
+                self.outcomes.append((i, outcome.model_copy(update={"translation": text})))
+            else:
+                self.outcomes.append((i, outcome))
+
+    def fail_all(self, error: dict[str, Any]) -> None:
+        for n in range(len(self.segments)):
+            self.deliver(n, SegmentOutcome(error=error))
+
+    def key(self, n: int) -> str:
+        """The ``n``-th segment's phrase-cache key part (its text and context)."""
+        seg = self.segments[n]
+        return keyed(seg.text, seg.context)
+
+    def serve(self, served: Callable[[int], SegmentOutcome | None]) -> int:
+        """Deliver what ``served`` has for the segments left to do (None: nothing); the rest
+        stays to do. Returns how many were served."""
+        rest = []
+        for n in self.todo:
+            outcome = served(n)
+            if outcome is None:
+                rest.append(n)
+            else:
+                self.deliver(n, outcome)
+        served_n = len(self.todo) - len(rest)
+        self.todo = rest
+        return served_n
+
+
+class Aids:
+    """What a chunk's translation is helped by: its glossary's matcher, the protected patterns
+    (the glossary's and the request's, checked by the API) and its translation memory."""
+
+    def __init__(self, store: JobStore, run: ChunkRun) -> None:
+        """Raises GlossaryNotFound, TMNotFound or BadPattern (every segment then fails)."""
+        msg = run.msg
+        self.matcher: Matcher | None = None
+        self.memory: ChunkMemory | None = None
+        if msg.glossary_id:
+            self.matcher = GlossaryStore(store.r).matcher(
+                msg.glossary_id, run.glossary_version or ""
+            )
+        mine = self.matcher.glossary.protected_patterns if self.matcher else []
+        self.patterns = compiled(tuple(dict.fromkeys([*mine, *(msg.protected_patterns or ())])))
+        if msg.memory is not None:
+            index = TranslationMemoryStore(store.r).index(msg.memory.id, msg.memory.version)
+            self.memory = ChunkMemory(index, msg.memory)
+
+
+class EngineCall:
+    """The chunk's segments left to do, through the scheduler within the chunk's budget: the
+    ``submit`` that :func:`checks.translate_checked` calls once, and again for a hard check's
+    retries."""
+
+    def __init__(
+        self,
+        run: ChunkRun,
+        aids: Aids,
+        scheduler: Callable[[], Scheduler],
+        deadline: float,
+        spent: Unfinished,
+        terms_in_prompt: bool,
+    ) -> None:
+        self.run = run
+        self.aids = aids
+        self.scheduler = scheduler
+        self.deadline = deadline
+        self.spent = spent
+        self.terms_in_prompt = terms_in_prompt
+        self.priority = 0 if run.msg.lane is Lane.interactive else 1
+        self.budget_ran_out = False
+
+    def guided(self, n: int, prep: Protected) -> Guidance | None:
+        """The job's guidance for the ``n``-th segment left to translate, with what is the
+        segment's own: its neighbouring sentences (a document's), the glossary's terms it
+        holds (an engine given them in its prompt) and, for an engine that follows
+        instructions, the memory's near match to edit or its most similar pairs as examples
+        (:class:`~mtfleet.workers.memory.ChunkMemory`)."""
+        msg, seg = self.run.msg, self.run.segments[self.run.todo[n]]
+        update: dict[str, Any] = {}
+        if seg.context is not None:
+            update["neighbours"] = seg.context
+        if prep.placed and self.terms_in_prompt:
+            update["terms"] = Matcher.listed(prep.placed)
+        if self.aids.memory is not None:
+            update.update(self.aids.memory.guidance(seg.text))
+        if not update:
+            return msg.guidance
+        return (msg.guidance or Guidance()).model_copy(update=update)
+
+    def __call__(self, batch: checks.Submitted) -> list[SegmentOutcome]:
+        """The batch's outcomes; those the budget left unfinished are ``Unfinished``."""
+        if self.budget_ran_out:  # (a hard check's retry after the budget ran out)
+            return [error_outcome(self.spent)] * len(batch)
+        msg = self.run.msg
+        requests = [
+            TranslationRequest(
+                prep.text, msg.source, msg.target, self.priority, msg.adapter, self.guided(n, prep)
+            )
+            for n, prep in batch
+        ]
+        scheduler = self.scheduler()
+        ticket = scheduler.submit(requests, job_id=msg.job_id)  # EngineUnavailable: requeued
+        if ticket.wait(max(self.deadline - time.monotonic(), 0.0)):
+            return ticket.result()
+        self.budget_ran_out = True
+        scheduler.cancel(ticket, self.spent)
+        return [o if o is not None else error_outcome(self.spent) for o in ticket.partial()]
+
+
+def _cached(hit: str | None) -> SegmentOutcome | None:
+    """A phrase-cache hit as a segment's outcome (None: no hit)."""
+    return None if hit is None else SegmentOutcome(translation=hit, cached=True)
+
+
 class ChunkProcessor:
     def __init__(
         self,
@@ -295,6 +449,38 @@ class ChunkProcessor:
         return None if not rate else 1.0 / rate
 
     def _process(self, msg: ChunkMessage, deadline: float) -> dict[str, Any]:
+        """The chunk's steps, in order (the module's docstring tells them)."""
+        run = self._start(msg)
+        if not isinstance(run, ChunkRun):
+            return run  # nothing to translate: what happened instead
+        try:
+            aids = Aids(self.store, run)
+        except (GlossaryNotFound, TMNotFound, BadPattern) as exc:
+            return self._fail(run, exc.as_dict())
+        fp = self.fingerprint(msg.adapter)
+        if fp is None:  # a worker of the pool without the adapter the API found in the registry
+            return self._fail(
+                run,
+                {
+                    "type": "unknown_adapter",
+                    "message": f"this worker of pool {msg.pool} has no LoRA adapter "
+                    f"{msg.adapter!r}",
+                },
+            )
+        self._take_given(run)
+        self._recheck_cache(run, fp)
+        self._serve_from_memory(run, aids)
+        translated = len(run.todo)
+        call, elapsed, retried = self._translate(run, aids, fp, deadline)
+        self._score(run)
+        if call.budget_ran_out:
+            self._requeue(run)
+        return self._finish(run, translated=translated, engine_s=elapsed, retried=retried)
+
+    def _start(self, msg: ChunkMessage) -> ChunkRun | dict[str, Any]:
+        """Count the delivery and learn which indices still need a result (one round trip):
+        the chunk's run, or what happened instead (the job is gone or final, every result is
+        written already, or the chunk is over ``MT_MAX_DELIVERIES`` and dead-lettered)."""
         all_indices = [i for seg in msg.segments for i in seg.indices]
         where: dict[str, Any] = {"pool": msg.pool, "lane": msg.lane.value}
         status, deliveries, pending = self.store.start_chunk(
@@ -320,166 +506,100 @@ class ChunkProcessor:
             )
             final = dead_letter(self.store, msg, all_indices, reason=reason)
             return {"dead_lettered": True, "job_status": final.value if final else None}
-        segments = (
-            msg.segments  # a first delivery: nothing of it is written yet
-            if len(pending) == len(all_indices)
-            else [s for s in msg.segments if any(i in pending for i in s.indices)]
-        )
-        outcomes: list[tuple[int, SegmentOutcome]] = []
+        return ChunkRun(msg, all_indices, pending, where)
 
-        def deliver(seg_index: int, outcome: SegmentOutcome) -> None:
-            seg = segments[seg_index]
-            for i in seg.indices:
-                if i not in pending:
-                    continue
-                if outcome.ok and outcome.translation is not None and seg.wraps:
-                    text = rewrapped(seg.wraps, i, outcome.translation)
-                    outcomes.append((i, outcome.model_copy(update={"translation": text})))
-                else:
-                    outcomes.append((i, outcome))
+    def _fail(self, run: ChunkRun, error: dict[str, Any]) -> dict[str, Any]:
+        """Every segment of the chunk fails with ``error`` (its glossary, memory or adapter
+        is missing), recorded."""
+        run.fail_all(error)
+        final = self.store.record(run.msg.job_id, run.outcomes, chunk=run.msg.chunk, **run.where)
+        return {"failed": len(run.outcomes), "job_status": final.value if final else None}
 
-        gv = msg.glossary_version if msg.glossary_id else None
-        # the phrase cache's key part
-        variant = cache_variant(gv, msg.guidance, msg.memory, msg.protected_patterns)
-        matcher = None
-        memory: ChunkMemory | None = None
-        try:
-            if msg.glossary_id:
-                matcher = GlossaryStore(self.store.r).matcher(msg.glossary_id, gv or "")
-            # the glossary's protected patterns and the request's (checked by the API)
-            mine = matcher.glossary.protected_patterns if matcher else []
-            patterns = compiled(tuple(dict.fromkeys([*mine, *(msg.protected_patterns or ())])))
-            if msg.memory is not None:
-                index = TranslationMemoryStore(self.store.r).index(
-                    msg.memory.id, msg.memory.version
-                )
-                memory = ChunkMemory(index, msg.memory)
-        except (GlossaryNotFound, TMNotFound, BadPattern) as exc:
-            for n in range(len(segments)):
-                deliver(n, SegmentOutcome(error=exc.as_dict()))
-            final = self.store.record(msg.job_id, outcomes, chunk=msg.chunk, **where)
-            return {"failed": len(outcomes), "job_status": final.value if final else None}
-        fp = self.fingerprint(msg.adapter)
-        if fp is None:  # a worker of the pool without the adapter the API found in the registry
-            err = {
-                "type": "unknown_adapter",
-                "message": f"this worker of pool {msg.pool} has no LoRA adapter {msg.adapter!r}",
-            }
-            for n in range(len(segments)):
-                deliver(n, SegmentOutcome(error=err))
-            final = self.store.record(msg.job_id, outcomes, chunk=msg.chunk, **where)
-            return {"failed": len(outcomes), "job_status": final.value if final else None}
-        todo = []
-        for n, seg in enumerate(segments):
+    def _take_given(self, run: ChunkRun) -> None:
+        """Segments that came with their translation (a quality evaluation's, to be scored)
+        are delivered as given, never the engine's; the rest are to do."""
+        for n, seg in enumerate(run.segments):
             if seg.translation is None:
-                todo.append(n)
-            else:  # given to be scored (a quality evaluation): never the engine's
-                deliver(n, SegmentOutcome(translation=seg.translation))
-        cache_hits = 0
-        if msg.cache_read and (
-            msg.quality_estimation  # the API did not look: the worker scores what it finds
+                run.todo.append(n)
+            else:
+                run.deliver(n, SegmentOutcome(translation=seg.translation))
+
+    def _recheck_cache(self, run: ChunkRun, fp: str) -> None:
+        """Look the chunk's texts up in the phrase cache again when it may pay: the job asked
+        for quality estimation (the API did not look: the worker scores what it finds), or the
+        chunk waited in the queue (:class:`Recheck`). Nothing for a request that reads no
+        cache."""
+        msg = run.msg
+        if not msg.cache_read or not (
+            msg.quality_estimation
             or (
                 time.time() - msg.enqueued_at >= RECHECK_AFTER_S
                 and self.recheck.wanted(self._engine_s_per_segment())
             )
         ):
-            looked = time.perf_counter()
-            hits = self.cache.get_many(
-                lookup(
-                    fp,
-                    msg.source,
-                    msg.target,
-                    (keyed(s.text, s.context) for s in segments),
-                    glossary=variant,
-                    scope=msg.cache_scope,
-                )
+            return
+        looked = time.perf_counter()
+        hits = self.cache.get_many(
+            lookup(
+                fp,
+                msg.source,
+                msg.target,
+                (run.key(n) for n in range(len(run.segments))),
+                glossary=run.variant,
+                scope=msg.cache_scope,
             )
-            self.recheck.observe(len(segments), len(hits), time.perf_counter() - looked)
-            if hits:
-                rest, before = [], len(outcomes)
-                for n in todo:
-                    hit = hits.get(keyed(segments[n].text, segments[n].context))
-                    if hit is None:
-                        rest.append(n)
-                    else:
-                        deliver(n, SegmentOutcome(translation=hit, cached=True))
-                cache_hits = len(outcomes) - before
-                todo = rest
-            metrics.CACHE_LOOKUPS.labels("hit").inc(len(segments) - len(todo))
-            metrics.CACHE_LOOKUPS.labels("miss").inc(len(todo))
+        )
+        self.recheck.observe(len(run.segments), len(hits), time.perf_counter() - looked)
+        if hits:
+            before = len(run.outcomes)
+            run.serve(lambda n: _cached(hits.get(run.key(n))))
+            run.cache_hits = len(run.outcomes) - before
+        metrics.CACHE_LOOKUPS.labels("hit").inc(len(run.segments) - len(run.todo))
+        metrics.CACHE_LOOKUPS.labels("miss").inc(len(run.todo))
+
+    def _serve_from_memory(self, run: ChunkRun, aids: Aids) -> None:
+        """An exact match in the translation memory (once the segment's placeables are carried
+        over) is the translation, whatever the engine (never the phrase cache's: the memory
+        may change)."""
+        memory = aids.memory
         if memory is not None:
-            # an exact match (once the segment's placeables are carried over) is the
-            # translation, whatever the engine (never the phrase cache's: the memory may change)
-            rest = []
-            for n in todo:
-                served = memory.served(segments[n].text)
-                if served is None:
-                    rest.append(n)
-                else:
-                    deliver(n, served)
-            todo = rest
-        texts = [segments[n].text for n in todo]
-        terms_in_prompt = matcher is not None and self.terms_in_prompt()
-        priority = 0 if msg.lane is Lane.interactive else 1
-        t0 = time.monotonic()
+            run.serve(lambda n: memory.served(run.segments[n].text))
+
+    def _translate(
+        self, run: ChunkRun, aids: Aids, fp: str, deadline: float
+    ) -> tuple[EngineCall, float, int]:
+        """The segments left to do through the engine with the glossary applied and every
+        output check, within the chunk's budget; what passed is cached, and every outcome but
+        those the budget left unfinished is delivered. Returns the engine call (did the budget
+        run out?), its seconds and how many segments a hard check retried."""
+        msg, s = run.msg, self.settings
         spent = Unfinished(f"chunk {msg.chunk}'s time budget ({seconds(self.budget_s)}) ran out")
-        budget_ran_out = False
-
-        def guided(n: int, prep: Protected) -> Guidance | None:
-            """The job's guidance for the ``n``-th segment left to translate, with what is the
-            segment's own: its neighbouring sentences (a document's), the glossary's terms it
-            holds (an engine given them in its prompt) and, for an engine that follows
-            instructions, the memory's near match to edit or its most similar pairs as
-            examples (:class:`~mtfleet.workers.memory.ChunkMemory`)."""
-            update: dict[str, Any] = {}
-            context = segments[todo[n]].context
-            if context is not None:
-                update["neighbours"] = context
-            if prep.placed and terms_in_prompt:
-                update["terms"] = Matcher.listed(prep.placed)
-            if memory is not None:
-                update.update(memory.guidance(segments[todo[n]].text))
-            if not update:
-                return msg.guidance
-            return (msg.guidance or Guidance()).model_copy(update=update)
-
-        def translate(batch: checks.Submitted) -> list[SegmentOutcome]:
-            """The batch's outcomes; those the budget left unfinished are ``Unfinished``."""
-            nonlocal budget_ran_out
-            if budget_ran_out:  # (a hard check's retry after the budget ran out)
-                return [error_outcome(spent)] * len(batch)
-            requests = [
-                TranslationRequest(
-                    prep.text, msg.source, msg.target, priority, msg.adapter, guided(n, prep)
-                )
-                for n, prep in batch
-            ]
-            scheduler = self.scheduler()
-            ticket = scheduler.submit(requests, job_id=msg.job_id)  # EngineUnavailable: requeued
-            if ticket.wait(max(deadline - time.monotonic(), 0.0)):
-                return ticket.result()
-            budget_ran_out = True
-            scheduler.cancel(ticket, spent)
-            return [o if o is not None else error_outcome(spent) for o in ticket.partial()]
-
-        s = self.settings
-        check = checks.CheckConfig(msg.source, msg.target, s.check_length_ratio, s.check_language)
+        terms_in_prompt = aids.matcher is not None and self.terms_in_prompt()
+        call = EngineCall(run, aids, self.scheduler, deadline, spent, terms_in_prompt)
+        t0 = time.monotonic()
         results, retried = checks.translate_checked(
-            translate,
-            texts,
-            check,
-            matcher,
+            call,
+            [run.segments[n].text for n in run.todo],
+            checks.CheckConfig(msg.source, msg.target, s.check_length_ratio, s.check_language),
+            aids.matcher,
             pause=self.lanes.bulk_turn if msg.lane is Lane.bulk else None,
             terms_in_prompt=terms_in_prompt,
-            patterns=patterns,
+            patterns=aids.patterns,
         )
         elapsed = time.monotonic() - t0
+        self._keep(run, results, aids, fp)
+        return call, elapsed, retried
+
+    def _keep(self, run: ChunkRun, results: list[SegmentOutcome], aids: Aids, fp: str) -> None:
+        """Deliver the engine's outcomes (an unfinished one gets none: its next delivery
+        translates it) and cache what passed with no warning."""
+        msg = run.msg
         to_cache = {}
-        for n, outcome in zip(todo, results, strict=True):
+        for n, outcome in zip(run.todo, results, strict=True):
             if outcome.error is not None and outcome.error.get("type") == Unfinished.code:
                 continue  # no result: its next delivery translates it
-            if memory is not None:
-                outcome = memory.named(segments[n].text, outcome)
+            if aids.memory is not None:
+                outcome = aids.memory.named(run.segments[n].text, outcome)
             # (a chunk of a request with use_cache=no, or a no-trace one, writes nothing)
             if (
                 msg.cache_write
@@ -487,42 +607,57 @@ class ChunkProcessor:
                 and outcome.translation is not None
                 and not outcome.warnings
             ):
-                to_cache[keyed(segments[n].text, segments[n].context)] = outcome.translation
-            deliver(n, outcome)
+                to_cache[run.key(n)] = outcome.translation
+            run.deliver(n, outcome)
         self.cache.put_many(
             fp,
             msg.source,
             msg.target,
             to_cache,
             job_id=msg.job_id,
-            glossary=variant,
+            glossary=run.variant,
             scope=msg.cache_scope,
         )
-        # segments aborted because their job was cancelled get no result, like the chunks that
-        # never started; what this chunk finished is kept, and its record settles the cancel
-        outcomes = [
-            (i, o) for i, o in outcomes if o.error is None or o.error.get("type") != Cancelled.code
+
+    def _score(self, run: ChunkRun) -> None:
+        """Segments aborted because their job was cancelled get no result, like the chunks
+        that never started (what this chunk finished is kept, and its record settles the
+        cancel); then the scores, when the job asked for quality estimation (after the cache
+        took the translations as they are)."""
+        run.outcomes = [
+            (i, o)
+            for i, o in run.outcomes
+            if o.error is None or o.error.get("type") != Cancelled.code
         ]
-        if msg.quality_estimation:  # scores, after the cache took the translations as they are
-            sources = {i: seg.text for seg in segments for i in seg.indices}
-            outcomes = self.quality.apply(outcomes, sources)
-        if budget_ran_out:
-            # what is done is kept (the chunk stays in the ledger); the rest goes back
-            self.store.record(msg.job_id, outcomes, **where)
-            if outcomes:
-                self.store.progressed(msg.job_id, msg.chunk)
-            raise Requeue(
-                f"chunk {msg.chunk} did not finish within its {seconds(self.budget_s)} budget: "
-                f"{len(outcomes)} of {len(pending)} segments recorded, the rest goes back"
-            )
-        final = self.store.record(msg.job_id, outcomes, chunk=msg.chunk, **where)
+        if run.msg.quality_estimation:
+            sources = {i: seg.text for seg in run.segments for i in seg.indices}
+            run.outcomes = self.quality.apply(run.outcomes, sources)
+
+    def _requeue(self, run: ChunkRun) -> None:
+        """The budget ran out: what is done is kept (the chunk stays in the ledger, and a
+        delivery that recorded something is not charged); the rest goes back."""
+        msg = run.msg
+        self.store.record(msg.job_id, run.outcomes, **run.where)
+        if run.outcomes:
+            self.store.progressed(msg.job_id, msg.chunk)
+        raise Requeue(
+            f"chunk {msg.chunk} did not finish within its {seconds(self.budget_s)} budget: "
+            f"{len(run.outcomes)} of {len(run.pending)} segments recorded, the rest goes back"
+        )
+
+    def _finish(
+        self, run: ChunkRun, *, translated: int, engine_s: float, retried: int
+    ) -> dict[str, Any]:
+        """Record the chunk's outcomes (one round trip) and count it."""
+        msg, outcomes = run.msg, run.outcomes
+        final = self.store.record(msg.job_id, outcomes, chunk=msg.chunk, **run.where)
         failed = sum(1 for _, o in outcomes if not o.ok)
-        self.chunk_segments += (len(all_indices) - self.chunk_segments) * 0.1
+        self.chunk_segments += (len(run.all_indices) - self.chunk_segments) * 0.1
         metrics.observe_chunk(
             pool=msg.pool or "",
             lane=msg.lane.value,
             segments=len(outcomes),
-            cached=cache_hits,
+            cached=run.cache_hits,
             failed=failed,
             latency_s=time.time() - msg.enqueued_at,
         )
@@ -532,10 +667,10 @@ class ChunkProcessor:
             )
         return {
             "segments": len(outcomes),
-            "translated": len(texts),
-            "cache_hits": cache_hits,
+            "translated": translated,
+            "cache_hits": run.cache_hits,
             "failed": failed,
-            "engine_s": round(elapsed, 4),
+            "engine_s": round(engine_s, 4),
             "retried": retried,
             "job_status": final.value if final else None,
         }

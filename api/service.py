@@ -91,6 +91,28 @@ class Submitted:
         return self.job.chars
 
 
+@dataclass
+class Submission:
+    """One request on its way to a job: what :meth:`JobService._submit`'s steps decided for it
+    (its pair, lane, route and named stores, its phrase-cache scope, whether it is no-trace),
+    and the job's id and time, given once it is admitted."""
+
+    req: JobCreate
+    inputs: Texts
+    owner: str
+    source: str
+    target: str
+    lane: Lane
+    route: Route
+    guidance: Guidance | None
+    memory: MemoryRef | None
+    glossary: GlossaryInfo | None
+    scope: str | None
+    no_trace: bool
+    job_id: str = ""
+    now: float = 0.0
+
+
 @dataclass(frozen=True)
 class IdempotencyRecord:
     """Where the job an Idempotency-Key made is remembered (``redis_key``, scoped to its
@@ -348,7 +370,56 @@ class JobService:
         idem: IdempotencyRecord | None,
         found: FromCache | None = None,
     ) -> Submitted:
-        texts = inputs.texts
+        """A request's job, in order: its pair and limits, its route, its named stores, what
+        the phrase cache knows and the chunks to send, the job stored paid for, its chunks
+        released to the broker."""
+        source, target = self._pair(req, inputs)
+        self._check_limits(inputs.texts, document=req.document is not None)
+        lane = self.lane_for(req, len(inputs.texts))
+        route = await self._route(req, source, target, found)
+        if req.quality_estimation:
+            self._check_quality(route)
+        guidance, memory, glossary = await anyio.to_thread.run_sync(
+            self._named_stores, req, route, owner, source, target, bool(inputs.texts)
+        )
+        sub = Submission(
+            req,
+            inputs,
+            owner,
+            source,
+            target,
+            lane,
+            route,
+            guidance,
+            memory,
+            glossary,
+            scope=self.cache_scope(owner),
+            no_trace=self.no_trace(req, key),
+        )
+        cached, plan = await self._split(sub, found)
+        if plan:
+            await self.routing.admit(route.name, lane)
+        sub.job_id, sub.now = new_job_id(), time.time()
+        messages = self._messages(sub, plan)
+        job = self._job_record(sub, cached, len(messages), idem)
+        ledger = {m.chunk: m.model_dump_json() for m in messages}  # also what is sent
+        content = inputs.document.content if inputs.document is not None else None
+        existing = await self._store(job, cached, ledger, content, key, idem)
+        if existing is not None:
+            assert idem is not None
+            return await self._joined(existing, idem)
+        if messages:
+            await anyio.to_thread.run_sync(self.release, route.name, lane)
+        metrics.JOBS.labels(route.name, lane.value).inc()
+        metrics.SEGMENTS.labels(route.name, lane.value).inc(len(inputs.texts))
+        metrics.CACHE_LOOKUPS.labels("hit").inc(job.cached)
+        metrics.CACHE_LOOKUPS.labels("miss").inc(len(inputs.texts) - job.cached)
+        return Submitted(job, created=True, cached=cached)
+
+    @staticmethod
+    def _pair(req: JobCreate, inputs: Texts) -> tuple[str, str]:
+        """The job's source and target, normalised: two languages, or one for a text improved
+        in its own language (DeepL Write); else 422."""
         source = languages.normalize(inputs.source)
         target = languages.normalize(req.target_lang)
         if req.writing is not None and source != target:
@@ -358,112 +429,114 @@ class JobService:
             )
         if source == target and req.writing is None:
             raise InvalidInput(f"source_lang and target_lang are both {source!r}")
-        self._check_limits(texts, document=req.document is not None)
-        lane = self.lane_for(req, len(texts))
+        return source, target
+
+    async def _route(
+        self, req: JobCreate, source: str, target: str, found: FromCache | None
+    ) -> Route:
+        """The pool the job runs on: an LLM pool for a text improved in its language, the one
+        :meth:`answer_from_cache` routed to already, else the pair's."""
         if req.writing is not None:  # improved in its language by an LLM pool (DeepL Write)
-            route = await self.routing.route_writing(target, req.pool, req.model_type)
-        elif found is not None and found.route is not None:
-            route = found.route  # routed by answer_from_cache: the same pair, pool and adapter
-        else:
-            route = await self.routing.route(source, target, req.pool, req.adapter, req.model_type)
-        if req.quality_estimation:
-            self._check_quality(route)
-        guidance, memory, glossary = await anyio.to_thread.run_sync(
-            self._named_stores, req, route, owner, source, target, bool(texts)
-        )
+            return await self.routing.route_writing(target, req.pool, req.model_type)
+        if found is not None and found.route is not None:
+            return found.route  # routed by answer_from_cache: the same pair, pool and adapter
+        return await self.routing.route(source, target, req.pool, req.adapter, req.model_type)
+
+    async def _split(
+        self, sub: Submission, found: FromCache | None
+    ) -> tuple[dict[int, SegmentOutcome], list[tuple[str, list[ChunkSegment]]]]:
+        """The outcomes known now and the chunks to send (:meth:`_plan`); a quality
+        evaluation's given translations are all to send, to be scored."""
+        req, texts = sub.req, sub.inputs.texts
         norms = [normalize(t) for t in texts]
-        scope = self.cache_scope(owner)
-        cached, plan = (
-            ({}, self._evaluation(texts, norms, req.translations, source))
-            if req.translations is not None
-            else await self._plan(
-                texts,
-                norms,
-                source,
-                target,
-                route,
-                glossary,
-                inputs,
-                scope,
-                guidance,
-                memory,
-                found.hits if found is not None else None,
-                self._neighbours(inputs, route),
-                req.protected_patterns,
-                read=req.use_cache == "yes" and not req.quality_estimation,
-            )
+        if req.translations is not None:
+            return {}, self._evaluation(texts, norms, req.translations, sub.source)
+        return await self._plan(
+            texts,
+            norms,
+            sub.source,
+            sub.target,
+            sub.route,
+            sub.glossary,
+            sub.inputs,
+            sub.scope,
+            sub.guidance,
+            sub.memory,
+            found.hits if found is not None else None,
+            self._neighbours(sub.inputs, sub.route),
+            req.protected_patterns,
+            read=req.use_cache == "yes" and not req.quality_estimation,
         )
+
+    @staticmethod
+    def _messages(
+        sub: Submission, plan: list[tuple[str, list[ChunkSegment]]]
+    ) -> list[ChunkMessage]:
+        """The job's chunk messages, one per planned chunk (the job's glossary and memory
+        apply to the chunks in its source language; a quality evaluation's are never
+        cached)."""
+        req, glossary = sub.req, sub.glossary
         evaluated = req.translations is not None  # scored, never cached
-        no_trace = self.no_trace(req, key)
-        if plan:
-            await self.routing.admit(route.name, lane)
-        job_id = new_job_id()
-        now = time.time()
-        messages = [
+        return [
             ChunkMessage(
-                job_id=job_id,
+                job_id=sub.job_id,
                 chunk=n,
-                lane=lane,
+                lane=sub.lane,
                 source=src,
-                target=target,
+                target=sub.target,
                 segments=segs,
-                enqueued_at=now,
-                glossary_id=glossary.id if glossary and src == source else None,
-                glossary_version=glossary.version if glossary and src == source else None,
-                cache_scope=scope,
-                pool=route.name,
-                adapter=route.adapter,
-                owner=owner,
-                guidance=guidance,
-                memory=memory if src == source else None,
+                enqueued_at=sub.now,
+                glossary_id=glossary.id if glossary and src == sub.source else None,
+                glossary_version=glossary.version if glossary and src == sub.source else None,
+                cache_scope=sub.scope,
+                pool=sub.route.name,
+                adapter=sub.route.adapter,
+                owner=sub.owner,
+                guidance=sub.guidance,
+                memory=sub.memory if src == sub.source else None,
                 protected_patterns=req.protected_patterns or None,
                 cache_read=req.use_cache == "yes" and not evaluated,
-                cache_write=req.use_cache != "no" and not no_trace and not evaluated,
+                cache_write=req.use_cache != "no" and not sub.no_trace and not evaluated,
                 quality_estimation=req.quality_estimation,
             )
             for n, (src, segs) in enumerate(plan)
         ]
-        done = len(cached)
-        final = done == len(texts)
-        doc = inputs.document
-        job = JobRecord(
-            id=job_id,
+
+    @staticmethod
+    def _job_record(
+        sub: Submission,
+        cached: dict[int, SegmentOutcome],
+        chunks: int,
+        idem: IdempotencyRecord | None,
+    ) -> JobRecord:
+        """The job as stored: final at once when the phrase cache knew every text."""
+        texts, doc, route, now = sub.inputs.texts, sub.inputs.document, sub.route, sub.now
+        final = len(cached) == len(texts)
+        return JobRecord(
+            id=sub.job_id,
             status=JobStatus.succeeded if final else JobStatus.queued,
-            source_lang=source,
-            target_lang=target,
-            lane=lane,
+            source_lang=sub.source,
+            target_lang=sub.target,
+            lane=sub.lane,
             pool=route.name,
             adapter=route.adapter,
-            progress=Progress(done=done, failed=0, total=len(texts)),
+            progress=Progress(done=len(cached), failed=0, total=len(texts)),
             cached=sum(1 for o in cached.values() if o.cached),
             created_at=now,
             finished_at=now if final else None,
-            chunks=len(messages),
-            owner=owner,
+            chunks=chunks,
+            owner=sub.owner,
             document_format=doc.fmt.name if doc is not None else None,
             document_name=doc.filename if doc is not None else None,
-            detected_source_lang=inputs.detected,
-            detected_confidence=inputs.confidence,
-            segment_langs=inputs.segment_langs,
+            detected_source_lang=sub.inputs.detected,
+            detected_confidence=sub.inputs.confidence,
+            segment_langs=sub.inputs.segment_langs,
             model_type_used=route.model_type_used,
-            callback_url=req.callback_url,
+            callback_url=sub.req.callback_url,
             chars=sum(len(t) for t in texts),
-            no_trace=no_trace,
-            idempotency_key=idem.redis_key if idem is not None and no_trace else "",
+            no_trace=sub.no_trace,
+            idempotency_key=idem.redis_key if idem is not None and sub.no_trace else "",
         )
-        ledger = {m.chunk: m.model_dump_json() for m in messages}  # also what is sent
-        content = doc.content if doc is not None else None
-        existing = await self._store(job, cached, ledger, content, key, idem)
-        if existing is not None:
-            assert idem is not None
-            return await self._joined(existing, idem)
-        if messages:
-            await anyio.to_thread.run_sync(self.release, route.name, lane)
-        metrics.JOBS.labels(route.name, lane.value).inc()
-        metrics.SEGMENTS.labels(route.name, lane.value).inc(len(texts))
-        metrics.CACHE_LOOKUPS.labels("hit").inc(job.cached)
-        metrics.CACHE_LOOKUPS.labels("miss").inc(len(texts) - job.cached)
-        return Submitted(job, created=True, cached=cached)
 
     async def _store(
         self,

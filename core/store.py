@@ -209,25 +209,7 @@ class JobStore:
         pipe = self.r.pipeline(transaction=False) if self.min_replicas else None
         reply = self._create(
             client=pipe,
-            keys=[
-                keys.job(job.id),
-                keys.job_results(job.id),
-                idem_key,
-                keys.job_chunks(job.id),
-                active_key(job.pool, job.lane.value),
-                keys.job_document(job.id) if document is not None else "",
-                *(storage.redis_keys() if storage is not None else ("", "")),
-                keys.webhook(job.id) if job.status.final and job.callback_url else "",
-                keys.WEBHOOKS_DUE,
-                *(
-                    backlog_keys(job.id, job.pool, job.lane.value, job.owner)
-                    if ledger and job.pool
-                    else [""] * 5
-                ),
-                charge.counter if charge is not None else "",
-                share.redis_key if share is not None else "",
-                charge.tags if charge is not None else "",
-            ],
+            keys=self._create_keys(job, idem_key, ledger, document, storage, charge, share),
             args=[
                 self.ttl,
                 idem_ttl,
@@ -255,14 +237,41 @@ class JobStore:
         )
         existing = reply if pipe is None else self._replicated(pipe, job.id, idem_key, charge)
         if isinstance(existing, list):
-            what, *found = existing
-            if what == "quota" and charge is not None:
-                raise charge.exceeded(int(found[0]))
-            if what == "share" and share is not None:
-                raise share.exceeded(int(found[0]), int(found[1]))
-            assert what == "storage" and storage is not None, existing
-            raise storage.exceeded(stored, int(found[0]))
+            raise _refusal(existing, stored, storage, charge, share)
         return str(existing) if existing else None
+
+    @staticmethod
+    def _create_keys(
+        job: JobRecord,
+        idem_key: str,
+        ledger: dict[int, str] | None,
+        document: bytes | None,
+        storage: Storage | None,
+        charge: Charge | None,
+        share: Share | None,
+    ) -> list[str]:
+        """The keys :meth:`create`'s script reads and writes, in its order ("" for a part the
+        job has not: no idempotency key, document, storage quota, webhook, backlog, charge or
+        share)."""
+        return [
+            keys.job(job.id),
+            keys.job_results(job.id),
+            idem_key,
+            keys.job_chunks(job.id),
+            active_key(job.pool, job.lane.value),
+            keys.job_document(job.id) if document is not None else "",
+            *(storage.redis_keys() if storage is not None else ("", "")),
+            keys.webhook(job.id) if job.status.final and job.callback_url else "",
+            keys.WEBHOOKS_DUE,
+            *(
+                backlog_keys(job.id, job.pool, job.lane.value, job.owner)
+                if ledger and job.pool
+                else [""] * 5
+            ),
+            charge.counter if charge is not None else "",
+            share.redis_key if share is not None else "",
+            charge.tags if charge is not None else "",
+        ]
 
     def _replicated(self, pipe: Any, job_id: str, idem_key: str, charge: Charge | None) -> Any:
         """Run the create script queued on ``pipe`` and ``WAIT`` for the replicas; the
@@ -612,3 +621,21 @@ def _outcomes(raw: dict[Any, Any], total: int) -> list[SegmentOutcome | None]:
         if 0 <= i < total:
             slots[i] = str(v)
     return _OUTCOMES.validate_json(f"[{','.join(slots)}]")
+
+
+def _refusal(
+    reply: list[Any],
+    stored: int,
+    storage: Storage | None,
+    charge: Charge | None,
+    share: Share | None,
+) -> Exception:
+    """What the create script refused the job for (``["quota", used]``, ``["share", segments,
+    jobs]`` or ``["storage", used]``), as the error its caller raises."""
+    what, *found = reply
+    if what == "quota" and charge is not None:
+        return charge.exceeded(int(found[0]))
+    if what == "share" and share is not None:
+        return share.exceeded(int(found[0]), int(found[1]))
+    assert what == "storage" and storage is not None, reply
+    return storage.exceeded(stored, int(found[0]))

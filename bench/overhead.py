@@ -55,7 +55,7 @@ def overhead(ctx: Context) -> Outcome:
     figures["reference loop ms (machine speed)"] = reference
     return Outcome(
         figures=figures,
-        checks=[Check("CPU µs / segment", total, "<=", 100, " µs")],
+        checks=[Check("CPU µs / segment", total, "<=", 60, " µs")],
         raw={
             "fleet": {k: v for k, v in through.items() if k != "translations"},
             "cpu_us_per_segment": per,

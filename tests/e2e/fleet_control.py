@@ -54,10 +54,11 @@ def apertium_fleet(
     env: Mapping[str, str] | None = None,
     *,
     flower: bool = False,
-    ready_s: float = 60,
+    ready_s: float = 180,
 ) -> Iterator[LocalFleet]:
     """A fleet on ``redis_url`` (its database flushed first): an Apertium worker, the API and,
-    with ``flower``, Flower; ready when entered (within ``ready_s``), stopped when left."""
+    with ``flower``, Flower; ready when entered (within ``ready_s``: a worker's first heartbeat
+    has been seen to take over 60 s on this 2-core machine under load), stopped when left."""
     redis.Redis.from_url(redis_url).flushdb()
     with LocalFleet(redis_url=redis_url, env={"MT_HEARTBEAT_S": "1", **(env or {})}) as f:
         f.start_redis()

@@ -24,7 +24,7 @@ SHIRT = "The red shirt is in the house."  # Apertium: "La camisa roja es en la c
 @pytest.fixture(scope="module")
 def fleet(redis_server: str) -> Iterator[LocalFleet]:
     env = {"MT_AUTH": "required", "MT_AUTH_CACHE_S": "0", "MT_DEEPL_WAIT_S": "10"}
-    with apertium_fleet(redis_server, env, ready_s=180) as f:
+    with apertium_fleet(redis_server, env) as f:
         yield f
 
 

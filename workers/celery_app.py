@@ -42,7 +42,7 @@ from pydantic import ValidationError
 
 from mtfleet.core import keys
 from mtfleet.core.backoff import Backoff
-from mtfleet.core.broker import LEDGER_REF, make_celery
+from mtfleet.core.broker import make_celery
 from mtfleet.core.errors import EngineUnavailable
 from mtfleet.core.models import ChunkMessage
 from mtfleet.core.settings import get_settings
@@ -116,14 +116,8 @@ ENGINE_DOWN_S = 0.5
 
 @app.task(name=keys.TRANSLATE_TASK, bind=True, acks_late=True, reject_on_worker_lost=True)
 def translate_chunk(self: Task, chunk: Any) -> dict[str, Any]:
-    """One chunk: its place in its job's ledger (``ledger <job id> <chunk>``, read from there),
-    its message as JSON text (:func:`mtfleet.core.broker.send_chunk`), or as an object (the
-    earlier format: chunks still queued across an upgrade)."""
-    if isinstance(chunk, str) and chunk.startswith(f"{LEDGER_REF} "):
-        entry = _ledger_entry(chunk)
-        if entry is None:
-            return {"skipped": "no longer in its job's ledger (finished, or the job is gone)"}
-        chunk = entry
+    """One chunk: its message as JSON text (:func:`mtfleet.core.broker.send_chunk`), or as an
+    object (the earlier format: chunks still queued across an upgrade)."""
     try:
         if isinstance(chunk, str | bytes):
             msg = ChunkMessage.model_validate_json(chunk)
@@ -147,17 +141,6 @@ def translate_chunk(self: Task, chunk: Any) -> dict[str, Any]:
         return _put_back(rt, msg, f"{type(exc).__name__}: {exc}", "error", backoff=True)
     finally:
         rt.releaser.nudge()  # its slot is free: what waits may go
-
-
-def _ledger_entry(ref: str) -> str | None:
-    """The message a ledger reference names (None: the ledger no longer holds it); a reference
-    that names no job is returned as it is, to be refused as any malformed message."""
-    _, _, rest = ref.partition(" ")
-    job_id, _, chunk = rest.partition(" ")
-    if not keys.is_id(job_id) or not chunk.isdigit():
-        return ref
-    entry = runtime().redis.hget(keys.job_chunks(job_id), chunk)
-    return None if entry is None else str(entry)
 
 
 def _put_back(

@@ -4,8 +4,6 @@ job's chunks leave at once, a chunk put back goes first again, and every count i
 
 from __future__ import annotations
 
-import base64
-import json
 import time
 
 import pytest
@@ -14,7 +12,7 @@ from kombu.exceptions import OperationalError
 
 from mtfleet.core import keys
 from mtfleet.core.backlog import Backlog
-from mtfleet.core.broker import ledger_ref, make_celery, release
+from mtfleet.core.broker import make_celery, release
 from mtfleet.core.models import ChunkMessage, ChunkSegment, JobStatus, Lane, Progress
 from mtfleet.core.settings import Settings
 from mtfleet.core.store import JobRecord, JobStore, new_job_id
@@ -250,29 +248,3 @@ def test_with_the_broker_away_a_batchs_good_chunks_are_back_at_once_and_a_bad_on
     [dead] = store.dead_letters.entries()
     assert (dead.job_id, dead.chunk) == (bad, 0) and "names no pool" in dead.reason
     assert store.get(bad).status is JobStatus.failed
-
-
-def test_a_released_chunk_travels_as_its_place_in_the_ledger_not_its_text(
-    store: JobStore, backlog: Backlog, r: redis.Redis, redis_url: str
-) -> None:
-    """The broker carries a released chunk as ``ledger <job> <chunk>``: its text is kept once,
-    in the ledger, where the worker reads it (not published, held unacked and delivered too)."""
-    app = make_celery(Settings(redis_url=redis_url))
-    job_id = make_job(store, "a", 2)
-    assert release(app, backlog, store, POOL, LANE, 10) == 2
-    queued = [str(m) for m in r.lrange(keys.queue(POOL, LANE), 0, -1)]
-    assert chunk_ids(queued) == {(job_id, 0), (job_id, 1)}
-    args = sorted(task_args(m)[0] for m in queued)
-    assert args == [ledger_ref(job_id, 0), ledger_ref(job_id, 1)]
-    assert not any("text 0" in m or "text 1" in m for m in queued)
-
-
-def task_args(raw: str) -> list[object]:
-    """The arguments of the task a raw broker message carries (kombu's envelope, its body
-    base64 as kombu's Redis transport sends it by default)."""
-    message = json.loads(raw)
-    body = message["body"]
-    if message["properties"].get("body_encoding") == "base64":
-        body = base64.b64decode(body)
-    args: list[object] = json.loads(body)[0]
-    return args

@@ -130,10 +130,24 @@ def test_a_taken_metrics_port_stops_the_worker_until_it_is_free(redis_url: str) 
     """Before, the taken port's error was swallowed with the rest of the boot: the worker
     consumed chunks without an engine. Now it exits, says why, and the launcher's restarts
     find the port once it is free."""
-    holder = socket.socket()
-    holder.bind(("0.0.0.0", 0))
-    holder.listen()
-    port = holder.getsockname()[1]
+    # An Apertium host runs a worker per lane, on MT_WORKER_METRICS_PORT + its index: both
+    # ports are taken (with one, the other lane's worker is rightly ready meanwhile).
+    holders: list[socket.socket] = []
+    while len(holders) < 2:
+        for held in holders:
+            held.close()
+        holders = [socket.socket()]
+        holders[0].bind(("0.0.0.0", 0))
+        port = holders[0].getsockname()[1]
+        nxt = socket.socket()
+        try:
+            nxt.bind(("0.0.0.0", port + 1))
+        except OSError:
+            nxt.close()
+            continue
+        holders.append(nxt)
+    for held in holders:
+        held.listen()
     env = {**os.environ, "MT_REDIS_URL": redis_url, "MT_WORKER_METRICS_PORT": str(port)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "mtfleet", "worker", "--engine", "apertium"],
@@ -151,8 +165,9 @@ def test_a_taken_metrics_port_stops_the_worker_until_it_is_free(redis_url: str) 
         while not any(said in line for line in lines):
             assert time.monotonic() < deadline, "".join(lines[-30:])
             time.sleep(0.2)
-        assert not any(" ready." in line for line in lines)  # it never consumed
-        holder.close()
+        assert not any(" ready." in line for line in lines), "".join(lines)  # never consumed
+        for held in holders:
+            held.close()
         while True:  # the next restart binds it and serves
             assert time.monotonic() < deadline + 30, "".join(lines[-30:])
             with contextlib.suppress(httpx.HTTPError):
@@ -161,6 +176,7 @@ def test_a_taken_metrics_port_stops_the_worker_until_it_is_free(redis_url: str) 
                     break
             time.sleep(0.5)
     finally:
-        holder.close()
+        for held in holders:
+            held.close()
         proc.terminate()
         proc.wait(30)

@@ -99,23 +99,25 @@ class Timing:
 def build_services(settings: Settings) -> Services:
     """Every service of an API process; call it on the event loop that will serve (its
     asyncio Redis clients belong to that loop; :func:`close_services` closes them)."""
-    r = connect(settings.redis_url)
-    ar = connect_async(settings.redis_url)
+    r = connect(settings.redis.redis_url)
+    ar = connect_async(settings.redis.redis_url)
     store = JobStore(
         r,
-        result_ttl_s=settings.result_ttl_s,
+        result_ttl_s=settings.jobs.result_ttl_s,
         aclient=ar,
-        min_replicas=settings.redis_min_replicas,
-        replica_timeout_ms=settings.redis_replica_timeout_ms,
+        min_replicas=settings.redis.redis_min_replicas,
+        replica_timeout_ms=settings.redis.redis_replica_timeout_ms,
     )
     registry = Registry(r, ar)
-    apikeys = KeyStore(r, cache_s=settings.auth_cache_s, aclient=ar, default_rate=settings.key_rate)
-    same = settings.effective_cache_url == settings.redis_url
+    apikeys = KeyStore(
+        r, cache_s=settings.keys.auth_cache_s, aclient=ar, default_rate=settings.keys.key_rate
+    )
+    same = settings.redis.effective_cache_url == settings.redis.redis_url
     cache = PhraseCache(
-        connect(settings.effective_cache_url),
-        ttl_s=settings.cache_ttl_s,
-        job_ttl_s=settings.result_ttl_s,
-        aclient=ar if same else connect_async(settings.effective_cache_url),
+        connect(settings.redis.effective_cache_url),
+        ttl_s=settings.jobs.cache_ttl_s,
+        job_ttl_s=settings.jobs.result_ttl_s,
+        aclient=ar if same else connect_async(settings.redis.effective_cache_url),
     )
     celery = make_celery(settings, name="mtfleet-api")
     pool = DocumentPool(settings)
@@ -129,15 +131,15 @@ def build_services(settings: Settings) -> Services:
         jobs,
         Results(store, pool, waiter),
         waiter,
-        WebhookOutbox(r, ar, kept_s=settings.result_ttl_s),
+        WebhookOutbox(r, ar, kept_s=settings.jobs.result_ttl_s),
         KeyShares(
-            settings.max_waits_per_key,
+            settings.webhooks.max_waits_per_key,
             "event streams and waiting requests",
             "MT_MAX_WAITS_PER_KEY",
         ),
-        AuthFailures(settings.auth_failures_per_minute),
+        AuthFailures(settings.keys.auth_failures_per_minute),
         KeyShares(
-            settings.tm_work_per_key,
+            settings.glossaries.tm_work_per_key,
             "translation-memory operations (imports, exports, corrections, segment pages)",
             "MT_TM_WORK_PER_KEY",
         ),
@@ -159,17 +161,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # Sync routes run in a thread pool; /v1/translate waits in it, so give it room.
         anyio.to_thread.current_default_thread_limiter().total_tokens = 256
         # first: a metrics port this process cannot have stops it before anything loads
-        stop_metrics = metrics.serve(settings.api_metrics_host, settings.api_metrics_port)
+        stop_metrics = metrics.serve(settings.api.api_metrics_host, settings.api.api_metrics_port)
         services = build_services(settings)
         # what the first auto-detected request and the first document would otherwise wait
         # seconds for (lingua's models, the document processes): loaded before serving
-        if settings.preload:
+        if settings.documents.preload:
             await asyncio.gather(
                 anyio.to_thread.run_sync(langdetect.preload),
                 anyio.to_thread.run_sync(services.jobs.documents.start),
             )
         services.waiter.start()
-        deliverer = WebhookDeliverer(settings, services.outbox, services.apikeys, services.store)
+        deliverer = WebhookDeliverer(
+            settings.webhooks, services.outbox, services.apikeys, services.store
+        )
         deliverer.start()  # every API process sends the fleet's webhooks (docs/webhooks.md)
         app.state.services = services
         metrics.FLEET.r = services.store.r

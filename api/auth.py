@@ -81,7 +81,7 @@ async def caller_for(request: Request, token: str | None, missing: str) -> Calle
     :class:`RateLimited` instead. A key whose scopes do not hold the route's family is
     :class:`Forbidden` (every surface's routes come through here, whatever the guard saw)."""
     services: Services = request.app.state.services
-    if services.settings.auth == "off":
+    if services.settings.keys.auth == "off":
         return ANONYMOUS
     if not token:
         raise Unauthorized(missing)

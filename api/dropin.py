@@ -163,7 +163,7 @@ async def _translations(
         key=caller.key,
         idempotency_key=key,
         found=found,
-        idempotency_ttl_s=services.settings.dropin_retry_window_s,
+        idempotency_ttl_s=services.settings.api.dropin_retry_window_s,
     )
     known = submitted.cached if submitted.created else None
     job, result = await services.results.settled(submitted.job, wait_s, known)
@@ -249,7 +249,7 @@ async def submit_document(
         owner=caller.owner,
         key=caller.key,
         idempotency_key=key,
-        idempotency_ttl_s=services.settings.dropin_retry_window_s,
+        idempotency_ttl_s=services.settings.api.dropin_retry_window_s,
     )
     job = submitted.job
     token = await run_in_threadpool(services.store.grant_access, job.id, submitted.chars)

@@ -136,9 +136,9 @@ class RequestGuard:
         self, app: ASGIApp, settings: Settings, surfaces: tuple[Surface, ...] = (V1,)
     ) -> None:
         self.app = app
-        self.limit = settings.max_request_bytes
-        self.body_timeout_s = settings.body_timeout_s
-        self.auth = settings.auth == "required"
+        self.limit = settings.api.max_request_bytes
+        self.body_timeout_s = settings.api.body_timeout_s
+        self.auth = settings.keys.auth == "required"
         self.surfaces = surfaces
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -134,13 +134,13 @@ class DocumentPool:
     """The API's document workers (started on first use)."""
 
     def __init__(self, settings: Settings) -> None:
-        self.deadline_s = settings.document_deadline_s
-        self.memory_mb = settings.document_memory_mb
-        self.workers = settings.document_workers
-        self.max_segments = settings.max_segments_per_job
+        self.deadline_s = settings.documents.document_deadline_s
+        self.memory_mb = settings.documents.document_memory_mb
+        self.workers = settings.documents.document_workers
+        self.max_segments = settings.jobs.max_segments_per_job
         # one key's share: its calls running or waiting for a process; a few more of its
         # calls (files uploaded together) wait for its share, the next are refused
-        share = settings.document_workers_per_key or max(1, self.workers // 2)
+        share = settings.documents.document_workers_per_key or max(1, self.workers // 2)
         self.shares = KeyShares(
             share,
             f"of the {self.workers} document processes",

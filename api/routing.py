@@ -161,7 +161,7 @@ class Routing:
         if adapter is not None:
             serving = self._with_adapter_named(pools, serving, adapter, source, target)
         name = choose_pool(
-            self.settings.routes, source, target, serving, pools, model_type=model_type
+            self.settings.backlog.routes, source, target, serving, pools, model_type=model_type
         )
         return self._with_adapter(pools[name], adapter, model_type)
 
@@ -303,7 +303,7 @@ class Routing:
             )
         pools = await self.pools()
         name = pool or choose_pool(
-            self.settings.routes, lang, lang, serving, pools, model_type=model_type
+            self.settings.backlog.routes, lang, lang, serving, pools, model_type=model_type
         )
         return self._with_adapter(pools[name], None, model_type)
 
@@ -314,9 +314,9 @@ class Routing:
         0.2 s per process, so it may overshoot the limit by what the API processes accept in
         that time."""
         limit = (
-            self.settings.max_queue_interactive
+            self.settings.backlog.max_queue_interactive
             if lane is Lane.interactive
-            else self.settings.max_queue_bulk
+            else self.settings.backlog.max_queue_bulk
         )
         now = time.monotonic()
         seen = self._depths.get((pool, lane))

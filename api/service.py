@@ -173,9 +173,9 @@ class JobService:
         self.registry = registry
         self.celery = celery
         self.apikeys = apikeys
-        self.backlog = Backlog(store.r, ttl_s=settings.result_ttl_s)
+        self.backlog = Backlog(store.r, ttl_s=settings.jobs.result_ttl_s)
         self.routing = Routing(settings, registry, self.backlog)
-        self.detector = detection.Detector(settings.key_detections)
+        self.detector = detection.Detector(settings.keys.key_detections)
 
     # -- the whole path ----------------------------------------------------------------------
     async def submit(
@@ -347,7 +347,7 @@ class JobService:
         (every surface that asks for the interactive lane alike): one request cannot take the
         lane meant for small ones. A larger job is served on the bulk lane, not refused, so a
         drop-in client's long request still gets its translation."""
-        if n_texts > self.settings.interactive_max_segments:
+        if n_texts > self.settings.backlog.interactive_max_segments:
             return Lane.bulk
         return req.lane or Lane.interactive
 
@@ -356,9 +356,9 @@ class JobService:
         s = self.settings
         return InteractiveShares(
             self.store.r,
-            segments=s.key_interactive_segments,
-            jobs=s.key_interactive_jobs,
-            ttl_s=s.result_ttl_s,
+            segments=s.keys.key_interactive_segments,
+            jobs=s.keys.key_interactive_jobs,
+            ttl_s=s.jobs.result_ttl_s,
         )
 
     async def _submit(
@@ -559,7 +559,7 @@ class JobService:
             idempotency=(idem.redis_key, idem.value(job.id), idem.ttl_s) if idem else None,
             ledger=ledger,
             document=document,
-            storage=self.apikeys.storage(key, self.settings.key_storage_mb) if key else None,
+            storage=self.apikeys.storage(key, self.settings.keys.key_storage_mb) if key else None,
             charge=self.apikeys.charge_of(key, job.chars) if key is not None else None,
             share=self.interactive_shares.share(job.owner, job.progress.total) if holds else None,
         )
@@ -570,7 +570,7 @@ class JobService:
 
     def cache_scope(self, owner: str) -> str | None:
         """Whose phrase-cache entries a job of ``owner`` reads and writes (None: shared)."""
-        return owner if owner and self.settings.cache_scope == "key" else None
+        return owner if owner and self.settings.jobs.cache_scope == "key" else None
 
     def purge(self, job: JobRecord) -> None:
         """Delete a job, everything stored for it and the phrase-cache entries its chunks
@@ -596,12 +596,14 @@ class JobService:
                 f"existed); the operator gives it one with: mtfleet keys rotate-webhook-secret "
                 f"{key.id}"
             )
-        if key is None and self.settings.webhook_secret is None:
+        if key is None and self.settings.webhooks.webhook_secret is None:
             raise InvalidInput(
                 "callback_url needs a signing secret: with MT_AUTH=off the operator sets "
                 "MT_WEBHOOK_SECRET (a whsec_ secret)"
             )
-        await targets.check_callback(url, allow_private=self.settings.webhook_allow_private)
+        await targets.check_callback(
+            url, allow_private=self.settings.webhooks.webhook_allow_private
+        )
 
     async def _webhook_secrets(self, key_id: str) -> list[str]:
         """Read now, not from the key as authentication cached it: a rotation counts at once."""
@@ -612,21 +614,22 @@ class JobService:
 
     def _check_limits(self, texts: list[str], *, document: bool = False) -> None:
         s = self.settings
-        if len(texts) > s.max_segments_per_job:
+        if len(texts) > s.jobs.max_segments_per_job:
             if document:
                 raise InvalidInput(
                     f"the document has {len(texts)} sentences; one job may carry "
-                    f"{s.max_segments_per_job} (MT_MAX_SEGMENTS_PER_JOB): split the file, or "
+                    f"{s.jobs.max_segments_per_job} (MT_MAX_SEGMENTS_PER_JOB): split the file, or "
                     "ask the operator to raise the limit"
                 )
             raise InvalidInput(
-                f"{len(texts)} texts in one job; the limit is {s.max_segments_per_job} "
+                f"{len(texts)} texts in one job; the limit is {s.jobs.max_segments_per_job} "
                 "(GET /v1/limits; mtfleet submit splits a larger line file into several jobs)"
             )
-        if texts and max(map(len, texts)) > s.max_segment_chars:
-            i = next(i for i, t in enumerate(texts) if len(t) > s.max_segment_chars)
+        if texts and max(map(len, texts)) > s.jobs.max_segment_chars:
+            i = next(i for i, t in enumerate(texts) if len(t) > s.jobs.max_segment_chars)
             raise InvalidInput(
-                f"texts[{i}] has {len(texts[i])} characters; the limit is {s.max_segment_chars}"
+                f"texts[{i}] has {len(texts[i])} characters; "
+                f"the limit is {s.jobs.max_segment_chars}"
             )
 
     def _named_stores(
@@ -701,7 +704,7 @@ class JobService:
         on a pool whose engine reads one (an LLM), up to ``MT_DOCUMENT_CONTEXT_TOKENS``; None
         otherwise (then sentences share the cache entries of the same text anywhere)."""
         doc = inputs.document
-        tokens = self.settings.document_context_tokens
+        tokens = self.settings.engine.document_context_tokens
         if doc is None or not tokens or not route.pool.instructions:
             return None
         found = surrounding(doc.texts, doc.unit_of, tokens)
@@ -790,7 +793,7 @@ class JobService:
                     cached[i] = SegmentOutcome(translation=rewrap(texts[i], hit), cached=True)
             members = set(indices)
             skip = {i for i in range(len(texts)) if i not in members} | set(cached)
-            chunks = plan_chunks(texts, norms, skip, self.settings.chunk_size, contexts)
+            chunks = plan_chunks(texts, norms, skip, self.settings.backlog.chunk_size, contexts)
             plan += [(src, c) for c in chunks]
         return cached, plan
 
@@ -800,7 +803,7 @@ class JobService:
         """The chunks of a quality evaluation: each text with the translation given for it, to
         be scored (none translated, none looked up in the cache; the same text twice with two
         translations is two segments)."""
-        size = self.settings.chunk_size
+        size = self.settings.backlog.chunk_size
         segments = [
             ChunkSegment(indices=[i], text=norms[i], translation=normalize(given[i]))
             for i in range(len(texts))
@@ -838,7 +841,7 @@ class JobService:
         return IdempotencyRecord(
             self.idempotency_redis_key(idempotency_key, owner),
             hashlib.sha256(body).hexdigest()[:32],
-            ttl_s or self.settings.idempotency_ttl_s,
+            ttl_s or self.settings.jobs.idempotency_ttl_s,
         )
 
     @staticmethod
@@ -889,7 +892,7 @@ class JobService:
                 self.store,
                 pool,
                 lane.value,
-                self.settings.release_ahead,
+                self.settings.backlog.release_ahead,
             )
         except (KombuError, redis.RedisError, OSError) as exc:  # (a batch publish: KombuError)
             log.warning(

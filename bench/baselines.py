@@ -41,7 +41,7 @@ from bench.loadgen import latency_summary, poisson_stream
 from bench.report import Check, Outcome
 from bench.run_context import Context
 from bench.workload import SOURCE, TARGET, segments
-from mtfleet.core.settings import Settings
+from mtfleet.core.settings import EngineSettings, Settings
 from mtfleet.workers.engines.base import TranslationRequest
 
 RATE_PER_S = 5.0
@@ -111,9 +111,9 @@ def baselines(ctx: Context) -> Outcome:
     n_stream = int(RATE_PER_S * duration)
     with patched_environ(cost_env("h200-7b")):
         preset = CostParams.from_env()
-    env = {**cost_env("h200-7b"), **preset.step_budget(Settings().interactive_slowdown)}
+    env = {**cost_env("h200-7b"), **preset.step_budget(Settings().scheduler.interactive_slowdown)}
     with patched_environ(env):
-        engine = CostModelEngine(Settings())
+        engine = CostModelEngine(EngineSettings())
     engine.load()
     rows: dict[str, dict[str, Any]] = {}
     try:

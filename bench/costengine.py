@@ -78,7 +78,7 @@ from typing import Any, TypeVar
 
 from mtfleet.core.errors import EngineError, EngineUnavailable
 from mtfleet.core.languages import LANGUAGES
-from mtfleet.core.settings import Settings
+from mtfleet.core.settings import EngineSettings
 from mtfleet.fleet.gpucost import PRESETS, CostParams, EngineSequence, Step, StepBatch
 from mtfleet.workers import prompts
 from mtfleet.workers.engines.base import (
@@ -267,7 +267,7 @@ class CostModelEngine(Engine):
 
     name = "costmodel"
 
-    def __init__(self, settings: Settings, params: CostParams | None = None) -> None:
+    def __init__(self, settings: EngineSettings, params: CostParams | None = None) -> None:
         self.settings = settings
         params = params if params is not None else CostParams.from_env()
         # The fleet's step budget applies here as it does to vLLM (MT_MAX_STEP_TOKENS is its

@@ -51,7 +51,7 @@ from bench.loadgen import latency_summary, percentile, poisson_stream
 from bench.report import Check, Outcome
 from bench.run_context import Context
 from bench.workload import SOURCE, TARGET, interactive_requests, segments
-from mtfleet.core.settings import Settings
+from mtfleet.core.settings import EngineSettings, Settings
 
 RATE_PER_S = 8.0
 WARM_S = 3.0
@@ -175,10 +175,10 @@ def costmodel_rate(seed: int) -> tuple[dict[str, str], float]:
     with patched_environ(cost_env("h200-7b")):
         preset = CostParams.from_env()
     # deployed as docs/operations.md says (sizing the step): budget at the knee x slowdown
-    budget = preset.step_budget(Settings().interactive_slowdown)
+    budget = preset.step_budget(Settings().scheduler.interactive_slowdown)
     env = {**cost_env("h200-7b"), **budget}
     with patched_environ(env):
-        params = CostModelEngine(Settings()).params
+        params = CostModelEngine(EngineSettings()).params
     sample = segments(2000, seed=seed, tag="sample")
     rate = float(direct_throughput(params, cost_requests(params, sample))["requests_per_s"])
     return env, rate
@@ -190,7 +190,7 @@ def apertium_rate(seed: int) -> tuple[dict[str, str], float]:
     from mtfleet.workers.engines.apertium import ApertiumEngine
     from mtfleet.workers.engines.base import TranslationRequest
 
-    engine = ApertiumEngine(Settings())
+    engine = ApertiumEngine(EngineSettings())
     engine.load()
     try:
         sample = [

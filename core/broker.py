@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 def make_celery(settings: Settings, name: str = "mtfleet") -> Celery:
     # TLS options in broker_use_ssl, a Sentinel URL as kombu's own (core.redis_conn.kombu_broker)
-    broker = kombu_broker(settings.redis_url)
+    broker = kombu_broker(settings.redis.redis_url)
     app = Celery(name, broker=broker.url, set_as_current=False)
     app.conf.update(
         broker_use_ssl=broker.use_ssl or False,
@@ -45,8 +45,8 @@ def make_celery(settings: Settings, name: str = "mtfleet") -> Celery:
         # A queue per pool and lane; pools come and go, so a queue is made when first used
         # (the API sends to the queue of the pool it routed a job to; a worker consumes its
         # pool's, given by name on its command line).
-        task_queues=[Queue(keys.queue(settings.pool_name, lane)) for lane in keys.LANES],
-        task_default_queue=keys.queue(settings.pool_name, "bulk"),
+        task_queues=[Queue(keys.queue(settings.worker.pool_name, lane)) for lane in keys.LANES],
+        task_default_queue=keys.queue(settings.worker.pool_name, "bulk"),
         task_create_missing_queues=True,
         # At-least-once: ack after the chunk is done; a lost worker's chunk comes back.
         task_acks_late=True,
@@ -60,8 +60,8 @@ def make_celery(settings: Settings, name: str = "mtfleet") -> Celery:
         # sweep: ~100 s); a dead worker's come back through the reconciler's rescue.
         broker_transport_options={
             **broker.transport_options,
-            "visibility_timeout": settings.visibility_timeout_s,
-            "unacked_restore_interval": settings.restore_interval_s,
+            "visibility_timeout": settings.worker.visibility_timeout_s,
+            "unacked_restore_interval": settings.worker.restore_interval_s,
             "unacked_restore_throttle": 1,
         },
         broker_connection_retry_on_startup=True,

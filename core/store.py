@@ -39,7 +39,7 @@ from mtfleet.core.errors import JobNotFound, NotReplicated
 from mtfleet.core.interactive import Share
 from mtfleet.core.models import JobStatus, Progress, SegmentOutcome
 from mtfleet.core.schemas import ChunksPublic, JobPublic
-from mtfleet.core.settings import Settings
+from mtfleet.core.settings import WorkerSettings
 
 
 class JobRecord(JobPublic):
@@ -161,8 +161,8 @@ class JobStore:
         self._adelivered = scripts.register(aclient, "job_delivered") if aclient else None
         self.dead_letters = dead_letters or DeadLetters(
             client,
-            max_entries=Settings.model_fields["dead_letter_max"].default,
-            ttl_s=Settings.model_fields["dead_letter_ttl_s"].default,
+            max_entries=WorkerSettings.model_fields["dead_letter_max"].default,
+            ttl_s=WorkerSettings.model_fields["dead_letter_ttl_s"].default,
         )
 
     # -- API side ------------------------------------------------------------------------------

@@ -87,8 +87,8 @@ def api(
     from mtfleet.core.settings import get_settings
 
     _settings_or_exit({} if trusted_proxies is None else {"MT_TRUSTED_PROXIES": trusted_proxies})
-    proxies = get_settings().trusted_proxies
-    metrics_port = get_settings().api_metrics_port
+    proxies = get_settings().keys.trusted_proxies
+    metrics_port = get_settings().api.api_metrics_port
     if workers > 1 and metrics_port is not None:
         # each process would bind it: one wins, the others fail and are restarted, forever
         err_console.print(
@@ -188,35 +188,36 @@ def worker(
     settings = get_settings()
     try:
         gpu_ids = parse_gpus(gpus)
-        groups = gpu_groups(gpu_ids, tp, settings.pipeline_parallel_size)
-        prefix = f"{settings.pool}-" if settings.pool else ""
+        groups = gpu_groups(gpu_ids, tp, settings.engine.pipeline_parallel_size)
+        prefix = f"{settings.worker.pool}-" if settings.worker.pool else ""
         apart = lanes_apart(settings, gpu_ids)
-        plan = worker_plan(groups, list(settings.lanes), apart, prefix)
+        plan = worker_plan(groups, list(settings.worker.lanes), apart, prefix)
     except ConfigError as exc:
         err_console.print(f"[red]{escape(exc.message)}[/red]")
         raise typer.Exit(2) from None
     found = problems(settings, gpu_ids)
     if found:
         err_console.print(
-            f"[red]mtfleet worker (engine {settings.engine}) cannot start:[/red]\n"
+            f"[red]mtfleet worker (engine {settings.worker.engine}) cannot start:[/red]\n"
             + "\n".join(f"  - {escape(line)}" for line in found),
             soft_wrap=True,
         )
         raise typer.Exit(2)
     err_console.print(
         f"starting {len(plan)} worker(s): {', '.join(name for name, _, _ in plan)} "
-        f"engine={settings.engine} pool={settings.pool_name} lanes={','.join(settings.lanes)}"
+        f"engine={settings.worker.engine} pool={settings.worker.pool_name} "
+        f"lanes={','.join(settings.worker.lanes)}"
     )
     code = run_workers(
         gpus=gpus,
         tp=tp,
-        pp=settings.pipeline_parallel_size,
-        pool=settings.pool_name,
-        lanes=list(settings.lanes),
-        concurrency=settings.worker_concurrency,
+        pp=settings.engine.pipeline_parallel_size,
+        pool=settings.worker.pool_name,
+        lanes=list(settings.worker.lanes),
+        concurrency=settings.worker.worker_concurrency,
         loglevel=loglevel,
         env_overrides=overrides,
-        interactive_prefetch=settings.interactive_prefetch,
+        interactive_prefetch=settings.scheduler.interactive_prefetch,
         process_per_lane=apart,
         prefix=prefix,
     )
@@ -235,15 +236,17 @@ def flower(
     from mtfleet.workers.flower import check_flower_auth, run_flower
 
     s = get_settings()
-    address = host or s.flower_host
+    address = host or s.flower.flower_host
     try:
-        warning = check_flower_auth(address, s.flower_user, s.flower_password.get_secret_value())
+        warning = check_flower_auth(
+            address, s.flower.flower_user, s.flower.flower_password.get_secret_value()
+        )
     except ConfigError as exc:
         err_console.print(f"[red]{escape(exc.message)}[/red]", soft_wrap=True)
         raise typer.Exit(2) from None
     if warning:
         err_console.print(f"[bold red]WARNING: {warning}[/bold red]", soft_wrap=True)
-    raise typer.Exit(run_flower(s, address, port or s.flower_port))
+    raise typer.Exit(run_flower(s, address, port or s.flower.flower_port))
 
 
 def demo(
@@ -275,7 +278,7 @@ def pools_forget(name: Annotated[str, typer.Argument(help="The pool's name.")]) 
     from mtfleet.core.registry import Registry
     from mtfleet.core.settings import get_settings
 
-    if not Registry(connect(get_settings().redis_url)).forget_pool(name):
+    if not Registry(connect(get_settings().redis.redis_url)).forget_pool(name):
         err_console.print(f"[red]no pool {escape(repr(name))}[/red]")
         raise typer.Exit(1)
     print(f"forgot pool {name}")
@@ -297,7 +300,9 @@ def _key_store() -> KeyStore:
     from mtfleet.core.settings import get_settings
 
     settings = get_settings()
-    return KeyStore(connect(settings.redis_url), cache_s=0, default_rate=settings.key_rate)
+    return KeyStore(
+        connect(settings.redis.redis_url), cache_s=0, default_rate=settings.keys.key_rate
+    )
 
 
 WEIGHT_HELP = (
@@ -545,10 +550,10 @@ def keys_delete(key_id: Annotated[str, typer.Argument(help="The key's id (keys l
     if key is None:
         err_console.print(f"[red]no API key {escape(repr(key_id))}[/red]")
         raise typer.Exit(1)
-    n = GlossaryStore(store.r).delete_owned(key.id, retention_s=get_settings().result_ttl_s)
+    n = GlossaryStore(store.r).delete_owned(key.id, retention_s=get_settings().jobs.result_ttl_s)
     rules = StyleRuleStore(store.r).delete_owned(key.id)
     memories = TranslationMemoryStore(store.r).delete_owned(
-        key.id, retention_s=get_settings().result_ttl_s
+        key.id, retention_s=get_settings().jobs.result_ttl_s
     )
     store.delete(key.id)
     print(

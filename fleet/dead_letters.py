@@ -55,7 +55,9 @@ def _dead_letters() -> DeadLetters:
         err_console.print(f"[red]invalid settings:[/red]\n{escape(str(exc))}")
         raise typer.Exit(2) from None
     return DeadLetters(
-        connect(s.redis_url), max_entries=s.dead_letter_max, ttl_s=s.dead_letter_ttl_s
+        connect(s.redis.redis_url),
+        max_entries=s.worker.dead_letter_max,
+        ttl_s=s.worker.dead_letter_ttl_s,
     )
 
 

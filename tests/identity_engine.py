@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mtfleet.core.settings import Settings
+from mtfleet.core.settings import EngineSettings
 from mtfleet.workers.engines.base import Engine, EngineLimits, TranslationRequest
 
 #: English into the languages whose plural rules differ most (and Spanish, the usual target).
@@ -20,7 +20,7 @@ class IdentityEngine(Engine):
     parallel_lanes = True
     lane_processes = True
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: EngineSettings) -> None:
         self.settings = settings
 
     def load(self) -> None:

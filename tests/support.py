@@ -67,7 +67,8 @@ def in_process(settings: Settings) -> Settings:
     the start-up warm-up (lingua's models, the document processes: seconds of CPU per app),
     which these tests do not measure. A real API process warms up as in production
     (tests/integration/test_api_edges.py checks it)."""
-    return settings.model_copy(update={"preload": False})
+    documents = settings.documents.model_copy(update={"preload": False})
+    return settings.model_copy(update={"documents": documents})
 
 
 FINGERPRINT = "fp"
@@ -269,7 +270,7 @@ class ChunkRun:
         """A job of ``texts`` stored as the API stores it, and its chunk messages."""
         job_id = new_job_id()
         norms = [normalize(t) for t in texts]
-        chunks = plan_chunks(texts, norms, set(), self.settings.chunk_size)
+        chunks = plan_chunks(texts, norms, set(), self.settings.backlog.chunk_size)
         now = time.time()
         messages = [
             ChunkMessage(

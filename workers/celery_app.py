@@ -75,11 +75,11 @@ INSTANCE = new_instance_id()
 app = make_celery(settings)
 app.conf.update(
     worker_pool="threads",
-    worker_concurrency=settings.worker_concurrency,
+    worker_concurrency=settings.worker.worker_concurrency,
     worker_consumer="mtfleet.workers.consumers:TaskConsumer",
     # Remote control (the pidbox: ping, inspect, Flower's worker pages and buttons) answers
     # anyone who can publish on the broker; MT_WORKER_REMOTE_CONTROL=false turns it off.
-    worker_enable_remote_control=settings.worker_remote_control,
+    worker_enable_remote_control=settings.worker.worker_remote_control,
     # This process's fetched, unacknowledged messages in a hash of its own, so the reconciler
     # knows exactly what a dead worker held (mtfleet.workers.reconciler).
     broker_transport_options={**app.conf.broker_transport_options, **unacked_options(INSTANCE)},
@@ -89,10 +89,12 @@ app.Task.Request = RedactedRequest
 
 # Interactive chunks on their own consumer when the worker serves both lanes.
 _, _interactive_prefetch = consumer_plan(
-    settings.pool_name, list(settings.lanes), settings.interactive_prefetch
+    settings.worker.pool_name, list(settings.worker.lanes), settings.scheduler.interactive_prefetch
 )
 if _interactive_prefetch:
-    app.steps["consumer"].add(interactive_consumer(settings.pool_name, _interactive_prefetch))
+    app.steps["consumer"].add(
+        interactive_consumer(settings.worker.pool_name, _interactive_prefetch)
+    )
 
 _runtime: WorkerRuntime | None = None
 
@@ -163,7 +165,7 @@ def _put_back(
         where = rt.backlog.requeue(
             msg.job_id,
             msg.chunk,
-            pool=msg.pool or settings.pool_name,
+            pool=msg.pool or settings.worker.pool_name,
             lane=msg.lane.value,
             owner=msg.owner,
             delay_s=delay,
@@ -203,15 +205,15 @@ def _boot(sender: Any = None, **_: Any) -> None:
     if "thread" not in name and "solo" not in name:
         log.critical("mtfleet workers run the 'threads' or 'solo' pool, not %s", name)
         raise SystemExit(2)
-    if settings.worker_metrics_port:
+    if settings.worker.worker_metrics_port:
         try:
-            metrics.serve(settings.worker_metrics_port)
+            metrics.serve(settings.worker.worker_metrics_port)
         except OSError as exc:  # taken: without this the boot below never ran (Celery
             # swallows a worker_init handler's error) and the worker served without an engine
             log.critical(
                 "MT_WORKER_METRICS_PORT=%d: cannot serve metrics there (%s); exiting so the "
                 "launcher restarts",
-                settings.worker_metrics_port,
+                settings.worker.worker_metrics_port,
                 exc,
             )
             raise SystemExit(3) from exc

@@ -404,8 +404,8 @@ class ChunkProcessor:
         self.gate = Gate()
         self.lanes = InteractiveFirst()
         self.recheck = Recheck()
-        self.budget_s = settings.visibility_timeout_s * BUDGET_SHARE
-        self.chunk_segments = float(settings.chunk_size)  # running mean segments per chunk
+        self.budget_s = settings.worker.visibility_timeout_s * BUDGET_SHARE
+        self.chunk_segments = float(settings.backlog.chunk_size)  # running mean segments per chunk
 
     def process(self, msg: ChunkMessage, *, redelivered: bool = False) -> dict[str, Any]:
         """One chunk, within its budget (``MT_VISIBILITY_TIMEOUT_S`` x ``BUDGET_SHARE``, from
@@ -440,7 +440,7 @@ class ChunkProcessor:
         """Whether the chunk runs alone: its failed deliveries reached ``SUSPECT_AFTER`` (at
         most ``MT_MAX_DELIVERIES`` - 1, so its last delivery always runs alone) and it is not
         over the limit (then it is dead-lettered without the engine)."""
-        limit = self.settings.max_deliveries
+        limit = self.settings.worker.max_deliveries
         failed = self.store.failed_deliveries(msg.job_id, msg.chunk)
         return max(1, min(SUSPECT_AFTER, limit - 1)) <= failed < limit
 
@@ -498,7 +498,7 @@ class ChunkProcessor:
                 "skipped": "every segment has its result",
                 "job_status": final.value if final else None,
             }
-        limit = self.settings.max_deliveries
+        limit = self.settings.worker.max_deliveries
         if deliveries > limit and self.store.failed_deliveries(msg.job_id, msg.chunk) > limit:
             reason = (
                 f"chunk {msg.chunk} was delivered {deliveries} times without finishing "
@@ -572,7 +572,7 @@ class ChunkProcessor:
         output check, within the chunk's budget; what passed is cached, and every outcome but
         those the budget left unfinished is delivered. Returns the engine call (did the budget
         run out?), its seconds and how many segments a hard check retried."""
-        msg, s = run.msg, self.settings
+        msg, s = run.msg, self.settings.worker
         spent = Unfinished(f"chunk {msg.chunk}'s time budget ({seconds(self.budget_s)}) ran out")
         terms_in_prompt = aids.matcher is not None and self.terms_in_prompt()
         call = EngineCall(run, aids, self.scheduler, deadline, spent, terms_in_prompt)

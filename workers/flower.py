@@ -78,7 +78,7 @@ def show_pool_queues(settings: Settings) -> None:
     from mtfleet.core.registry import Registry
 
     reported = BaseHandler.get_active_queue_names
-    registry = Registry(connect(settings.redis_url))
+    registry = Registry(connect(settings.redis.redis_url))
 
     def queue_names(handler: BaseHandler) -> list[str]:
         names = set(reported(handler))
@@ -98,7 +98,7 @@ def run_flower(settings: Settings, host: str, port: int) -> int:
     Call :func:`check_flower_auth` first."""
     from mtfleet.core.broker import make_celery
 
-    user, password = settings.flower_user, settings.flower_password.get_secret_value()
+    user, password = settings.flower.flower_user, settings.flower.flower_password.get_secret_value()
     # Given through the environment so the password is not visible in `ps`.
     os.environ["FLOWER_BASIC_AUTH"] = f"{user}:{password}"
     app = make_celery(settings, name="mtfleet-flower")

@@ -25,11 +25,11 @@ def visible_gpus(dev: Path = Path("/dev")) -> int:
 def unserved_pairs(settings: Settings, engine_pairs: list[tuple[str, str]]) -> list[str]:
     """MT_PAIRS that the engine cannot translate (nothing when it cannot tell yet)."""
     offered = set(engine_pairs)
-    missing = [f"{a}-{b}" for a, b in settings.offered_pairs if (a, b) not in offered]
+    missing = [f"{a}-{b}" for a, b in settings.worker.offered_pairs if (a, b) not in offered]
     if not offered or not missing:
         return []
     return [
-        f"MT_PAIRS names {', '.join(missing)}, which engine {settings.engine} does not "
+        f"MT_PAIRS names {', '.join(missing)}, which engine {settings.worker.engine} does not "
         f"translate here; it translates {len(offered)} pair(s), e.g. "
         + ", ".join(f"{a}-{b}" for a, b in sorted(offered)[:10])
     ]

@@ -137,20 +137,20 @@ class QualityStep:
     for them, a ``low_quality`` warning above the threshold."""
 
     def __init__(self, settings: Settings, estimator: QualityEstimator | None = None) -> None:
-        self.threshold = settings.qe_threshold
-        self.pool = settings.pool_name
+        self.threshold = settings.quality.qe_threshold
+        self.pool = settings.worker.pool_name
         self.estimator = estimator
 
     @classmethod
     def from_settings(cls, settings: Settings) -> QualityStep:
         """The step for a worker's settings: with its model when MT_QE_MODEL names one (loaded
         by :meth:`load`)."""
-        if not settings.qe_model:
+        if not settings.quality.qe_model:
             return cls(settings)
         estimator = QualityEstimator(
-            settings.qe_model,
-            tokenizer=settings.qe_tokenizer,
-            batch_size=settings.qe_batch_size,
+            settings.quality.qe_model,
+            tokenizer=settings.quality.qe_tokenizer,
+            batch_size=settings.quality.qe_batch_size,
         )
         return cls(settings, estimator)
 

@@ -50,7 +50,7 @@ from mtfleet.core import keys
 from mtfleet.core.backlog import Backlog
 from mtfleet.core.models import ChunkMessage
 from mtfleet.core.registry import Registry
-from mtfleet.core.settings import Settings
+from mtfleet.core.settings import WorkerSettings
 from mtfleet.core.store import JobStore
 from mtfleet.workers import metrics
 from mtfleet.workers.chunk import dead_letter
@@ -95,7 +95,7 @@ class Reconciler(Periodic):
 
     def __init__(
         self,
-        settings: Settings,
+        settings: WorkerSettings,
         client: redis.Redis,
         store: JobStore,
         backlog: Backlog,

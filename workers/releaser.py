@@ -53,16 +53,18 @@ class Releaser(Hook):
     def tick(self) -> int:
         """Release for each lane this worker serves; how many chunks were sent."""
         sent = 0
-        pool = self.settings.pool_name
-        for lane in self.settings.lanes:
-            n = release(self.app, self.backlog, self.store, pool, lane, self.settings.release_ahead)
+        pool = self.settings.worker.pool_name
+        for lane in self.settings.worker.lanes:
+            n = release(
+                self.app, self.backlog, self.store, pool, lane, self.settings.backlog.release_ahead
+            )
             metrics.RELEASED.labels(lane).inc(n)
             sent += n
         return sent
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            self._wake.wait(self.settings.release_interval_s)
+            self._wake.wait(self.settings.backlog.release_interval_s)
             self._wake.clear()
             if self._stop.is_set():
                 return

@@ -88,20 +88,20 @@ class WorkerRuntime:
         self.name = f"{os.getpid()}@{socket.gethostname()}"  # Celery's hostname, at boot
         self.started_at = time.time()
         self.gpus = [int(g) for g in os.environ.get("MT_WORKER_GPUS", "").split(",") if g.strip()]
-        self.redis = connect(settings.redis_url)
+        self.redis = connect(settings.redis.redis_url)
         self.store = JobStore(
             self.redis,
-            result_ttl_s=settings.result_ttl_s,
+            result_ttl_s=settings.jobs.result_ttl_s,
             dead_letters=DeadLetters(
                 self.redis,
-                max_entries=settings.dead_letter_max,
-                ttl_s=settings.dead_letter_ttl_s,
+                max_entries=settings.worker.dead_letter_max,
+                ttl_s=settings.worker.dead_letter_ttl_s,
             ),
         )
         self.cache = PhraseCache(
-            connect(settings.effective_cache_url),
-            ttl_s=settings.cache_ttl_s,
-            job_ttl_s=settings.result_ttl_s,
+            connect(settings.redis.effective_cache_url),
+            ttl_s=settings.jobs.cache_ttl_s,
+            job_ttl_s=settings.jobs.result_ttl_s,
         )
         self.registry = Registry(self.redis)
         self.engine_factory = engine_factory
@@ -113,7 +113,7 @@ class WorkerRuntime:
         self._jobs_lock = threading.Lock()
         self.stats = StatsSampler()  # the panel's figures, from this process's metrics
         self.gpu_stats = GpuStats(self.gpus)
-        self.heartbeat = Heartbeat(self.registry, self.info, settings.heartbeat_s)
+        self.heartbeat = Heartbeat(self.registry, self.info, settings.worker.heartbeat_s)
         self.health = EngineHealth(self.restart_engine, self.heartbeat.beat_now, self.probe)
         self.quality = QualityStep.from_settings(settings)  # MT_QE_MODEL, loaded at boot
         self.chunks = ChunkProcessor(
@@ -126,14 +126,14 @@ class WorkerRuntime:
             lambda: self.engine.terms_in_prompt,
             self.quality,
         )
-        self.backlog = Backlog(self.redis, ttl_s=settings.result_ttl_s)
+        self.backlog = Backlog(self.redis, ttl_s=settings.jobs.result_ttl_s)
         self.releaser = Releaser(settings, self.backlog, self.store)
         self.hooks: list[Hook] = [
             self.heartbeat,
             self.health,
             WindowControl(settings, lambda: self.scheduler, lambda: self.chunks.chunk_segments),
             self.releaser,
-            Reconciler(settings, self.redis, self.store, self.backlog, self.instance),
+            Reconciler(settings.worker, self.redis, self.store, self.backlog, self.instance),
             Cancellations(self.redis, self.store, lambda: self.scheduler, self.held_jobs),
         ]
 
@@ -189,12 +189,14 @@ class WorkerRuntime:
         s = self.settings
         scheduler = make_scheduler(
             engine,
-            latency_target_s=s.interactive_latency_s if "interactive" in s.lanes else None,
-            slowdown=s.interactive_slowdown,
+            latency_target_s=s.scheduler.interactive_latency_s
+            if "interactive" in s.worker.lanes
+            else None,
+            slowdown=s.scheduler.interactive_slowdown,
             deadlines=Deadlines(
-                factor=s.engine_deadline_factor,
-                floor_s=s.engine_deadline_floor_s,
-                ceiling_s=s.visibility_timeout_s * ENGINE_SHARE,
+                factor=s.worker.engine_deadline_factor,
+                floor_s=s.worker.engine_deadline_floor_s,
+                ceiling_s=s.worker.visibility_timeout_s * ENGINE_SHARE,
             ),
             on_engine_down=self.health.engine_down,
         )
@@ -203,7 +205,7 @@ class WorkerRuntime:
             engine.name,
             engine.model,
             time.monotonic() - t0,
-            s.pool_name,
+            s.worker.pool_name,
             len(self._pairs(engine)),
         )
         return scheduler
@@ -233,7 +235,7 @@ class WorkerRuntime:
         source, target = pairs[0]
         scheduler = self.scheduler
         ticket = scheduler.submit([TranslationRequest("Engine check.", source, target)])
-        if not ticket.wait(self.settings.visibility_timeout_s * ENGINE_SHARE):
+        if not ticket.wait(self.settings.worker.visibility_timeout_s * ENGINE_SHARE):
             scheduler.cancel(ticket, EngineUnavailable("the engine check did not finish"))
             raise EngineUnavailable("the engine check did not finish in time")
         outcome = ticket.result()[0]
@@ -247,7 +249,7 @@ class WorkerRuntime:
         return WorkerInfo(
             name=self.name,
             instance=self.instance,
-            pool=self.settings.pool_name,
+            pool=self.settings.worker.pool_name,
             adapters=e.adapters(),
             healthy=self.health.healthy,
             unhealthy_reason=self.health.reason,
@@ -256,13 +258,13 @@ class WorkerRuntime:
             fingerprint=e.fingerprint,
             instructions=e.follows_instructions,
             quality_model=self.quality.model,
-            model_type=self.settings.model_type,
+            model_type=self.settings.engine.model_type,
             pairs=self._pairs(e),
-            lanes=list(self.settings.lanes),
+            lanes=list(self.settings.worker.lanes),
             gpus=self.gpus,
             cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
-            tensor_parallel_size=self.settings.tensor_parallel_size,
-            pipeline_parallel_size=self.settings.pipeline_parallel_size,
+            tensor_parallel_size=self.settings.engine.tensor_parallel_size,
+            pipeline_parallel_size=self.settings.engine.pipeline_parallel_size,
             host=socket.gethostname(),
             pid=os.getpid(),
             started_at=self.started_at,
@@ -275,7 +277,7 @@ class WorkerRuntime:
         lists ~1,400), or those of them MT_PAIRS names."""
         if self._pairs_of[0] is not engine:
             pairs = engine.pairs()
-            wanted = set(self.settings.offered_pairs)
+            wanted = set(self.settings.worker.offered_pairs)
             self._pairs_of = (engine, [p for p in pairs if p in wanted] if wanted else pairs)
         return self._pairs_of[1]
 

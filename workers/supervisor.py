@@ -175,9 +175,9 @@ def lanes_apart(settings: Settings, gpus: list[int]) -> bool:
     serving both lanes let a bulk backlog raise Apertium's interactive p95 2x; a process per
     lane holds it near idle (docs/benchmarks.md). With --gpus each process would load the
     model again: off (and ``true`` is refused there, :func:`worker_plan`)."""
-    if settings.process_per_lane != "auto":
-        return settings.process_per_lane
-    if gpus or len(settings.lanes) < 2:
+    if settings.worker.process_per_lane != "auto":
+        return settings.worker.process_per_lane
+    if gpus or len(settings.worker.lanes) < 2:
         return False
     try:
         return create_engine(settings).lane_processes

@@ -49,11 +49,11 @@ class WindowControl(Periodic):
         rate = sched.tick()
         window = pull_window(
             chunk_size=max(1, round(self.chunk_segments())),
-            max_chunks=self.settings.worker_concurrency,
+            max_chunks=self.settings.worker.worker_concurrency,
             keep_full_segments=sched.keep_full_segments(),
             rate=rate,
-            pull_ahead_s=self.settings.pull_ahead_s,
-            visibility_timeout_s=self.settings.visibility_timeout_s,
+            pull_ahead_s=self.settings.scheduler.pull_ahead_s,
+            visibility_timeout_s=self.settings.worker.visibility_timeout_s,
         )
         metrics.WINDOW.set(window)
         metrics.THROUGHPUT.set(rate or 0.0)

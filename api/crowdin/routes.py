@@ -120,7 +120,7 @@ async def _translate(request: Request, services: ServicesDep, caller: Caller) ->
         dropin.TextsRequest(texts, src, tgt, Cutting(markup=markup)),
         surface="crowdin",
         request={"strings": texts, "source": src, "target": tgt, "markup": markup},
-        wait_s=services.settings.crowdin_wait_s,
+        wait_s=services.settings.api.crowdin_wait_s,
     )
     return JSONResponse({"data": {"translations": [t.text for t in done]}})
 

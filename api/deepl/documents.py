@@ -118,7 +118,7 @@ async def status(
         services, document_id, await _document_key(request), caller
     )
     remaining = await run_in_threadpool(_seconds_remaining, services, job)
-    cap = services.settings.deepl_status_wait_s
+    cap = services.settings.api.deepl_status_wait_s
     if not job.status.final and cap > 0 and (remaining is None or remaining <= cap):
         # expected done within the wait: answer when it is (the client would sleep 5 s)
         with services.waits.hold(caller.owner):
@@ -154,7 +154,7 @@ def _seconds_remaining(services: Services, job: JobRecord) -> int | None:
     if rate > 0:
         if job.status is JobStatus.queued and job.pool:
             ahead = services.store.r.llen(keys.queue(job.pool, job.lane.value))
-            left += int(ahead) * services.settings.chunk_size
+            left += int(ahead) * services.settings.backlog.chunk_size
         return max(1, math.ceil(left / rate))
     settled = p.done + p.failed
     if settled and job.started_at is not None:

@@ -66,7 +66,7 @@ async def translate(request: Request, services: ServicesDep, caller: DeepLCaller
         ),
         surface="deepl",
         request=req.model_dump(mode="json"),
-        wait_s=services.settings.deepl_wait_s,
+        wait_s=services.settings.api.deepl_wait_s,
     )
     detected = next((t.source for t in done if t.source), source)
     out = []

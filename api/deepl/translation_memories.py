@@ -255,7 +255,7 @@ async def create_translation_memory_import(
     name, length, ctype, display = _import_request(await request.body())
     limit = min(
         fleet.store(services, caller.owner).limits.max_import_bytes,
-        services.settings.max_request_bytes,
+        services.settings.api.max_request_bytes,
     )
     if length > limit:
         raise InvalidInput(
@@ -381,7 +381,7 @@ async def upload_translation_memory_file(
         daemon=True,
     )
     worker.start()
-    await run_in_threadpool(worker.join, services.settings.deepl_status_wait_s)
+    await run_in_threadpool(worker.join, services.settings.api.deepl_status_wait_s)
     return Response(status_code=200)
 
 

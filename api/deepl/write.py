@@ -89,7 +89,7 @@ async def _improve(
         dropin.TextsRequest(req.text, lang, lang, WHOLE, guidance={"writing": writing}),
         surface="deepl",
         request={"write": task, **req.model_dump(mode="json")},
-        wait_s=services.settings.deepl_wait_s,
+        wait_s=services.settings.api.deepl_wait_s,
     )
     target = req.target_lang or languages.glossary_code(lang)
     return JSONResponse(

@@ -88,10 +88,10 @@ async def caller_of(request: Request, services: Services, fields: dict[str, Any]
     ``MT_LIBRETRANSLATE_KEY_IN_QUERY``, else a key there is 400); a missing one is 400, a bad
     one 403 (429 past the client address's bad-key limit)."""
     in_query = "api_key" in request.query_params
-    if in_query and not services.settings.libretranslate_key_in_query:
+    if in_query and not services.settings.keys.libretranslate_key_in_query:
         raise InvalidInput(KEY_IN_QUERY)
     key = fields.get("api_key") or request.query_params.get("api_key")
-    if services.settings.auth == "required" and not key:
+    if services.settings.keys.auth == "required" and not key:
         raise InvalidInput(SURFACE.missing_key)
     return await caller_for(request, str(key) if key else None, SURFACE.missing_key)
 
@@ -135,7 +135,7 @@ async def translate(request: Request, services: ServicesDep) -> JSONResponse:
         ),
         surface="libretranslate",
         request={"q": texts, "source": source.lower(), "target": target.lower(), "format": fmt},
-        wait_s=services.settings.libretranslate_wait_s,
+        wait_s=services.settings.api.libretranslate_wait_s,
     )
     out: dict[str, Any] = {"translatedText": [t.text for t in done] if batch else done[0].text}
     if auto:
@@ -222,7 +222,7 @@ async def translate_file(request: Request, services: ServicesDep) -> JSONRespons
         surface="libretranslate",
         request={"source": source.lower(), "target": target.lower(), "filename": file.filename},
     )
-    job = await services.results.wait_final(job, services.settings.libretranslate_wait_s)
+    job = await services.results.wait_final(job, services.settings.api.libretranslate_wait_s)
     _check_not_failed(job)
     url = request.url_for(
         "libretranslate_download",
@@ -256,7 +256,7 @@ async def download_file(job_id: str, token: str, filename: str, services: Servic
     """A translated file (the link ``/translate_file`` answered with; it waits for the job as
     long as ``/translate_file`` does)."""
     job, _ = await dropin.document_job(services, job_id, token)
-    job = await services.results.wait_final(job, services.settings.libretranslate_wait_s)
+    job = await services.results.wait_final(job, services.settings.api.libretranslate_wait_s)
     if not job.status.final:
         raise StillTranslating("the file is still being translated; try again", retry_after=5)
     _check_not_failed(job)
@@ -280,7 +280,7 @@ async def frontend_settings(services: ServicesDep) -> JSONResponse:
             "charLimit": -1,
             "frontendTimeout": 500,
             "apiKeys": True,
-            "keyRequired": services.settings.auth == "required",
+            "keyRequired": services.settings.keys.auth == "required",
             "suggestions": False,
             "filesTranslation": True,
             "supportedFilesFormat": formats,

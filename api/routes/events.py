@@ -88,7 +88,7 @@ async def job_stream(
     that fails (the job purged or expired, Redis away) ends the stream with an ``error``
     event saying why, never with a cut: the client reconnects with Last-Event-ID."""
     s = services.settings
-    deadline = time.monotonic() + s.sse_max_s
+    deadline = time.monotonic() + s.webhooks.sse_max_s
     last: tuple[int, str] | None = None  # what the last event said (settled, status)
     job_id = job.id
     is_final = partial(services.store.afinal, job_id)
@@ -101,7 +101,7 @@ async def job_stream(
             last = state
         if job.status.final:
             return
-        pause = min(s.sse_progress_s, deadline - time.monotonic())
+        pause = min(s.webhooks.sse_progress_s, deadline - time.monotonic())
         if pause <= 0:
             return  # the stream's life is over: the client resumes with Last-Event-ID
         try:
@@ -160,7 +160,7 @@ async def job_events(
     try:
         return HeldEventSource(
             job_stream(services, job, resume_point(last_event_id)),
-            ping=services.settings.sse_ping_s,
+            ping=services.settings.webhooks.sse_ping_s,
             send_timeout=30,
             release=release,
         )

@@ -51,7 +51,7 @@ def _storage(services: Services, caller: Caller) -> Storage | None:
     """The caller's storage quota (None without auth)."""
     if caller.key is None:
         return None
-    return services.apikeys.storage(caller.key, services.settings.key_storage_mb)
+    return services.apikeys.storage(caller.key, services.settings.keys.key_storage_mb)
 
 
 @router.post("", status_code=201, response_model=GlossaryDetail, responses=ERRORS)
@@ -99,13 +99,13 @@ def create(
         entries=entries,
         protected=protected,
         protected_patterns=protected_patterns,
-        max_terms=s.glossary_max_terms,
-        max_term_chars=s.glossary_max_term_chars,
+        max_terms=s.glossaries.glossary_max_terms,
+        max_term_chars=s.glossaries.glossary_max_term_chars,
     )
     return _store(services).create(
         draft,
         owner=caller.owner,
-        max_per_owner=s.glossary_max_per_key,
+        max_per_owner=s.glossaries.glossary_max_per_key,
         storage=_storage(services, caller),
     )
 
@@ -143,7 +143,7 @@ def delete(services: Services, caller: Caller, g: GlossaryInfo) -> None:
     if not _store(services).delete(
         g.id,
         owner=g.owner,
-        retention_s=services.settings.result_ttl_s,
+        retention_s=services.settings.jobs.result_ttl_s,
         storage=_storage(services, caller),
     ):
         raise GlossaryNotFound(f"glossary {g.id} not found")

@@ -47,7 +47,7 @@ def list_languages(services: ServicesDep) -> LanguagesPublic:
     for name, pairs in served.items():
         for pair in pairs:
             by_pair.setdefault(pair, []).append(name)
-    routes = services.settings.routes
+    routes = services.settings.backlog.routes
     out = []
     for (src, tgt), names in sorted(by_pair.items()):
         routed = choose_pool(routes, src, tgt, names, pools)
@@ -93,12 +93,12 @@ def limits(services: ServicesDep) -> LimitsPublic:
     """What one job or request may carry here (``mtfleet submit`` splits larger files by it)."""
     s = services.settings
     return LimitsPublic(
-        max_segments_per_job=s.max_segments_per_job,
-        max_segment_chars=s.max_segment_chars,
-        max_request_bytes=s.max_request_bytes,
-        interactive_max_segments=s.interactive_max_segments,
-        key_interactive_segments=s.key_interactive_segments,
-        key_interactive_jobs=s.key_interactive_jobs,
+        max_segments_per_job=s.jobs.max_segments_per_job,
+        max_segment_chars=s.jobs.max_segment_chars,
+        max_request_bytes=s.api.max_request_bytes,
+        interactive_max_segments=s.backlog.interactive_max_segments,
+        key_interactive_segments=s.keys.key_interactive_segments,
+        key_interactive_jobs=s.keys.key_interactive_jobs,
     )
 
 

@@ -65,7 +65,7 @@ def render(name: str, settings: Settings) -> str:
     pages skip their sign-in; and the formats an upload may be in, from the format registry."""
     html = (ASSETS / name).read_text(encoding="utf-8")
     formats = ", ".join(f"{f.name} ({', '.join(f.extensions)})" for f in documents.formats())
-    return html.replace("{{auth}}", settings.auth).replace("{{formats}}", formats)
+    return html.replace("{{auth}}", settings.keys.auth).replace("{{formats}}", formats)
 
 
 def install(app: FastAPI, settings: Settings) -> None:

@@ -66,7 +66,7 @@ async def translate(
         idempotency_key=idempotency_key,
         found=found,
     )
-    timeout = body.timeout or services.settings.translate_timeout_s
+    timeout = body.timeout or services.settings.api.translate_timeout_s
     known = submitted.cached if submitted.created else None
     job, result = await services.results.settled(submitted.job, timeout, known)
     if result is None:

@@ -110,7 +110,7 @@ def storage(services: Services, caller: Caller) -> Storage | None:
     """The caller's storage quota (None without auth)."""
     if caller.key is None:
         return None
-    return services.apikeys.storage(caller.key, services.settings.key_storage_mb)
+    return services.apikeys.storage(caller.key, services.settings.keys.key_storage_mb)
 
 
 def _file_bytes(f: TMFile) -> bytes:
@@ -334,7 +334,7 @@ def delete(services: Services, caller: Caller, tm_id: str) -> None:
     if not store(services, caller.owner).delete(
         tm_id,
         caller.owner,
-        retention_s=services.settings.result_ttl_s,
+        retention_s=services.settings.jobs.result_ttl_s,
         storage=storage(services, caller),
     ):
         raise TMNotFound(f"translation memory {tm_id} not found")

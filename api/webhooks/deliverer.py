@@ -43,7 +43,7 @@ from mtfleet.core.backoff import Backoff, retry_after_s
 from mtfleet.core.errors import JobNotFound
 from mtfleet.core.outbox import Outcome, StoredEvent, WebhookOutbox
 from mtfleet.core.schemas import JobResultPublic
-from mtfleet.core.settings import Settings
+from mtfleet.core.settings import WebhookSettings
 from mtfleet.core.store import JobStore
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ class WebhookDeliverer:
     """The background loop of an API process (:meth:`start` in the app's lifespan)."""
 
     def __init__(
-        self, settings: Settings, outbox: WebhookOutbox, apikeys: KeyStore, store: JobStore
+        self, settings: WebhookSettings, outbox: WebhookOutbox, apikeys: KeyStore, store: JobStore
     ) -> None:
         """``store``: where a no-trace job's result is read (its event carries it) and
         deleted once delivered."""

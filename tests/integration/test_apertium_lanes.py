@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def test_an_interactive_call_is_answered_while_a_bulk_call_runs() -> None:
-    engine = ApertiumEngine(Settings())
+    engine = ApertiumEngine(Settings().engine)
     engine.load()
     sched = make_scheduler(engine, latency_target_s=None)  # bulk calls as large as they come
     try:
@@ -104,7 +104,7 @@ def test_an_interrupt_ends_the_call_it_names_and_no_other() -> None:
     """On the engine: an interrupt naming a call that already returned, or a call of the other
     lane, leaves the calls running now alone (the watchdog's interrupt can arrive after its
     call returned and the next one started); one naming the running call ends it."""
-    engine = ApertiumEngine(Settings())
+    engine = ApertiumEngine(Settings().engine)
     engine.load()
     try:
         warm(engine)
@@ -148,7 +148,7 @@ def test_a_bulk_call_past_its_deadline_fails_alone_not_the_interactive_one_besid
     makes no progress) while an interactive call is inside the other pipeline. The watchdog
     interrupts the bulk call alone: its segment fails with ``engine_timeout``; the interactive
     one is translated, on the same pipeline process."""
-    engine = ApertiumEngine(Settings())
+    engine = ApertiumEngine(Settings().engine)
     engine.load()
     deadlines = Deadlines(factor=1, floor_s=2.0, ceiling_s=60)
     sched = make_scheduler(engine, latency_target_s=None, deadlines=deadlines)

@@ -82,7 +82,7 @@ def poisoned(api: TestClient, settings: Settings) -> Iterator[tuple[LocalFleet, 
     """Three jobs of two one-text chunks each; chunk 0 of each had killed as many workers as
     it may (its delivery count at MT_MAX_DELIVERIES) before one worker starts: it dead-letters
     those, translates the rest."""
-    r = redis.Redis.from_url(settings.redis_url, decode_responses=True)
+    r = redis.Redis.from_url(settings.redis.redis_url, decode_responses=True)
     register_pair(r, ttl_s=30)  # the pool is known before its worker starts
     jobs = []
     for n in range(3):
@@ -92,9 +92,9 @@ def poisoned(api: TestClient, settings: Settings) -> Iterator[tuple[LocalFleet, 
         jobs.append(resp.json()["id"])
         r.hset(keys.chunk_deliveries(jobs[-1]), "0", MAX_DELIVERIES)
     fleet = LocalFleet(
-        redis_url=settings.redis_url,
+        redis_url=settings.redis.redis_url,
         env={
-            "MT_REDIS_URL": settings.redis_url,
+            "MT_REDIS_URL": settings.redis.redis_url,
             "MT_HEARTBEAT_S": "1",
             "MT_MAX_DELIVERIES": str(MAX_DELIVERIES),
             "MT_WORKER_METRICS_PORT": str(free_port_run(2)),  # a process per lane: +1
@@ -123,7 +123,7 @@ def wait_final(api: TestClient, job_id: str, timeout: float = 60) -> dict:  # ty
 def test_an_operator_lists_retries_and_purges_dead_letters(
     api: TestClient, settings: Settings, poisoned: tuple[LocalFleet, list[str]]
 ) -> None:
-    url = settings.redis_url
+    url = settings.redis.redis_url
     _fleet, (retried, purged, expired) = poisoned
     shown = mtfleet(url, "list", "--json")
     assert shown.returncode == 0, shown.stderr

@@ -97,8 +97,8 @@ def test_create_list_get_delete(api: TestClient, r: redis.Redis) -> None:
         assert resp.json()["error"]["type"] == "glossary_not_found"
     assert api.get("/v1/glossaries").json()["glossaries"] == []
     # kept (with an expiry) for jobs accepted before the delete
-    assert 0 < r.ttl(keys.glossary(g["id"])) <= Settings().result_ttl_s
-    assert 0 < r.ttl(keys.glossary_terms(g["id"])) <= Settings().result_ttl_s
+    assert 0 < r.ttl(keys.glossary(g["id"])) <= Settings().jobs.result_ttl_s
+    assert 0 < r.ttl(keys.glossary_terms(g["id"])) <= Settings().jobs.result_ttl_s
 
 
 @pytest.mark.parametrize(

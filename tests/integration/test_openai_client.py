@@ -173,7 +173,7 @@ def engine_for(server: FakeServer, **settings: Any) -> OpenAIEngine:
         "temperature": 0,
         **settings,
     }
-    return OpenAIEngine(Settings(**values))
+    return OpenAIEngine(Settings(**values).engine)
 
 
 @pytest.fixture

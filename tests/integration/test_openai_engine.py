@@ -97,7 +97,7 @@ def test_a_job_goes_through_the_server(fleet: LocalFleet, redis_server: str) -> 
 
 def test_the_server_gets_the_prompt_the_vllm_engine_builds(fleet: LocalFleet) -> None:
     url = fleet.env["MT_OPENAI_BASE_URL"]
-    engine = OpenAIEngine(Settings(engine="openai", openai_base_url=url, model="tiny"))
+    engine = OpenAIEngine(Settings(engine="openai", openai_base_url=url, model="tiny").engine)
     engine.load()  # its tokenizer: the model folder the server reports as its root
     try:
         assert engine.tokenizer is not None and engine.limits.max_input_tokens == 256
@@ -118,7 +118,7 @@ def test_the_server_gets_the_prompt_the_vllm_engine_builds(fleet: LocalFleet) ->
             # max_tokens from the tokenizer's counts and the context /v1/models reports
             s = engine.settings
             assert body["max_tokens"] == prompts.max_tokens(
-                src, len(ids), 512, ratio=s.max_tokens_ratio, slack=s.max_tokens_slack
+                src, len(ids), 512, ratio=s.engine.max_tokens_ratio, slack=s.engine.max_tokens_slack
             )
     finally:
         engine.close()

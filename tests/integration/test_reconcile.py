@@ -138,7 +138,7 @@ def test_one_reconciler_leads_and_renews_its_lease_until_it_is_gone(r: redis.Red
 
     def reconciler(instance: str) -> Reconciler:
         store = JobStore(r, result_ttl_s=60)
-        return Reconciler(settings, r, store, Backlog(r, ttl_s=60), instance)
+        return Reconciler(settings.worker, r, store, Backlog(r, ttl_s=60), instance)
 
     first, second = reconciler("worker-a"), reconciler("worker-b")
     assert first._lead() and not second._lead()
@@ -159,7 +159,7 @@ def test_a_chunk_lost_in_the_newest_of_many_active_jobs_is_found(r: redis.Redis)
     settings = Settings(reconcile_interval_s=1)
     store = JobStore(r, result_ttl_s=3600)
     backlog = Backlog(r, ttl_s=3600)
-    reconciler = Reconciler(settings, r, store, backlog, "worker-a")
+    reconciler = Reconciler(settings.worker, r, store, backlog, "worker-a")
     worker = WorkerInfo(
         name="w@host",
         instance="worker-a",
@@ -185,7 +185,8 @@ def test_a_chunk_lost_in_the_newest_of_many_active_jobs_is_found(r: redis.Redis)
     store.record(
         older[0], [(0, SegmentOutcome(translation="hecho"))], chunk=0, pool=POOL, lane=LANE
     )
-    now = time.time() + settings.visibility_timeout_s + reconciler.grace + 1  # in flight too long
+    # in flight too long
+    now = time.time() + settings.worker.visibility_timeout_s + reconciler.grace + 1
     put_back: list[tuple[str, int]] = []
     for _ in range(8):
         put_back += reconciler.sweep(now)

@@ -68,7 +68,7 @@ def texts_with(ch: str) -> list[str]:
 def apertium() -> Iterator[ApertiumEngine]:
     if ("en", "es") not in discover_modes():
         pytest.skip("apertium-eng-spa is not installed")
-    engine = ApertiumEngine(Settings())
+    engine = ApertiumEngine(Settings().engine)
     engine.load()
     yield engine
     engine.close()
@@ -174,7 +174,7 @@ def test_the_vllm_prompt_holds_the_text_as_data_and_its_echo_comes_back() -> Non
     tokenizer, as after its load) hold every character of the text and none of its control
     tokens as control tokens; a model's echo of it is, after the engine's output parsing, the
     text itself."""
-    engine = VllmEngine(Settings(engine="vllm", model=tiny_model_path()))
+    engine = VllmEngine(Settings(engine="vllm", model=tiny_model_path()).engine)
     engine.tokenizer = tok = AutoTokenizer.from_pretrained(tiny_model_path())
     template = specials(tok, engine._counts(TranslationRequest("plain", "en", "es"))[0])
     for text in llm_texts():
@@ -186,7 +186,7 @@ def test_the_vllm_prompt_holds_the_text_as_data_and_its_echo_comes_back() -> Non
 @pytest.fixture(scope="module", params=["causal", "marian"])
 def transformers(request: pytest.FixtureRequest) -> Iterator[TransformersEngine]:
     model = tiny_model_path() if request.param == "causal" else tiny_seq2seq("marian")
-    engine = TransformersEngine(Settings(engine="transformers", model=model, temperature=0))
+    engine = TransformersEngine(Settings(engine="transformers", model=model, temperature=0).engine)
     engine.load()
     yield engine
     engine.close()

@@ -103,7 +103,7 @@ def test_the_worker_registers_the_pairs_its_model_serves(fleet: tuple[str, Local
 
 @pytest.fixture(scope="module")
 def nllb() -> Iterator[TransformersEngine]:
-    engine = TransformersEngine(Settings(engine="transformers", model=tiny_seq2seq("nllb")))
+    engine = TransformersEngine(Settings(engine="transformers", model=tiny_seq2seq("nllb")).engine)
     engine.load()
     yield engine
     engine.close()
@@ -148,13 +148,15 @@ def test_the_beam_count_is_a_setting(nllb: TransformersEngine) -> None:
 def test_a_generate_past_its_deadline_is_interrupted_and_fails_alone() -> None:
     # ~2000 new tokens (the slack) take seconds on any CPU; the deadline is a tenth of that
     long = {"temperature": 0, "max_tokens_slack": 2000}
-    engine = TransformersEngine(Settings(engine="transformers", model=tiny_model_path(), **long))
+    engine = TransformersEngine(
+        Settings(engine="transformers", model=tiny_model_path(), **long).engine
+    )
     run = ChunkRun(engine, deadlines=Deadlines(factor=1.0, floor_s=0.1, ceiling_s=600))
     try:
         [outcome] = run.run(["Red running shoes"])
         assert outcome.error is not None and outcome.error["type"] == "engine_timeout"
         # the engine is not stuck: its next call (short outputs now) runs to its end
-        engine.settings = Settings(engine="transformers", model=tiny_model_path(), **SHORT_KW)
+        engine.settings = Settings(model=tiny_model_path(), **SHORT_KW).engine
         [after] = engine.translate([TranslationRequest("Blue running shoes", "en", "es")])
         assert after.text and after.truncated
     finally:
@@ -172,7 +174,7 @@ def test_an_interrupt_ends_the_call_it_names_and_no_later_one() -> None:
     settings = Settings(
         engine="transformers", model=tiny_model_path(), temperature=0, max_tokens_slack=300
     )
-    engine = TransformersEngine(settings)
+    engine = TransformersEngine(settings.engine)
     engine.load()
     outcomes: dict[str, object] = {}
 

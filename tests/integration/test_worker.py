@@ -70,7 +70,7 @@ def api(settings: Settings) -> Iterator[TestClient]:
 
 @pytest.fixture(scope="module")
 def rd(settings: Settings) -> redis.Redis:
-    return redis.Redis.from_url(settings.redis_url, decode_responses=True)
+    return redis.Redis.from_url(settings.redis.redis_url, decode_responses=True)
 
 
 def wait_final(api: TestClient, job_id: str, timeout: float = 30) -> dict:  # type: ignore[type-arg]
@@ -110,12 +110,12 @@ def test_fully_cached_job_completes_at_submission(api: TestClient, settings: Set
     body = resp.json()
     assert body["status"] == "succeeded" and body["cached"] == 5
     # The cache lives where MT_CACHE_URL says, apart from job state.
-    assert list(redis.Redis.from_url(settings.effective_cache_url).scan_iter("mt:cache:*"))
-    assert not list(redis.Redis.from_url(settings.redis_url).scan_iter("mt:cache:*"))
+    assert list(redis.Redis.from_url(settings.redis.effective_cache_url).scan_iter("mt:cache:*"))
+    assert not list(redis.Redis.from_url(settings.redis.redis_url).scan_iter("mt:cache:*"))
 
 
 def _jobs(settings: Settings) -> int:
-    r = redis.Redis.from_url(settings.redis_url)
+    r = redis.Redis.from_url(settings.redis.redis_url)
     return sum(1 for k in r.scan_iter("mt:job:*") if k.count(b":") == 2)
 
 
@@ -181,7 +181,9 @@ def test_chunk_over_its_delivery_budget_is_dead_lettered(
     api: TestClient, settings: Settings, rd: redis.Redis
 ) -> None:
     job_id = make_job(JobStore(rd, result_ttl_s=600), 2)
-    rd.hset(keys.chunk_deliveries(job_id), "0", settings.max_deliveries)  # it killed 3 workers
+    rd.hset(
+        keys.chunk_deliveries(job_id), "0", settings.worker.max_deliveries
+    )  # it killed 3 workers
     celery = make_celery(settings)
     for n, text in enumerate(["The poison pill.", "The healthy apple."]):
         msg = ChunkMessage(

@@ -156,7 +156,7 @@ def main() -> None:
     job = json.load(sys.stdin)
     # first, vLLM's config as it builds it from the engine's arguments of other settings
     # (without loading weights: what needs a GPU to run, such as FP8, is checked this far)
-    configs = [built_config(Settings(**overrides)) for overrides in job.get("configs", [])]
+    configs = [built_config(Settings(**overrides).engine) for overrides in job.get("configs", [])]
     engine = create_engine(Settings())
     t0 = time.monotonic()
     engine.load()
@@ -165,7 +165,8 @@ def main() -> None:
     # the worker's deadlines (workers/runtime.py), so the probe's env sets them as it does a
     # worker's: MT_ENGINE_DEADLINE_FLOOR_S above all, for two ranks on two shared cores
     deadlines = Deadlines(
-        factor=settings.engine_deadline_factor, floor_s=settings.engine_deadline_floor_s
+        factor=settings.worker.engine_deadline_factor,
+        floor_s=settings.worker.engine_deadline_floor_s,
     )
     downs: list[str] = []  # what the worker's EngineHealth would be told (it restarts)
     scheduler = make_scheduler(

@@ -140,7 +140,7 @@ def test_close_fails_pending_futures() -> None:
 
 
 def test_engine_output_limits_and_pairs() -> None:
-    engine = CostModelEngine(Settings(), params(max_model_len=20))
+    engine = CostModelEngine(Settings().engine, params(max_model_len=20))
     engine.load()
     try:
         assert engine.streaming
@@ -168,15 +168,15 @@ def test_engine_output_limits_and_pairs() -> None:
 
 
 def test_fingerprint_and_model_follow_the_params() -> None:
-    a = CostModelEngine(Settings(), PRESETS["h200-7b"])
-    b = CostModelEngine(Settings(), PRESETS["zero"])
+    a = CostModelEngine(Settings().engine, PRESETS["h200-7b"])
+    b = CostModelEngine(Settings().engine, PRESETS["zero"])
     assert a.model == "costmodel:h200-7b"
     assert a.fingerprint != b.fingerprint
-    assert a.fingerprint == CostModelEngine(Settings(), PRESETS["h200-7b"]).fingerprint
+    assert a.fingerprint == CostModelEngine(Settings().engine, PRESETS["h200-7b"]).fingerprint
 
 
 def test_batch_mode_is_a_batch_engine() -> None:
-    engine = CostModelEngine(Settings(), params(mode="batch"))
+    engine = CostModelEngine(Settings().engine, params(mode="batch"))
     engine.load()
     try:
         assert not engine.streaming
@@ -223,7 +223,7 @@ def test_the_fleets_step_budget_bounds_every_step() -> None:
     wide = params(max_num_seqs=64, max_num_batched_tokens=4096)
     budget = Settings(max_step_tokens=96, max_seqs=64)
     for settings, most in ((Settings(), 4096), (budget, 96)):
-        engine = CostModelEngine(settings, wide)
+        engine = CostModelEngine(settings.engine, wide)
         engine.load()
         try:
             outs = engine.translate(

@@ -1,4 +1,4 @@
-"""Engines are found by name in one table (core/settings.py ENGINES) or as a plugin's
+"""Engines are found by name in one table (core/settings/engine.py ENGINES) or as a plugin's
 ``module:Class`` (workers/engines/__init__.py); a shipped engine whose module is missing is an
 error naming it, as ``mtfleet worker`` reports it before it starts anything."""
 

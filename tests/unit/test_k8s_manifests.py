@@ -125,7 +125,8 @@ def fleet_metric_names() -> set[str]:
 def test_each_gpu_pool_has_a_scaled_object_on_its_own_depth() -> None:
     config = of_kind("ConfigMap")[0]["data"]
     settings = Settings(**{k[3:].lower(): v for k, v in config.items() if k.startswith("MT_")})
-    budget_s = settings.visibility_timeout_s / 2  # a chunk's lease budget (docs/reliability.md)
+    # a chunk's lease budget (docs/reliability.md)
+    budget_s = settings.worker.visibility_timeout_s / 2
     exported = fleet_metric_names()
     assert "mt_lane_depth" in exported
     workers = [d for d in of_kind("Deployment") if "mtfleet.pool" in d["metadata"]["labels"]]

@@ -163,12 +163,17 @@ def test_a_pool_that_registers_is_routed_to_at_once(r: fakeredis.FakeRedis) -> N
 
 def test_routes_pairs_and_pool_settings_are_parsed_and_checked() -> None:
     s = Settings(routes="en-zh=hunyuan, EN-*=nllb, *-zh_Hant=hunyuan, *=apertium")
-    assert s.routes == {"en:zh": "hunyuan", "en:*": "nllb", "*:zh-Hant": "hunyuan", "*": "apertium"}
-    assert Settings(routes='{"en-zh": "hunyuan"}').routes == {"en:zh": "hunyuan"}
-    assert Settings(pairs="en-es, ES-EN").offered_pairs == [("en", "es"), ("es", "en")]
-    assert Settings(engine="vllm").pool_name == "vllm"
-    assert Settings(engine="bench.costengine:CostModelEngine").pool_name == "costmodelengine"
-    assert Settings(engine="vllm", pool="hunyuan-fp8").pool_name == "hunyuan-fp8"
+    assert s.backlog.routes == {
+        "en:zh": "hunyuan",
+        "en:*": "nllb",
+        "*:zh-Hant": "hunyuan",
+        "*": "apertium",
+    }
+    assert Settings(routes='{"en-zh": "hunyuan"}').backlog.routes == {"en:zh": "hunyuan"}
+    assert Settings(pairs="en-es, ES-EN").worker.offered_pairs == [("en", "es"), ("es", "en")]
+    assert Settings(engine="vllm").worker.pool_name == "vllm"
+    assert Settings(engine="bench.costengine:CostModelEngine").worker.pool_name == "costmodelengine"
+    assert Settings(engine="vllm", pool="hunyuan-fp8").worker.pool_name == "hunyuan-fp8"
     assert default_pool("pkg.mod:My.Engine") == "my-engine"
     for bad in [{"routes": "en-zh"}, {"routes": "xx-zh=a"}, {"pairs": "en"}, {"pool": "Hunyuan"}]:
         with pytest.raises(ValidationError):
@@ -268,7 +273,7 @@ def test_route_follows_the_registered_marking(
 
 
 def test_the_model_type_setting_is_checked() -> None:
-    assert Settings().model_type is None
-    assert Settings(model_type="quality_optimized").model_type == "quality_optimized"
+    assert Settings().engine.model_type is None
+    assert Settings(model_type="quality_optimized").engine.model_type == "quality_optimized"
     with pytest.raises(ValidationError):
         Settings(model_type="prefer_quality_optimized")  # a request's, not a pool's marking

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mtfleet.core.settings import Settings
+from mtfleet.core.settings import EngineSettings, Settings
 from mtfleet.workers.engines.vllm_engine import VllmEngine, adapter_problems, engine_kwargs
 
 
@@ -30,7 +30,7 @@ def test_each_setting_becomes_its_engine_argument(tmp_path: Path) -> None:
         lora_adapters={"a": lora(tmp_path / "a", 8), "b": lora(tmp_path / "b", 20)},
         vllm_args={"block_size": 32, "cpu_offload_gb": 4},
     )
-    kw = engine_kwargs(s)
+    kw = engine_kwargs(s.engine)
     assert kw["quantization"] == "awq_marlin" and kw["kv_cache_dtype"] == "fp8"
     assert kw["enable_prefix_caching"] is True and kw["pipeline_parallel_size"] == 2
     assert (kw["max_num_seqs"], kw["max_num_batched_tokens"]) == (128, 512)
@@ -41,28 +41,28 @@ def test_each_setting_becomes_its_engine_argument(tmp_path: Path) -> None:
 
 
 def test_unset_settings_leave_vllms_defaults() -> None:
-    kw = engine_kwargs(Settings(engine="vllm", model="m"))
+    kw = engine_kwargs(EngineSettings(model="m"))
     for name in ("quantization", "kv_cache_dtype", "enable_prefix_caching", "enable_lora"):
         assert name not in kw
 
 
 def test_what_changes_the_output_changes_the_fingerprint(tmp_path: Path) -> None:
-    base = VllmEngine(Settings(engine="vllm", model="m")).fingerprint
+    base = VllmEngine(Settings(engine="vllm", model="m").engine).fingerprint
     for change in (
         {"quantization": "fp8"},
         {"kv_cache_dtype": "fp8_e5m2"},
         {"vllm_args": {"block_size": 32}},
     ):
-        assert VllmEngine(Settings(engine="vllm", model="m", **change)).fingerprint != base  # type: ignore[arg-type]
+        assert VllmEngine(Settings(engine="vllm", model="m", **change).engine).fingerprint != base  # type: ignore[arg-type]
     # how the model is spread over GPUs, and prefix caching, do not
     for same in ({"pipeline_parallel_size": 2}, {"tensor_parallel_size": 4}):
-        assert VllmEngine(Settings(engine="vllm", model="m", **same)).fingerprint == base  # type: ignore[arg-type]
-    assert VllmEngine(Settings(enable_prefix_caching=True, model="m")).fingerprint == base
+        assert VllmEngine(Settings(engine="vllm", model="m", **same).engine).fingerprint == base  # type: ignore[arg-type]
+    assert VllmEngine(Settings(enable_prefix_caching=True, model="m").engine).fingerprint == base
 
 
 def test_each_adapter_has_a_fingerprint_of_its_own(tmp_path: Path) -> None:
     adapters = {"legal": lora(tmp_path / "legal", 8), "shoes": lora(tmp_path / "shoes", 8)}
-    engine = VllmEngine(Settings(engine="vllm", model="m", lora_adapters=adapters))
+    engine = VllmEngine(Settings(engine="vllm", model="m", lora_adapters=adapters).engine)
     fps = engine.adapters()
     assert sorted(fps) == ["legal", "shoes"]
     assert len({engine.fingerprint, *fps.values()}) == 3
@@ -75,13 +75,13 @@ def test_an_adapter_retrained_in_place_gets_a_new_fingerprint(tmp_path: Path) ->
     path = Path(lora(tmp_path / "shoes", 8))
     weights = path / "adapter_model.safetensors"
     weights.write_bytes(b"\x01" * 4096)
-    settings = Settings(engine="vllm", model="m", lora_adapters={"shoes": str(path)})
+    settings = EngineSettings(model="m", lora_adapters={"shoes": str(path)})
     before = VllmEngine(settings).fingerprint_for("shoes")
     # a copy of the same files elsewhere (another host) has the same fingerprint
     (tmp_path / "elsewhere").mkdir()
     copy = Path(lora(tmp_path / "elsewhere" / "shoes", 8))
     (copy / "adapter_model.safetensors").write_bytes(weights.read_bytes())
-    moved = Settings(engine="vllm", model="m", lora_adapters={"shoes": str(copy)})
+    moved = EngineSettings(model="m", lora_adapters={"shoes": str(copy)})
     assert VllmEngine(moved).fingerprint_for("shoes") == before
     weights.write_bytes(b"\x02" * 4096)  # retrained: same size, other weights
     assert VllmEngine(settings).fingerprint_for("shoes") != before

@@ -402,7 +402,7 @@ def test_an_attempt_refuses_a_target_that_now_resolves_to_a_private_address(
     settings = Settings(webhook_secret=new_webhook_secret())  # type: ignore[arg-type]
     keystore = KeyStore(r, cache_s=0, aclient=aclient())  # type: ignore[arg-type]
     r.hset(keys.api_key(OWNER), "webhook_secret", new_webhook_secret())
-    deliverer = WebhookDeliverer(settings, outbox, keystore, store)
+    deliverer = WebhookDeliverer(settings.webhooks, outbox, keystore, store)
     before = metrics.WEBHOOK_ATTEMPTS.labels("refused")._value.get()
 
     async def attempt() -> None:

@@ -7,7 +7,7 @@ import importlib
 from collections.abc import Callable
 
 from mtfleet.core.errors import ConfigError
-from mtfleet.core.settings import ENGINES, Settings
+from mtfleet.core.settings import ENGINES, EngineSettings, Settings
 from mtfleet.workers.engines.base import Engine, EngineLimits, Translation, TranslationRequest
 
 
@@ -30,9 +30,10 @@ def engine_class(name: str) -> type[Engine]:
 
 
 def create_engine(settings: Settings) -> Engine:
-    """The engine the settings name (not loaded yet; call ``load()`` in the serving process)."""
-    factory: Callable[[Settings], Engine] = engine_class(settings.engine)
-    return factory(settings)
+    """The engine the worker's settings name (``MT_ENGINE``), built with the engine's own
+    settings (:class:`EngineSettings`; not loaded yet: call ``load()`` in the serving process)."""
+    factory: Callable[[EngineSettings], Engine] = engine_class(settings.worker.engine)
+    return factory(settings.engine)
 
 
 __all__ = [

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from mtfleet.core import languages
 from mtfleet.core.errors import EngineError
-from mtfleet.core.settings import Settings
+from mtfleet.core.settings import EngineSettings
 from mtfleet.formats.base import TAG
 from mtfleet.workers import priority
 from mtfleet.workers.engines.base import Engine, EngineLimits, TranslationRequest
@@ -235,7 +235,7 @@ class ApertiumEngine(Engine):
     parallel_lanes = True
     lane_processes = True
 
-    def __init__(self, settings: Settings, mode_dirs: Sequence[Path] = MODE_DIRS) -> None:
+    def __init__(self, settings: EngineSettings, mode_dirs: Sequence[Path] = MODE_DIRS) -> None:
         self.settings = settings
         self.mode_dirs = mode_dirs
         self._modes: dict[tuple[str, str], Path] = {}

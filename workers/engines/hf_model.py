@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from mtfleet.core.settings import Settings
+from mtfleet.core.settings import EngineSettings
 from mtfleet.workers import prompts
 from mtfleet.workers.engines.base import Engine, TranslationRequest
 
@@ -110,7 +110,7 @@ class HFModelEngine(Engine):
     (``_counts``): its check, its count for the budgets and its call all read it.
     """
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: EngineSettings) -> None:
         self.settings = settings
         self.style = prompts.resolve_style(settings.prompt_style, settings.model)
         self.tokenizer: Any = None
@@ -160,7 +160,13 @@ class HFModelEngine(Engine):
         }
         if self.follows_instructions:
             ident["prompt"] = [prompts.version(self.terms_in_prompt), self.style]
-            ident["sampling"] = [s.temperature, s.top_p, s.top_k, s.repetition_penalty, s.seed]
+            ident["sampling"] = [
+                s.temperature,
+                s.top_p,
+                s.top_k,
+                s.repetition_penalty,
+                s.seed,
+            ]
         return json.dumps(ident, sort_keys=True, default=str)
 
     def _fingerprint_of(self, identity: str, kind: str = "") -> str:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from mtfleet.core.errors import EngineUnavailable
-from mtfleet.core.settings import Settings
+from mtfleet.core.settings import EngineSettings
 from mtfleet.workers import prompts
 from mtfleet.workers.engines.aio import LoopRequest, LoopThread
 from mtfleet.workers.engines.base import (
@@ -56,7 +56,7 @@ class OpenAIEngine(HFModelEngine):
     name = "openai"
     streaming = True
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: EngineSettings) -> None:
         super().__init__(settings)
         key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
         self.server = OpenAIServer(

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mtfleet.core.errors import EngineError, EngineUnavailable
-from mtfleet.core.settings import Settings
+from mtfleet.core.settings import EngineSettings
 from mtfleet.workers import prompts
 from mtfleet.workers.batching import split_by_length
 from mtfleet.workers.engines.base import EngineLimits, Translation, TranslationRequest
@@ -88,7 +88,7 @@ class TransformersEngine(HFModelEngine):
         """A decoder-only model is prompted (and follows instructions); a seq2seq one is not."""
         return self.family.name == "causal"
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: EngineSettings) -> None:
         super().__init__(settings)
         self.model_obj: Any = None
         self.family = Family("unloaded", ())

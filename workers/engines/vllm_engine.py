@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from mtfleet.core.errors import ConfigError, EngineError, EngineUnavailable
-from mtfleet.core.settings import Settings
+from mtfleet.core.settings import EngineSettings
 from mtfleet.workers.engines.base import (
     Done,
     EngineLimits,
@@ -75,7 +75,7 @@ def adapter_problems(adapters: dict[str, str]) -> list[str]:
     return problems
 
 
-def engine_kwargs(s: Settings) -> dict[str, Any]:
+def engine_kwargs(s: EngineSettings) -> dict[str, Any]:
     """vLLM's engine arguments from the settings (what :meth:`VllmEngine.load` passes to
     ``AsyncEngineArgs``)."""
     kwargs: dict[str, Any] = {
@@ -113,7 +113,7 @@ def engine_kwargs(s: Settings) -> dict[str, Any]:
     return kwargs
 
 
-def argument_problems(s: Settings) -> list[str]:
+def argument_problems(s: EngineSettings) -> list[str]:
     """Settings that name vLLM's own values, checked against the installed vLLM: every
     MT_VLLM_ARGS name is an ``EngineArgs`` field, MT_QUANTIZATION a quantization method,
     MT_KV_CACHE_DTYPE a cache dtype. Imports vLLM only when one of them is set."""
@@ -164,7 +164,7 @@ class VllmEngine(HFModelEngine):
     name = "vllm"
     streaming = True
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: EngineSettings) -> None:
         super().__init__(settings)
         self.llm: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -304,7 +304,7 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
     def _arm(self) -> None:
         if self._header_timer is None:
             self._header_timer = self.loop.call_later(
-                self.app_state["settings"].header_timeout_s, self._headers_too_slow
+                self.app_state["settings"].api.header_timeout_s, self._headers_too_slow
             )
 
     def _disarm(self) -> None:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import BaseModel
 
 from mtfleet.core.errors import InvalidInput, JobNotFound
+from mtfleet.core.settings import GlossarySettings
 
 
 class TMNotFound(JobNotFound):
@@ -42,8 +42,8 @@ class TMInfo(BaseModel):
 
 @dataclass(frozen=True)
 class TMLimits:
-    """What one memory may hold. The proposed settings (``MT_`` + the upper-case name):
-    ``tm_max_pairs``, ``tm_max_segment_bytes``, ``tm_max_import_bytes``, ``tm_max_per_key``."""
+    """What one memory may hold (``MT_TM_MAX_PAIRS``, ``MT_TM_MAX_SEGMENT_BYTES``,
+    ``MT_TM_MAX_IMPORT_BYTES``, ``MT_TM_MAX_PER_KEY``: :class:`GlossarySettings`)."""
 
     max_pairs: int = 100_000
     max_segment_bytes: int = 4_096
@@ -51,12 +51,11 @@ class TMLimits:
     max_per_owner: int = 100
 
     @classmethod
-    def from_settings(cls, settings: Any) -> TMLimits:
-        """The limits ``settings`` set, the defaults for those it does not have."""
-        d = cls()
+    def from_settings(cls, settings: GlossarySettings) -> TMLimits:
+        """The limits the glossaries' and memories' settings set."""
         return cls(
-            max_pairs=getattr(settings, "tm_max_pairs", d.max_pairs),
-            max_segment_bytes=getattr(settings, "tm_max_segment_bytes", d.max_segment_bytes),
-            max_import_bytes=getattr(settings, "tm_max_import_bytes", d.max_import_bytes),
-            max_per_owner=getattr(settings, "tm_max_per_key", d.max_per_owner),
+            max_pairs=settings.tm_max_pairs,
+            max_segment_bytes=settings.tm_max_segment_bytes,
+            max_import_bytes=settings.tm_max_import_bytes,
+            max_per_owner=settings.tm_max_per_key,
         )

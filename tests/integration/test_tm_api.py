@@ -29,7 +29,7 @@ from mtfleet.api.deepl import translation_memories as deepl_tms
 from mtfleet.api.routes import translation_memories as routes
 from mtfleet.core.apikeys import KeyStore, Storage
 from mtfleet.core.settings import Settings
-from mtfleet.core.tm import TMLimits, forget_indexes
+from mtfleet.core.tm import forget_indexes
 from mtfleet.fleet.localfleet import free_port
 from mtfleet.producer.calls import MTClientError
 from mtfleet.producer.cli_tm import tm_app
@@ -209,14 +209,15 @@ def test_bad_uploads_and_bodies(api: TestClient) -> None:
     assert api.get("/v1/translation_memories/not-an-id").status_code == 404
 
 
-def test_the_limits_a_deployment_sets_are_the_ones_applied(
-    api: TestClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(
-        TMLimits,
-        "from_settings",
-        classmethod(lambda *_: TMLimits(max_pairs=2, max_per_owner=1)),
-    )
+def test_the_limits_a_deployment_sets_are_the_ones_applied(redis_url: str) -> None:
+    """MT_TM_MAX_PAIRS and MT_TM_MAX_PER_KEY as the deployment set them, not the defaults."""
+    forget_indexes()
+    app = app_for(redis_url, auth="off", tm_max_pairs=2, tm_max_per_key=1)
+    with TestClient(app, raise_server_exceptions=False) as api:
+        _check_limits(api)
+
+
+def _check_limits(api: TestClient) -> None:
     over = api.post(
         "/v1/translation_memories",
         json={**ENTRIES, "entries": [*ENTRIES["entries"], {"source": "c", "target": "d"}]},

@@ -103,7 +103,9 @@ def store(services: Services, owner: str) -> TranslationMemoryStore:
     def run(what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         return pool.run("tm", owner, what, fn, *args, **kwargs)
 
-    return TranslationMemoryStore(services.store.r, TMLimits.from_settings(services.settings.glossaries), run)
+    return TranslationMemoryStore(
+        services.store.r, TMLimits.from_settings(services.settings.glossaries), run
+    )
 
 
 def storage(services: Services, caller: Caller) -> Storage | None:

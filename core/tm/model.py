@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
 from mtfleet.core.errors import InvalidInput, JobNotFound
-from mtfleet.core.settings import GlossarySettings
+
+if TYPE_CHECKING:  # the SDK reads these models without the server's settings installed
+    from mtfleet.core.settings import GlossarySettings
 
 
 class TMNotFound(JobNotFound):

@@ -482,7 +482,10 @@ def test_flower_shows_the_worker_and_its_succeeded_chunks_behind_its_password(
         expect(workers.first).to_contain_text("Online")
         page.screenshot(path=str(SHOTS / "flower-workers.png"), full_page=True)
         page.goto(f"{fleet.flower_url}/tasks")
-        rows = page.locator("#tasks-table tbody tr", has_text="mtfleet.translate_chunk")
+        # this job's chunk (its task id starts with the job's id): another test's bulk chunk
+        # may still run, and the table lists the newest first
+        rows = page.locator("#tasks-table tbody tr", has_text=job)
+        expect(rows.first).to_contain_text("mtfleet.translate_chunk", timeout=30_000)
         expect(rows.first).to_contain_text("SUCCESS", timeout=30_000)
         text = rows.first.inner_text()
         assert re.search(r"\b\d+(\.\d+)? (ms|s)\b", text), text  # its runtime

@@ -118,7 +118,7 @@ def test_the_server_gets_the_prompt_the_vllm_engine_builds(fleet: LocalFleet) ->
             # max_tokens from the tokenizer's counts and the context /v1/models reports
             s = engine.settings
             assert body["max_tokens"] == prompts.max_tokens(
-                src, len(ids), 512, ratio=s.engine.max_tokens_ratio, slack=s.engine.max_tokens_slack
+                src, len(ids), 512, ratio=s.max_tokens_ratio, slack=s.max_tokens_slack
             )
     finally:
         engine.close()

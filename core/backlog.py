@@ -149,6 +149,12 @@ class Backlog:
             )
         )
 
+    def unrelease(self, pool: str, lane: str, job_id: str, chunk: int) -> None:
+        """Take a released chunk that will not run (its ledger no longer holds it: finished,
+        or its job ended or is gone) off its lane's released hash, so it no longer counts
+        against what the lane may release."""
+        self.r.hdel(keys.backlog_released(pool, lane), f"{job_id}:{chunk}")
+
     def waiting(self, pool: str, lane: str, client: Any = None) -> Waiting:
         """What waits in a pool lane now (one round trip)."""
         return _waiting(self._waiting_pipe(client or self.r, pool, lane).execute())

@@ -7,6 +7,7 @@ can be inspected (``redis-cli --scan --pattern 'mt:*'``) and cleaned safely.
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 PREFIX = "mt:"
 
@@ -267,6 +268,39 @@ def backlog_delayed(pool: str, lane: str) -> str:
 
 #: String with a short expiry: the worker whose reconciler runs the current sweep.
 RECONCILE_LOCK = f"{PREFIX}reconcile:lock"
+
+
+#: The first word of a task argument that names a chunk in its job's ledger (:func:`ledger_ref`).
+LEDGER_REF = "ledger"
+
+
+class LedgerPlace(NamedTuple):
+    """Where a chunk sent as a ledger reference is, and when it was queued."""
+
+    job_id: str
+    chunk: int
+    pool: str
+    lane: str
+    enqueued_at: float
+
+
+def ledger_ref(place: LedgerPlace) -> str:
+    """The task argument of a chunk sent from its job's ledger (``ledger <job> <chunk> <pool>
+    <lane> <when queued>``): the worker reads the message from :func:`job_chunks` (and takes
+    the chunk off its lane's released hash when the ledger no longer holds it), the operator's
+    panel reads how long it waited from the reference itself."""
+    return " ".join((LEDGER_REF, *(str(v) for v in place[:4]), repr(place.enqueued_at)))
+
+
+def parse_ledger_ref(text: str) -> LedgerPlace | None:
+    """The place a :func:`ledger_ref` names; None for anything else."""
+    parts = text.split(" ")
+    if len(parts) != 6 or parts[0] != LEDGER_REF or not is_id(parts[1]) or not parts[2].isdigit():
+        return None
+    try:
+        return LedgerPlace(parts[1], int(parts[2]), parts[3], parts[4], float(parts[5]))
+    except ValueError:
+        return None
 
 
 def task_id(job_id: str, chunk: int, nonce: str) -> str:

@@ -2,12 +2,13 @@
 and in the broker queue, and how long the oldest of them has waited.
 
 The broker queue is a Redis list (kombu's Redis transport): the API's ``send_task`` pushes on the
-left, workers pop on the right. Each element is kombu's envelope (JSON) around Celery's message
-body (base64 JSON ``[args, kwargs, embed]``); the one argument is the chunk message
-(:class:`~mtfleet.core.models.ChunkMessage`) as JSON text, whose ``enqueued_at`` says when the
-API queued it. A chunk put back by a worker's restore may land at the other end, so both ends
-are read and the older counts. In the backlog, the oldest chunk of a key is in the first job of
-its list: that job's ``created_at`` is when it was queued.
+left, workers pop on the right. Each element is kombu's envelope (JSON) around Celery's message body
+(base64 JSON ``[args, kwargs, embed]``); the one argument is the chunk's place in its job's ledger
+(:func:`~mtfleet.core.keys.ledger_ref`), or the chunk message
+(:class:`~mtfleet.core.models.ChunkMessage`) as JSON text: each says when the API queued it. A chunk
+put back by a worker's restore may land at the other end, so both ends are read and the older
+counts. In the backlog, the oldest chunk of a key is in the first job of its list: that job's
+``created_at`` is when it was queued.
 """
 
 from __future__ import annotations
@@ -40,8 +41,10 @@ def enqueued_at(raw: bytes | str) -> float | None:
         body: Any = envelope["body"]
         if envelope.get("properties", {}).get("body_encoding") == "base64":
             body = base64.b64decode(body)
-        args = json.loads(body)[0]
-        chunk = json.loads(args[0]) if isinstance(args[0], str) else args[0]
+        arg = json.loads(body)[0][0]
+        if isinstance(arg, str) and (place := keys.parse_ledger_ref(arg)) is not None:
+            return place.enqueued_at  # a chunk sent as its place in its job's ledger
+        chunk = json.loads(arg) if isinstance(arg, str) else arg
         return float(chunk["enqueued_at"])
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         return None

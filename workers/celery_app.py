@@ -118,8 +118,14 @@ ENGINE_DOWN_S = 0.5
 
 @app.task(name=keys.TRANSLATE_TASK, bind=True, acks_late=True, reject_on_worker_lost=True)
 def translate_chunk(self: Task, chunk: Any) -> dict[str, Any]:
-    """One chunk: its message as JSON text (:func:`mtfleet.core.broker.send_chunk`), or as an
-    object (the earlier format: chunks still queued across an upgrade)."""
+    """One chunk: its place in its job's ledger (:func:`mtfleet.core.keys.ledger_ref`, read from
+    there), its message as JSON text (:func:`mtfleet.core.broker.send_chunk`), or as an object (the
+    earlier format: chunks still queued across an upgrade)."""
+    if isinstance(chunk, str) and chunk.startswith(f"{keys.LEDGER_REF} "):
+        entry = _ledger_entry(chunk)
+        if entry is None:
+            return {"skipped": "no longer in its job's ledger (finished, or the job is gone)"}
+        chunk = entry
     try:
         if isinstance(chunk, str | bytes):
             msg = ChunkMessage.model_validate_json(chunk)
@@ -143,6 +149,22 @@ def translate_chunk(self: Task, chunk: Any) -> dict[str, Any]:
         return _put_back(rt, msg, f"{type(exc).__name__}: {exc}", "error", backoff=True)
     finally:
         rt.releaser.nudge()  # its slot is free: what waits may go
+
+
+def _ledger_entry(ref: str) -> str | None:
+    """The message a ledger reference names; None when the ledger no longer holds it (finished,
+    or its job ended or is gone: the chunk is taken off its lane's released hash, as a delivered
+    message's start would). A reference that names no job is returned as it is, to be refused as
+    any malformed message."""
+    place = keys.parse_ledger_ref(ref)
+    if place is None:
+        return ref
+    rt = runtime()
+    entry = rt.redis.hget(keys.job_chunks(place.job_id), str(place.chunk))
+    if entry is None:
+        rt.backlog.unrelease(place.pool, place.lane, place.job_id, place.chunk)
+        return None
+    return str(entry)
 
 
 def _put_back(

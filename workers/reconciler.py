@@ -289,7 +289,7 @@ class Reconciler(Periodic):
     def _put_back(self, job_id: str, chunk: int, pool: str, lane: str, owner: str) -> bool:
         raw = self.r.hget(keys.job_chunks(job_id), str(chunk))
         if raw is None:  # finished meanwhile, or its job ended or is gone: it will not run
-            self.r.hdel(keys.backlog_released(pool, lane), f"{job_id}:{chunk}")  # not out there
+            self.backlog.unrelease(pool, lane, job_id, chunk)  # not out there
             return False
         sends = int(self.r.hincrby(keys.chunk_deliveries(job_id), f"resent:{chunk}", 1))
         if sends > self.settings.max_deliveries:

@@ -4,6 +4,8 @@ job's chunks leave at once, a chunk put back goes first again, and every count i
 
 from __future__ import annotations
 
+import base64
+import json
 import time
 
 import pytest
@@ -13,7 +15,9 @@ from kombu.exceptions import OperationalError
 from mtfleet.core import keys
 from mtfleet.core.backlog import Backlog
 from mtfleet.core.broker import make_celery, release
+from mtfleet.core.keys import LedgerPlace, ledger_ref
 from mtfleet.core.models import ChunkMessage, ChunkSegment, JobStatus, Lane, Progress
+from mtfleet.core.queues import read_queues
 from mtfleet.core.settings import Settings
 from mtfleet.core.store import JobRecord, JobStore, new_job_id
 from mtfleet.fleet.localfleet import free_port
@@ -248,3 +252,38 @@ def test_with_the_broker_away_a_batchs_good_chunks_are_back_at_once_and_a_bad_on
     [dead] = store.dead_letters.entries()
     assert (dead.job_id, dead.chunk) == (bad, 0) and "names no pool" in dead.reason
     assert store.get(bad).status is JobStatus.failed
+
+
+def test_a_released_chunk_travels_as_its_place_in_the_ledger_not_its_text(
+    store: JobStore, backlog: Backlog, r: redis.Redis, redis_url: str
+) -> None:
+    """The broker carries a released chunk as ``ledger <job> <chunk> <when queued>``: its text
+    is kept once, in the ledger, where the worker reads it (not published, held unacked and
+    delivered too); the operator's panel still reads how long the oldest waited."""
+    app = make_celery(Settings(redis_url=redis_url))
+    job_id = make_job(store, "a", 2)
+    assert release(app, backlog, store, POOL, LANE, 10) == 2
+    queued = [str(m) for m in r.lrange(keys.queue(POOL, LANE), 0, -1)]
+    assert chunk_ids(queued) == {(job_id, 0), (job_id, 1)}
+    args = sorted(task_args(m)[0] for m in queued)
+    entries = [
+        ChunkMessage.model_validate_json(r.hget(keys.job_chunks(job_id), str(n)) or "")
+        for n in (0, 1)
+    ]
+    places = [LedgerPlace(job_id, e.chunk, POOL, LANE, e.enqueued_at) for e in entries]
+    assert args == [ledger_ref(place) for place in places]
+    assert not any("text 0" in m or "text 1" in m for m in queued)
+    waited = min(e.enqueued_at for e in entries)
+    reading = read_queues(r, [(POOL, LANE)], now=waited + 7.5)[keys.queue(POOL, LANE)]
+    assert reading.oldest_queued_s == 7.5
+
+
+def task_args(raw: str) -> list[object]:
+    """The arguments of the task a raw broker message carries (kombu's envelope, its body
+    base64 as kombu's Redis transport sends it by default)."""
+    message = json.loads(raw)
+    body = message["body"]
+    if message["properties"].get("body_encoding") == "base64":
+        body = base64.b64decode(body)
+    args: list[object] = json.loads(body)[0]
+    return args

@@ -346,3 +346,27 @@ def test_worker_serves_prometheus_metrics(fleet: LocalFleet) -> None:
     assert value('mt_job_latency_seconds_count{lane="interactive",pool="apertium"}') >= 1
     # workers look the cache up again only for chunks that waited in the queue: the series exist
     assert value('mt_worker_cache_lookups_total{result="miss"}') >= 0
+
+
+def test_a_purged_jobs_released_chunks_stop_counting_against_their_lane(
+    api: TestClient, rd: redis.Redis
+) -> None:
+    """A released chunk travels as its place in its job's ledger; a worker that meets one
+    whose job was purged meanwhile takes it off the lane's released hash at once, as the start
+    of a delivered chunk does (left there, it would hold the lane's release budget until the
+    reconciler's grace period passed, and the next job would wait behind nothing)."""
+    texts = [f"The dog number {i} runs in the park." for i in range(128 * 24)]
+    job_id = api.post(
+        "/v1/jobs", json={"texts": texts, "source_lang": "en", "target_lang": "es", "lane": "bulk"}
+    ).json()["id"]
+    released = keys.backlog_released("apertium", "bulk")
+    deadline = time.monotonic() + 20
+    while not any(k.startswith(f"{job_id}:") for k in rd.hkeys(released)):
+        assert time.monotonic() < deadline, "no chunk of the job was released"
+        time.sleep(0.01)
+    assert api.delete(f"/v1/jobs/{job_id}", params={"purge": "true"}).status_code < 300
+    deadline = time.monotonic() + 20  # the reconciler's grace is 60 s at these settings
+    while left := [k for k in rd.hkeys(released) if k.startswith(f"{job_id}:")]:
+        assert time.monotonic() < deadline, left
+        time.sleep(0.1)
+    assert rd.llen(keys.queue("apertium", "bulk")) == 0

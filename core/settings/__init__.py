@@ -59,7 +59,6 @@ __all__ = [
     "Settings",
     "WebhookSettings",
     "WorkerSettings",
-    "component_of",
     "default_pool",
     "get_settings",
     "parse_pair",
@@ -97,11 +96,6 @@ def _owners() -> dict[str, str]:
 
 
 _OWNER = _owners()
-
-
-def component_of(field: str) -> str:
-    """The component that owns a setting (``"lanes"`` -> ``"worker"``): KeyError for none."""
-    return _OWNER[field]
 
 
 class Settings(BaseModel):

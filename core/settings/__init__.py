@@ -65,38 +65,6 @@ __all__ = [
     "route_pattern",
 ]
 
-#: The components, by their attribute on :class:`Settings`, in the order the configuration
-#: page lists them.
-COMPONENTS: dict[str, type[Component]] = {
-    "redis": RedisSettings,
-    "api": ApiSettings,
-    "jobs": JobSettings,
-    "backlog": BacklogSettings,
-    "keys": KeySettings,
-    "documents": DocumentSettings,
-    "glossaries": GlossarySettings,
-    "webhooks": WebhookSettings,
-    "worker": WorkerSettings,
-    "scheduler": SchedulerSettings,
-    "engine": EngineSettings,
-    "quality": QualitySettings,
-    "flower": FlowerSettings,
-}
-
-
-def _owners() -> dict[str, str]:
-    """Each setting's component; a setting in two components is a mistake caught at import."""
-    owner: dict[str, str] = {}
-    for name, cls in COMPONENTS.items():
-        for field in cls.model_fields:
-            if field in owner:
-                raise TypeError(f"setting {field} is in both {owner[field]} and {name}")
-            owner[field] = name
-    return owner
-
-
-_OWNER = _owners()
-
 
 class Settings(BaseModel):
     """One process's settings: a component each, and the checks that span two.
@@ -141,6 +109,28 @@ class Settings(BaseModel):
                 "http://127.0.0.1:8000/v1)"
             )
         return self
+
+
+#: The components, by their attribute on :class:`Settings`, in the order the configuration
+#: page lists them (the order of its fields).
+COMPONENTS: dict[str, type[Component]] = {
+    name: field.annotation  # type: ignore[misc]
+    for name, field in Settings.model_fields.items()
+}
+
+
+def _owners() -> dict[str, str]:
+    """Each setting's component; a setting in two components is a mistake caught at import."""
+    owner: dict[str, str] = {}
+    for name, cls in COMPONENTS.items():
+        for field in cls.model_fields:
+            if field in owner:
+                raise TypeError(f"setting {field} is in both {owner[field]} and {name}")
+            owner[field] = name
+    return owner
+
+
+_OWNER = _owners()
 
 
 @lru_cache(maxsize=1)

@@ -66,10 +66,13 @@ def test_worker_with_broken_engine_takes_nothing_and_job_waits(
             assert r.llen(keys.queue("apertium", "interactive")) == 1
             assert api.get(f"/v1/jobs/{job['id']}").json()["status"] == "queued"
 
-            fleet.start_worker("--engine", "apertium", name="good")
+            good = fleet.start_worker("--engine", "apertium", name="good")
             done = api.get(f"/v1/jobs/{job['id']}", params={"wait": 30}).json()
             assert done["status"] == "succeeded"
             result = api.get(f"/v1/jobs/{job['id']}/result").json()
             assert "perro" in result["translations"][0]
+            # Celery's own line per chunk (received, succeeded in) only at --loglevel DEBUG
+            assert "celery@" in good.log_tail(400) or "ready" in good.log_tail(400)
+            assert f"Task {keys.TRANSLATE_TASK}[" not in good.log_tail(400)
     finally:
         fleet.stop()

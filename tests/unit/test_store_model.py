@@ -7,6 +7,8 @@ import json
 
 import fakeredis
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mtfleet.core import keys
 from mtfleet.core.models import JobStatus, Lane, Progress, SegmentOutcome
@@ -14,6 +16,7 @@ from mtfleet.core.store import (
     COMPUTED_FIELDS,
     JobRecord,
     JobStore,
+    encode_outcome,
     job_from_hash,
     job_to_hash,
     new_job_id,
@@ -197,3 +200,24 @@ def test_an_idempotency_key_returns_the_earlier_value(store: JobStore) -> None:
     )
     assert store.get(first.id) == first
     assert not store.r.exists(keys.job(second.id))
+
+
+@given(
+    st.builds(
+        SegmentOutcome,
+        translation=st.none() | st.text(),
+        error=st.none() | st.just({"type": "engine_error", "message": "boom"}),
+        warnings=st.lists(st.just({"type": "length_ratio", "message": "long"}), max_size=1),
+        cached=st.booleans(),
+        memory_score=st.none() | st.floats(0, 100),
+        quality=st.none() | st.floats(0, 25),
+    )
+)
+def test_an_outcome_is_stored_as_pydantic_writes_it_and_reads_back_equal(
+    outcome: SegmentOutcome,
+) -> None:
+    """A bare translation's written directly (the common case, without pydantic): the same
+    bytes as pydantic's, any text, and read back equal, as any other outcome."""
+    stored = encode_outcome(outcome)
+    assert stored == outcome.model_dump_json(exclude_none=True, exclude_defaults=True)
+    assert SegmentOutcome.model_validate_json(stored) == outcome

@@ -120,7 +120,7 @@ def build_services(settings: Settings) -> Services:
         aclient=ar if same else connect_async(settings.redis.effective_cache_url),
     )
     celery = make_celery(settings, name="mtfleet-api")
-    pool = DocumentPool(settings)
+    pool = DocumentPool(settings.documents, settings.jobs.max_segments_per_job)
     jobs = JobService(settings, store, cache, registry, celery, apikeys, pool)
     waiter = CompletionWaiter(r)
     return Services(
@@ -217,7 +217,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(Timing)
     app.add_middleware(
         RequestGuard,
-        settings=settings,
+        settings=settings.api,
+        auth_required=settings.keys.auth == "required",
         surfaces=(V1, deepl.SURFACE, libretranslate.SURFACE, crowdin.SURFACE),
     )
     app.add_middleware(libretranslate.Preflight, prefix=libretranslate.PREFIX)

@@ -52,7 +52,7 @@ from mtfleet.api.surfaces import V1, Render, Surface, answer, surface_for
 from mtfleet.core import scopes
 from mtfleet.core.apikeys import REPORTING_TAG, KeyStore, check_reporting_tag
 from mtfleet.core.errors import Forbidden, InvalidInput, RateLimited, Unauthorized, Unavailable
-from mtfleet.core.settings import Settings
+from mtfleet.core.settings.api import ApiSettings
 
 _BODY_METHODS = {"POST", "PUT", "PATCH"}
 _WINDOW_S = 60.0
@@ -133,12 +133,18 @@ def reporting_tag(headers: dict[bytes, bytes]) -> str:
 
 class RequestGuard:
     def __init__(
-        self, app: ASGIApp, settings: Settings, surfaces: tuple[Surface, ...] = (V1,)
+        self,
+        app: ASGIApp,
+        settings: ApiSettings,
+        auth_required: bool,
+        surfaces: tuple[Surface, ...] = (V1,),
     ) -> None:
+        """``settings``: a request's limits (``MT_MAX_REQUEST_BYTES``, ``MT_BODY_TIMEOUT_S``);
+        ``auth_required``: every request names an API key (``MT_AUTH=required``)."""
         self.app = app
-        self.limit = settings.api.max_request_bytes
-        self.body_timeout_s = settings.api.body_timeout_s
-        self.auth = settings.keys.auth == "required"
+        self.limit = settings.max_request_bytes
+        self.body_timeout_s = settings.body_timeout_s
+        self.auth = auth_required
         self.surfaces = surfaces
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

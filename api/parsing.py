@@ -37,7 +37,7 @@ from mtfleet import formats as documents
 from mtfleet.api import metrics
 from mtfleet.api.shares import KeyShares
 from mtfleet.core.errors import RateLimited, Unavailable
-from mtfleet.core.settings import Settings
+from mtfleet.core.settings.documents import DocumentSettings
 from mtfleet.formats import fragments
 from mtfleet.formats.base import DocumentError, Rendered, Unit, reading, unit_budget
 from mtfleet.formats.pipeline import Cut, assemble, plan, units_of, untranslated
@@ -133,14 +133,16 @@ def _render_fragments(
 class DocumentPool:
     """The API's document workers (started on first use)."""
 
-    def __init__(self, settings: Settings) -> None:
-        self.deadline_s = settings.documents.document_deadline_s
-        self.memory_mb = settings.documents.document_memory_mb
-        self.workers = settings.documents.document_workers
-        self.max_segments = settings.jobs.max_segments_per_job
+    def __init__(self, settings: DocumentSettings, max_segments: int) -> None:
+        """``max_segments``: the most a job may have (``MT_MAX_SEGMENTS_PER_JOB``): a document
+        of more is refused while it is read."""
+        self.deadline_s = settings.document_deadline_s
+        self.memory_mb = settings.document_memory_mb
+        self.workers = settings.document_workers
+        self.max_segments = max_segments
         # one key's share: its calls running or waiting for a process; a few more of its
         # calls (files uploaded together) wait for its share, the next are refused
-        share = settings.documents.document_workers_per_key or max(1, self.workers // 2)
+        share = settings.document_workers_per_key or max(1, self.workers // 2)
         self.shares = KeyShares(
             share,
             f"of the {self.workers} document processes",

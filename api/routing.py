@@ -32,7 +32,7 @@ from mtfleet.core.errors import (
 )
 from mtfleet.core.models import Lane, ModelType, PoolModelType
 from mtfleet.core.registry import PoolInfo, Registry
-from mtfleet.core.settings import Settings
+from mtfleet.core.settings.backlog import BacklogSettings
 
 #: Seconds a registry answer (the pools, who serves a pair) is trusted by an API process.
 REMEMBER_S = 1.0
@@ -102,8 +102,10 @@ def choose_pool(
 
 
 class Routing:
-    def __init__(self, settings: Settings, registry: Registry, backlog: Backlog) -> None:
-        """Every read on the event loop, through the registry's asyncio client."""
+    def __init__(self, settings: BacklogSettings, registry: Registry, backlog: Backlog) -> None:
+        """``settings``: the routes (``MT_ROUTES``) and each lane's queue bound
+        (``MT_MAX_QUEUE_*``). Every read on the event loop, through the registry's asyncio
+        client."""
         assert registry.ar is not None, "Routing needs a Registry with an asyncio client"
         self.settings = settings
         self.registry = registry
@@ -161,7 +163,7 @@ class Routing:
         if adapter is not None:
             serving = self._with_adapter_named(pools, serving, adapter, source, target)
         name = choose_pool(
-            self.settings.backlog.routes, source, target, serving, pools, model_type=model_type
+            self.settings.routes, source, target, serving, pools, model_type=model_type
         )
         return self._with_adapter(pools[name], adapter, model_type)
 
@@ -303,7 +305,7 @@ class Routing:
             )
         pools = await self.pools()
         name = pool or choose_pool(
-            self.settings.backlog.routes, lang, lang, serving, pools, model_type=model_type
+            self.settings.routes, lang, lang, serving, pools, model_type=model_type
         )
         return self._with_adapter(pools[name], None, model_type)
 
@@ -314,9 +316,9 @@ class Routing:
         0.2 s per process, so it may overshoot the limit by what the API processes accept in
         that time."""
         limit = (
-            self.settings.backlog.max_queue_interactive
+            self.settings.max_queue_interactive
             if lane is Lane.interactive
-            else self.settings.backlog.max_queue_bulk
+            else self.settings.max_queue_bulk
         )
         now = time.monotonic()
         seen = self._depths.get((pool, lane))

@@ -174,7 +174,7 @@ class JobService:
         self.celery = celery
         self.apikeys = apikeys
         self.backlog = Backlog(store.r, ttl_s=settings.jobs.result_ttl_s)
-        self.routing = Routing(settings, registry, self.backlog)
+        self.routing = Routing(settings.backlog, registry, self.backlog)
         self.detector = detection.Detector(settings.keys.key_detections)
 
     # -- the whole path ----------------------------------------------------------------------

@@ -394,7 +394,7 @@ class ChunkProcessor:
         ``quality``: the worker's quality-estimation step (default: none, so a chunk asking
         for scores gets each translation's warning that it was not scored)."""
         self.settings = settings
-        self.quality = quality or QualityStep(settings)
+        self.quality = quality or QualityStep(settings.quality, settings.worker.pool_name)
         self.down = down
         self.terms_in_prompt = terms_in_prompt
         self.store = store

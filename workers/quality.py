@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mtfleet.core.models import Finding, SegmentOutcome
-from mtfleet.core.settings import Settings
+from mtfleet.core.settings.quality import QualitySettings
 
 log = logging.getLogger(__name__)
 
@@ -136,23 +136,24 @@ class QualityStep:
     """The chunk path's quality-estimation step: scores for the outcomes of a chunk that asks
     for them, a ``low_quality`` warning above the threshold."""
 
-    def __init__(self, settings: Settings, estimator: QualityEstimator | None = None) -> None:
-        self.threshold = settings.quality.qe_threshold
-        self.pool = settings.worker.pool_name
+    def __init__(
+        self, quality: QualitySettings, pool: str, estimator: QualityEstimator | None = None
+    ) -> None:
+        """``pool``: the worker's (named in the warning of a chunk its pool cannot score)."""
+        self.threshold = quality.qe_threshold
+        self.pool = pool
         self.estimator = estimator
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> QualityStep:
-        """The step for a worker's settings: with its model when MT_QE_MODEL names one (loaded
+    def from_settings(cls, quality: QualitySettings, pool: str) -> QualityStep:
+        """The step of a worker of ``pool``: with its model when MT_QE_MODEL names one (loaded
         by :meth:`load`)."""
-        if not settings.quality.qe_model:
-            return cls(settings)
+        if not quality.qe_model:
+            return cls(quality, pool)
         estimator = QualityEstimator(
-            settings.quality.qe_model,
-            tokenizer=settings.quality.qe_tokenizer,
-            batch_size=settings.quality.qe_batch_size,
+            quality.qe_model, tokenizer=quality.qe_tokenizer, batch_size=quality.qe_batch_size
         )
-        return cls(settings, estimator)
+        return cls(quality, pool, estimator)
 
     @property
     def model(self) -> str | None:

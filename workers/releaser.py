@@ -15,7 +15,8 @@ from typing import Any
 
 from mtfleet.core.backlog import Backlog
 from mtfleet.core.broker import release
-from mtfleet.core.settings import Settings
+from mtfleet.core.settings.backlog import BacklogSettings
+from mtfleet.core.settings.worker import WorkerSettings
 from mtfleet.core.store import JobStore
 from mtfleet.workers import metrics
 from mtfleet.workers.hooks import Hook
@@ -26,8 +27,19 @@ log = logging.getLogger(__name__)
 class Releaser(Hook):
     name = "releaser"
 
-    def __init__(self, settings: Settings, backlog: Backlog, store: JobStore) -> None:
-        self.settings = settings
+    def __init__(
+        self,
+        worker: WorkerSettings,
+        releasing: BacklogSettings,
+        backlog: Backlog,
+        store: JobStore,
+    ) -> None:
+        """``worker``: the pool and lanes released for; ``releasing``: how far ahead
+        (``MT_RELEASE_AHEAD``) and how often (``MT_RELEASE_INTERVAL_S``)."""
+        self.pool = worker.pool_name
+        self.lanes = list(worker.lanes)
+        self.ahead = releasing.release_ahead
+        self.interval_s = releasing.release_interval_s
         self.backlog = backlog
         self.store = store
         self.app: Any = None
@@ -53,18 +65,15 @@ class Releaser(Hook):
     def tick(self) -> int:
         """Release for each lane this worker serves; how many chunks were sent."""
         sent = 0
-        pool = self.settings.worker.pool_name
-        for lane in self.settings.worker.lanes:
-            n = release(
-                self.app, self.backlog, self.store, pool, lane, self.settings.backlog.release_ahead
-            )
+        for lane in self.lanes:
+            n = release(self.app, self.backlog, self.store, self.pool, lane, self.ahead)
             metrics.RELEASED.labels(lane).inc(n)
             sent += n
         return sent
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            self._wake.wait(self.settings.backlog.release_interval_s)
+            self._wake.wait(self.interval_s)
             self._wake.clear()
             if self._stop.is_set():
                 return

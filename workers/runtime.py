@@ -115,7 +115,8 @@ class WorkerRuntime:
         self.gpu_stats = GpuStats(self.gpus)
         self.heartbeat = Heartbeat(self.registry, self.info, settings.worker.heartbeat_s)
         self.health = EngineHealth(self.restart_engine, self.heartbeat.beat_now, self.probe)
-        self.quality = QualityStep.from_settings(settings)  # MT_QE_MODEL, loaded at boot
+        # MT_QE_MODEL, loaded at boot
+        self.quality = QualityStep.from_settings(settings.quality, settings.worker.pool_name)
         self.chunks = ChunkProcessor(
             settings,
             self.store,
@@ -127,11 +128,16 @@ class WorkerRuntime:
             self.quality,
         )
         self.backlog = Backlog(self.redis, ttl_s=settings.jobs.result_ttl_s)
-        self.releaser = Releaser(settings, self.backlog, self.store)
+        self.releaser = Releaser(settings.worker, settings.backlog, self.backlog, self.store)
         self.hooks: list[Hook] = [
             self.heartbeat,
             self.health,
-            WindowControl(settings, lambda: self.scheduler, lambda: self.chunks.chunk_segments),
+            WindowControl(
+                settings.worker,
+                settings.scheduler,
+                lambda: self.scheduler,
+                lambda: self.chunks.chunk_segments,
+            ),
             self.releaser,
             Reconciler(settings.worker, self.redis, self.store, self.backlog, self.instance),
             Cancellations(self.redis, self.store, lambda: self.scheduler, self.held_jobs),

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mtfleet.core.settings import Settings
+from mtfleet.core.settings.scheduler import SchedulerSettings
+from mtfleet.core.settings.worker import WorkerSettings
 from mtfleet.workers import metrics
 from mtfleet.workers.batching import pull_window
 from mtfleet.workers.hooks import Periodic
@@ -24,12 +25,18 @@ class WindowControl(Periodic):
 
     def __init__(
         self,
-        settings: Settings,
+        worker: WorkerSettings,
+        scheduling: SchedulerSettings,
         scheduler: Callable[[], Scheduler],
         chunk_segments: Callable[[], float],
     ) -> None:
+        """``worker``: its threads (``MT_WORKER_CONCURRENCY``) and lease
+        (``MT_VISIBILITY_TIMEOUT_S``); ``scheduling``: how far ahead it pulls
+        (``MT_PULL_AHEAD_S``)."""
         super().__init__()
-        self.settings = settings
+        self.max_chunks = worker.worker_concurrency
+        self.visibility_timeout_s = worker.visibility_timeout_s
+        self.pull_ahead_s = scheduling.pull_ahead_s
         self.scheduler = scheduler
         self.chunk_segments = chunk_segments
         self.consumer: Any = None
@@ -49,11 +56,11 @@ class WindowControl(Periodic):
         rate = sched.tick()
         window = pull_window(
             chunk_size=max(1, round(self.chunk_segments())),
-            max_chunks=self.settings.worker.worker_concurrency,
+            max_chunks=self.max_chunks,
             keep_full_segments=sched.keep_full_segments(),
             rate=rate,
-            pull_ahead_s=self.settings.scheduler.pull_ahead_s,
-            visibility_timeout_s=self.settings.worker.visibility_timeout_s,
+            pull_ahead_s=self.pull_ahead_s,
+            visibility_timeout_s=self.visibility_timeout_s,
         )
         metrics.WINDOW.set(window)
         metrics.THROUGHPUT.set(rate or 0.0)

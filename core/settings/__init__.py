@@ -4,8 +4,11 @@ composes ``VllmConfig``.
 Each component is a class of its own module here (:class:`RedisSettings`,
 :class:`WorkerSettings`, :class:`EngineSettings`...) that reads only its own ``MT_*`` variables;
 :class:`Settings` holds one of each (``settings.worker.lanes``, ``settings.engine.model``) and
-checks what spans two. A part of the fleet is handed the component it uses (an engine its
-:class:`EngineSettings`, the webhook deliverer its :class:`WebhookSettings`), not the whole.
+checks what spans two. A part of the fleet is handed the components it uses (an engine its
+:class:`EngineSettings`, the webhook deliverer its :class:`WebhookSettings`, the releaser the
+worker's and the backlog's), not the whole: only the processes' roots
+(:func:`mtfleet.api.app.build_services`, :class:`mtfleet.workers.runtime.WorkerRuntime`) and
+what composes most of them (the API's job service, a worker's chunk processor) hold it.
 
 Read once per process with :func:`get_settings`; a bad value raises before any model loads or
 any socket opens. docs/configuration.md lists every variable, one table per component; ``make

@@ -13,7 +13,7 @@ from lxml import etree
 
 from mtfleet import formats as documents
 from mtfleet.core.models import SegmentOutcome
-from mtfleet.core.settings import Settings
+from mtfleet.core.settings.quality import QualitySettings
 from mtfleet.workers.quality import (
     SCORE_MAX,
     SCORE_MIN,
@@ -48,7 +48,7 @@ def test_lower_is_better_a_sentence_with_its_own_translation_scores_below_a_wron
     half = len(pairs) // 2
     good, bad = scorer.score(pairs[:half]), scorer.score(pairs[half:])
     assert max(good) < min(bad)
-    step = QualityStep(Settings(qe_threshold=12.5), scorer)
+    step = QualityStep(QualitySettings(qe_threshold=12.5), "cpu", scorer)
     outcomes = [(n, SegmentOutcome(translation=hyp)) for n, (_src, hyp) in enumerate(pairs)]
     done = step.apply(outcomes, {n: src for n, (src, _hyp) in enumerate(pairs)})
     low = [any(w["type"] == "low_quality" for w in o.warnings) for _, o in done]
@@ -71,7 +71,7 @@ def test_a_model_without_metricx_score_id_is_refused_at_load() -> None:
 
 
 def test_a_worker_without_a_model_says_each_translation_is_unscored() -> None:
-    step = QualityStep(Settings(pool="plain"))
+    step = QualityStep(QualitySettings(), "plain")
     failed = SegmentOutcome(error={"type": "engine_error", "message": "no"})
     done = step.apply([(0, SegmentOutcome(translation="Hola")), (1, failed)], {0: "Hi", 1: "x"})
     first = done[0][1]
@@ -89,7 +89,7 @@ class Broken:
 
 
 def test_a_scoring_failure_leaves_the_translations_with_the_reason() -> None:
-    step = QualityStep(Settings(), Broken())  # type: ignore[arg-type]
+    step = QualityStep(QualitySettings(), "cpu", Broken())  # type: ignore[arg-type]
     done = step.apply([(0, SegmentOutcome(translation="Hola"))], {0: "Hi"})
     (warning,) = done[0][1].warnings
     assert warning["type"] == "quality_unscored" and "CUDA out of memory" in warning["message"]

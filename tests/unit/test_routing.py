@@ -50,7 +50,7 @@ class Routed:
     def __init__(self, r: fakeredis.FakeRedis, **settings: object) -> None:
         ar = fakeredis.FakeAsyncRedis(server=SERVER, decode_responses=True)
         registry = Registry(r, ar)  # type: ignore[arg-type]
-        self.routing = Routing(Settings(**settings), registry, Backlog(r, ttl_s=60))  # type: ignore[arg-type]
+        self.routing = Routing(Settings(**settings).backlog, registry, Backlog(r, ttl_s=60))  # type: ignore[arg-type]
 
     def route(self, *args: Any, **kw: Any) -> Route:
         return asyncio.run(self.routing.route(*args, **kw))

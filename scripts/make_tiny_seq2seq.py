@@ -45,6 +45,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import math
 import os
 import shutil
 import sys
@@ -52,7 +53,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-RECIPE_VERSION = "1"
+RECIPE_VERSION = "2"
 MARKER = ".mtfleet_tiny_seq2seq"
 SEED = 0
 SCALE = 0.2  # weight std: large enough that different inputs give different outputs
@@ -230,6 +231,21 @@ def metricx_calibration() -> tuple[list[tuple[str, str]], list[float]]:
     return good + bad, scores
 
 
+def _canonical_unigram(pieces: list[str], specials: list[str]) -> list[tuple[str, float]]:
+    """The trained pieces as a vocabulary that is the same on every build: ``tokenizers``'
+    unigram trainer picks the same pieces each time but orders them and sets their scores
+    (to the last few thousandths) differently from one run to the next (its hash maps and
+    parallel sums), and a piece's id is its row in the model. So each piece is scored by how
+    often it occurs in the corpus's words (the log of its share, as a unigram model's scores
+    are) and ordered by that score, then by the piece: the specials first, at their ids."""
+    words = [f"▁{w}" for text in _corpus() for w in text.split()]
+    rest = sorted(set(pieces) - set(specials))
+    counts = {p: sum(w.count(p) for w in words) + 1 for p in rest}
+    total = sum(counts.values())
+    scored = sorted(((p, math.log(counts[p] / total)) for p in rest), key=lambda x: (-x[1], x[0]))
+    return [(p, 0.0) for p in specials] + scored
+
+
 def build_metricx(work: Path) -> int:
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
@@ -242,10 +258,8 @@ def build_metricx(work: Path) -> int:
         vocab_size=VOCAB_SIZE, special_tokens=specials, unk_token="<unk>", show_progress=False
     )
     unigram.train_from_iterator(_corpus(), trainer=trainer)
-    vocab = [
-        (piece, float(score)) for piece, score in json.loads(unigram.to_str())["model"]["vocab"]
-    ]
-    tokenizer = T5Tokenizer(vocab=vocab, extra_ids=0)
+    trained = [piece for piece, _ in json.loads(unigram.to_str())["model"]["vocab"]]
+    tokenizer = T5Tokenizer(vocab=_canonical_unigram(trained, specials), extra_ids=0)
     tokenizer.model_max_length = 1536  # MetricX-24's input length
     tokenizer.save_pretrained(str(work))
     config = MT5Config(

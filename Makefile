@@ -81,10 +81,13 @@ demo: .cache/system-deps.stamp $(VENV)/.base.stamp
 	$(VENV)/bin/mtfleet demo $(DEMO_ARGS)
 
 # Test files run TEST_JOBS at a time (pytest-xdist; a file's tests stay together, its fleet is
-# started once): most of the suite waits on worker processes, heartbeats and deadlines. Measured
-# on the 2-core machine: 2 at a time 25 min, 4 at a time 14 min (every test passed), 6 at a time
-# 15.5 min with ten tests failing on their deadlines (the cores saturated). The 30 slowest steps
-# are listed at the end (where the suite's time goes).
+# started once). Measured on the 2-core machine: 2 at a time 25 min, 4 at a time 14-20 min (the
+# machine's speed that hour), 6 at a time 15.5 min with ten tests failing on their deadlines.
+# At 4 the suite is CPU-bound (1.85 of the 2 cores busy throughout, ~2,000 CPU-seconds); by
+# process accounting (acct), 2026-12-06: Python processes the fleets and CLIs start ~1,000 s (a
+# Python process costs 0.5-2 s of CPU to start: the client CLI 0.55 s, the API 1.7 s), the
+# pytest processes ~500 s, vLLM's engine processes ~180 s, Celery workers ~175 s, Node ~90 s,
+# Apertium, Redis and Chromium ~90 s together. The 30 slowest steps are listed at the end.
 TEST_JOBS ?= 4
 test: test-deps lint
 	MT_TINY_MODEL=$(abspath $(TINY_MODEL)) $(PY) -m pytest tests -m "not soak" \

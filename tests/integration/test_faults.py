@@ -49,11 +49,20 @@ def signal_all(procs: list[psutil.Process], sig: int) -> int:
 
 
 def celery_children(launcher: Proc) -> list[psutil.Process]:
+    """The launcher's living Celery workers (one killed a moment ago and not yet reaped by the
+    launcher is a zombie whose command line cannot be read: not among them)."""
     try:
         kids = psutil.Process(launcher.popen.pid).children(recursive=True)
     except psutil.NoSuchProcess:
         return []
-    return [k for k in kids if "celery" in " ".join(k.cmdline())]
+    living = []
+    for kid in kids:
+        try:
+            if "celery" in " ".join(kid.cmdline()):
+                living.append(kid)
+        except (psutil.ZombieProcess, psutil.NoSuchProcess):
+            continue
+    return living
 
 
 @pytest.fixture

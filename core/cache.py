@@ -159,6 +159,7 @@ class PhraseCache:
                 keys=[
                     *_keys(fingerprint, glossary, scope, source, target, pairs),
                     keys.job_phrases(job_id),
+                    keys.job_purged(job_id),
                 ],
                 args=[self.ttl, self.job_ttl, *pairs.values()],
             )
@@ -167,7 +168,11 @@ class PhraseCache:
 
     def forget(self, job_id: str) -> None:
         """Delete the entries ``job_id``'s chunks wrote (a purge). Raises redis errors: a purge
-        that could not remove them must say so."""
+        that could not remove them must say so. The job is marked purged first (for as long as
+        its list of entries would have been kept): a chunk of it still in the engine, or
+        delivered again, then writes nothing after this (``cache_put.lua``), and whatever one
+        wrote before the mark is in the list read after it."""
+        self.r.set(keys.job_purged(job_id), 1, ex=self.job_ttl)
         written = keys.job_phrases(job_id)
         members = list(self.r.smembers(written))
         for i in range(0, len(members), 1000):

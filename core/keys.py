@@ -122,6 +122,12 @@ def job_phrases(job_id: str) -> str:
     return f"{PREFIX}cache:job:{job_id}"
 
 
+def job_purged(job_id: str) -> str:
+    """String, on the cache's Redis: the job was purged, so a chunk of it still in flight
+    writes no phrase (``cache_put.lua``); under ``mt:cache:`` for the cache-only ACL user."""
+    return f"{PREFIX}cache:purged:{job_id}"
+
+
 #: Hash: pool name -> JSON :class:`~mtfleet.core.registry.PoolInfo` (engine, model, phrase-cache
 #: fingerprints, lanes, when a worker of the pool last beat). Rewritten at every heartbeat; never
 #: expires, so a pool scaled to zero still takes jobs (they wait in its queues) until an operator

@@ -110,7 +110,10 @@ def test_demo_on_a_given_redis_deletes_what_it_made(redis_server: str) -> None:
     assert list(client.scan_iter("mt:job:*")) == []
     # a deleted glossary's terms stay a while for jobs already accepted, then expire
     assert all(client.ttl(k) > 0 for k in client.scan_iter("mt:glossary*"))
-    assert list(client.scan_iter("mt:cache:*")) == []
+    # its jobs' phrases are gone; what is left is each purged job's mark (no text), which
+    # expires (core/cache.py: a chunk still in flight writes nothing after the purge)
+    left = list(client.scan_iter("mt:cache:*"))
+    assert all(k.startswith("mt:cache:purged:") and client.ttl(k) > 0 for k in left), left
     assert KeyStore(client, cache_s=0).list_keys() == []
     assert all(client.get(f"mt:worker:{w}") is None for w in client.smembers("mt:workers"))
 

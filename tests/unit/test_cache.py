@@ -161,3 +161,22 @@ def test_forget_removes_the_entries_of_one_job_only(
         "Red shoes": "Zapatos rojos"
     }
     assert not r.exists(f"mt:cache:job:{JOB}")
+
+
+def test_a_chunk_still_in_flight_writes_no_phrase_after_its_job_was_purged(
+    cache: PhraseCache, r: fakeredis.FakeRedis
+) -> None:
+    """A purge between a chunk's engine call and its cache write (a second delivery of a chunk
+    of a job already finished and purged): the write stores nothing, and no entry is left for
+    the purge to have missed; another job's writes are untouched."""
+    cache.put_many(FP, "en", "es", {"Red shoes": "Zapatos rojos"}, job_id=JOB)
+    cache.forget(JOB)
+    cache.put_many(FP, "en", "es", {"Blue shoes": "Zapatos azules"}, job_id=JOB)
+    assert cache.get_many(lookup(FP, "en", "es", ["Red shoes", "Blue shoes"])) == {}
+    assert not r.exists(f"mt:cache:job:{JOB}")
+    assert 0 < r.ttl(f"mt:cache:purged:{JOB}") <= cache.job_ttl  # the mark goes in time
+    other = "c" * 32
+    cache.put_many(FP, "en", "es", {"Blue shoes": "Zapatos azules"}, job_id=other)
+    assert cache.get_many(lookup(FP, "en", "es", ["Blue shoes"])) == {
+        "Blue shoes": "Zapatos azules"
+    }

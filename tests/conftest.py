@@ -36,6 +36,12 @@ os.environ.setdefault("MT_AUTH", "off")
 # (MT_KEY_RATE, 10 a second): tests that send more than that with one key test other things;
 # tests of the default rate set it themselves.
 os.environ.setdefault("MT_KEY_RATE", "1000")
+# And the APIs the suite starts load lingua's models and the document processes on first use,
+# not before they serve (MT_PRELOAD=false): preloading is 3.6 of a started API's 5.5 CPU-seconds
+# plus 1.1 in its two document processes (measured), and the suite starts 64 APIs on two cores.
+# Nothing is skipped, a first detection or document only waits for what it needs; the demo
+# runs the default (tests/e2e/test_demo.py) and so does test_api_preload.py.
+os.environ.setdefault("MT_PRELOAD", "false")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

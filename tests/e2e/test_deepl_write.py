@@ -78,7 +78,8 @@ def fleet(redis_server: str, server: FakeServer) -> Iterator[LocalFleet]:
         f.start_worker("--engine", "openai", "--model", "m", "--pool", LLM, name="worker-llm")
         f.start_worker("--engine", "apertium", "--pool", "apertium", name="worker-apertium")
         f.start_api()
-        f.wait_ready(90)
+        f.wait_ready(90, pool=LLM)  # /readyz alone is ready with either pool's workers
+        f.wait_ready(90, pool="apertium")
         yield f
 
 

@@ -164,13 +164,26 @@ def test_redis_down_is_a_quick_503_and_health_stays_up() -> None:
         assert client.get("/metrics").status_code == 200
 
 
-def test_the_api_starts_its_document_processes_before_it_serves(redis_url: str) -> None:
+@pytest.mark.parametrize("preload", [None, "false"])
+def test_the_api_starts_its_document_processes_before_it_serves(
+    redis_url: str, preload: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The first document must not wait seconds for its processes to spawn and import the
-    formats (nor the first auto-detected request for lingua's models, loaded in the same
-    start-up step): when the API answers at all, its document processes are up."""
+    formats, nor the first auto-detected request for lingua's models: by default, when the API
+    answers at all, both are loaded. MT_PRELOAD=false (what the suite's fleets run,
+    tests/conftest.py) loads neither before the first use."""
+    if preload is None:
+        monkeypatch.delenv("MT_PRELOAD", raising=False)  # the default
+    else:
+        monkeypatch.setenv("MT_PRELOAD", preload)
     with LocalFleet(redis_url=redis_url, env={"MT_DOCUMENT_WORKERS": "3"}) as fleet:
         fleet.start_api()  # returns once /healthz answers
-        api = next(p for p in fleet.procs if p.name == "api")
-        children = psutil.Process(api.popen.pid).children(recursive=True)
+        api = psutil.Process(next(p for p in fleet.procs if p.name == "api").popen.pid)
+        children = api.children(recursive=True)
         spawned = [c for c in children if "spawn_main" in " ".join(c.cmdline())]
-        assert len(spawned) == 3, [c.cmdline() for c in children]
+        lingua = [m.path for m in api.memory_maps() if "/lingua/" in m.path]
+        if preload is None:
+            assert len(spawned) == 3, [c.cmdline() for c in children]
+            assert lingua, "lingua's detector is not loaded"
+        else:
+            assert (spawned, lingua) == ([], [])

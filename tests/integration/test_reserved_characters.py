@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from transformers import AutoTokenizer
 
 from mtfleet.core.cache import normalize
 from mtfleet.core.settings import Settings
@@ -174,6 +173,8 @@ def test_the_vllm_prompt_holds_the_text_as_data_and_its_echo_comes_back() -> Non
     tokenizer, as after its load) hold every character of the text and none of its control
     tokens as control tokens; a model's echo of it is, after the engine's output parsing, the
     text itself."""
+    from transformers import AutoTokenizer  # here: every xdist worker collects this file
+
     engine = VllmEngine(Settings(engine="vllm", model=tiny_model_path()).engine)
     engine.tokenizer = tok = AutoTokenizer.from_pretrained(tiny_model_path())
     template = specials(tok, engine._counts(TranslationRequest("plain", "en", "es"))[0])

@@ -88,11 +88,15 @@ demo: .cache/system-deps.stamp $(VENV)/.base.stamp
 # Test files run TEST_JOBS at a time (pytest-xdist; a file's tests stay together, its fleet is
 # started once). Measured on the 2-core machine: 2 at a time 25 min, 4 at a time 14-20 min (the
 # machine's speed that hour), 6 at a time 15.5 min with ten tests failing on their deadlines.
-# At 4 the suite is CPU-bound (1.85 of the 2 cores busy throughout, ~2,000 CPU-seconds); by
-# process accounting (acct), 2026-12-06: Python processes the fleets and CLIs start ~1,000 s (a
-# Python process costs 0.5-2 s of CPU to start: the client CLI 0.55 s, the API 1.7 s), the
-# pytest processes ~500 s, vLLM's engine processes ~180 s, Celery workers ~175 s, Node ~90 s,
-# Apertium, Redis and Chromium ~90 s together. The 30 slowest steps are listed at the end.
+# At 4 the suite is CPU-bound (1.85 of the 2 cores busy throughout): only fewer CPU-seconds make
+# it faster. By process accounting (acct, pids joined to command lines), 2026-12-06, 1,560-1,860
+# CPU-seconds by the hour's machine speed: pytest's four workers ~400 s, Celery workers ~300 s,
+# the 65 APIs the tests start ~250 s, multiprocessing's children (document processes, vLLM's
+# engine cores) ~270 s, worker launchers ~120 s, client CLI calls ~150 s, vLLM servers and
+# probes ~140 s. The suite's APIs load lingua and their document processes on first use
+# (tests/conftest.py: 1.8 CPU-s an API start, 6.6 with the default preload); four Apertium e2e
+# files measured 89 CPU-s before that and the kept bytecode (above), 68 after (3 runs each,
+# alternating). The 30 slowest steps are listed at the end.
 TEST_JOBS ?= 4
 test: test-deps lint
 	MT_TINY_MODEL=$(abspath $(TINY_MODEL)) $(PY) -m pytest tests -m "not soak" \

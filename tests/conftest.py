@@ -40,7 +40,7 @@ os.environ.setdefault("MT_KEY_RATE", "1000")
 # not before they serve (MT_PRELOAD=false): preloading is 3.6 of a started API's 5.5 CPU-seconds
 # plus 1.1 in its two document processes (measured), and the suite starts 64 APIs on two cores.
 # Nothing is skipped, a first detection or document only waits for what it needs; the demo
-# runs the default (tests/e2e/test_demo.py) and so does test_api_preload.py.
+# runs the default (tests/e2e/test_demo.py), and test_api_edges.py tests both.
 os.environ.setdefault("MT_PRELOAD", "false")
 
 

@@ -28,8 +28,10 @@ CLI = [sys.executable, "-m", "mtfleet", "demo"]
 
 def demo_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "MT_REDIS_URL"}
-    env.pop("MT_AUTH", None)  # the demo as a user runs it: API keys required,
-    env.pop("MT_PRELOAD", None)  # the models and document processes loaded before it serves
+    # the demo as a user runs it: API keys required, lingua's models and the document
+    # processes loaded before the API serves (tests/conftest.py turns both off for the suite)
+    env.pop("MT_AUTH", None)
+    env.pop("MT_PRELOAD", None)
     return {**env, "MT_HEARTBEAT_S": "1", "COLUMNS": "200", **extra}
 
 

@@ -219,6 +219,7 @@ def worker(
         env_overrides=overrides,
         interactive_prefetch=settings.scheduler.interactive_prefetch,
         process_per_lane=apart,
+        lower_bulk=settings.engine.bulk_priority == "lowest",
         prefix=prefix,
     )
     raise typer.Exit(code)

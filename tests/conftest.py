@@ -42,6 +42,14 @@ os.environ.setdefault("MT_KEY_RATE", "1000")
 # Nothing is skipped, a first detection or document only waits for what it needs; the demo
 # runs the default (tests/e2e/test_demo.py), and test_api_edges.py tests both.
 os.environ.setdefault("MT_PRELOAD", "false")
+# And bulk work runs at the worker's own CPU priority (MT_BULK_PRIORITY=normal). The suite runs
+# four pytest processes and their fleets on two cores, so the machine is saturated most of the
+# time, and a bulk process at the lowest priority (SCHED_IDLE in an idle cgroup) got next to no
+# CPU there: a bulk lane's worker not booted in 60 s, a 500-segment Apertium bulk call not done
+# in 60 s (four failures in one run on a slow day). The tests of that priority ask for the
+# default themselves (test_idle_cgroup.py, test_launcher_processes.py, test_apertium_lanes.py),
+# and the demo runs it (tests/e2e/test_demo.py).
+os.environ.setdefault("MT_BULK_PRIORITY", "normal")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -147,6 +147,7 @@ def run_workers(
     env_overrides: dict[str, str],
     interactive_prefetch: int = 0,
     process_per_lane: bool = False,
+    lower_bulk: bool = True,
     pp: int = 1,
     prefix: str = "",
 ) -> int:
@@ -163,8 +164,9 @@ def run_workers(
         )
         for i, (name, g, group_lanes) in enumerate(plan)
     ]
+    # the bulk lane's own process at bulk priority (MT_BULK_PRIORITY=lowest, the default)
     bulk = {name for name, _, ls in plan if ls == ["bulk"]}
-    return Supervisor(commands, bulk if process_per_lane else None).run()
+    return Supervisor(commands, bulk if process_per_lane and lower_bulk else None).run()
 
 
 def lanes_apart(settings: Settings, gpus: list[int]) -> bool:

@@ -89,6 +89,15 @@ class EngineSettings(Component):
         "context it does not translate, so pronouns and terms follow their neighbours; 0 "
         "turns it off. Estimated at 4 UTF-8 bytes a token (the API has no tokenizer).",
     )
+    bulk_priority: Literal["lowest", "normal"] = Field(
+        "lowest",
+        description="CPU priority of a host's bulk work (a bulk-only worker process, an "
+        "Apertium bulk pipeline). lowest: SCHED_IDLE, nice 19 and an idle cgroup where the "
+        "host allows one, so bulk only gets the CPU nothing else wants. normal: bulk competes "
+        "as any process, for a host whose other load must not starve it (a bulk process "
+        "starved for minutes boots, heartbeats and answers that late); interactive work still "
+        "goes first in the scheduler and in a worker process of its own.",
+    )
     tensor_parallel_size: int = Field(
         1, ge=1, le=64, description="GPUs per pipeline stage of an engine (vllm; --tp)."
     )

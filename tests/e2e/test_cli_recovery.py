@@ -43,15 +43,16 @@ def fleet(redis_server: str) -> Iterator[LocalFleet]:
             "MT_MAX_SEGMENTS_PER_JOB": str(LIMIT),
         },
     )
-    f.start_redis()
-    f.start_worker("--lanes", "interactive,bulk")
-    f.start_api()
-    f.wait_ready(60)
-    f.env["MT_API_KEY"] = f.create_api_key("cli-recovery")
-    f.env["OPERATOR_KEY"] = f.create_api_key("ops", role="operator")  # /metrics is an operator's
-    f.env["MT_API_URL"] = f.api_url
-    yield f
-    f.stop()
+    with f:  # stopped however its start ends: nothing left to serve later modules
+        f.start_redis()
+        f.start_worker("--lanes", "interactive,bulk")
+        f.start_api()
+        f.wait_ready(60)
+        f.env["MT_API_KEY"] = f.create_api_key("cli-recovery")
+        # /metrics is an operator's
+        f.env["OPERATOR_KEY"] = f.create_api_key("ops", role="operator")
+        f.env["MT_API_URL"] = f.api_url
+        yield f
 
 
 def background_submit(fleet: LocalFleet, cwd: Path, name: str) -> subprocess.Popen[str]:

@@ -29,9 +29,10 @@ CLI = [sys.executable, "-m", "mtfleet", "demo"]
 def demo_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "MT_REDIS_URL"}
     # the demo as a user runs it: API keys required, lingua's models and the document
-    # processes loaded before the API serves (tests/conftest.py turns both off for the suite)
-    env.pop("MT_AUTH", None)
-    env.pop("MT_PRELOAD", None)
+    # processes loaded before the API serves, bulk work at the lowest CPU priority
+    # (tests/conftest.py changes all three for the suite)
+    for name in ("MT_AUTH", "MT_PRELOAD", "MT_BULK_PRIORITY"):
+        env.pop(name, None)
     return {**env, "MT_HEARTBEAT_S": "1", "COLUMNS": "200", **extra}
 
 

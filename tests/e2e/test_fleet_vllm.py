@@ -47,17 +47,17 @@ def fleet(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
             "MT_ROUTES": "en-es=apertium",
         },
     )
-    f.start_redis()
-    f.start_worker(
-        "--engine", "vllm", "--model", env["MT_MODEL"], "--concurrency", "2",
-        env={"MT_LORA_ADAPTERS": f"shoes={adapter}"},
-    )  # fmt: skip
-    f.start_worker("--engine", "apertium", "--pool", "apertium", name="apertium")
-    f.start_api()
-    f.wait_ready(300, pool="vllm")
-    f.wait_ready(60, pool="apertium")
-    yield f
-    f.stop()
+    with f:  # stopped however its start ends: nothing left to serve later modules
+        f.start_redis()
+        f.start_worker(
+            "--engine", "vllm", "--model", env["MT_MODEL"], "--concurrency", "2",
+            env={"MT_LORA_ADAPTERS": f"shoes={adapter}"},
+        )  # fmt: skip
+        f.start_worker("--engine", "apertium", "--pool", "apertium", name="apertium")
+        f.start_api()
+        f.wait_ready(300, pool="vllm")
+        f.wait_ready(60, pool="apertium")
+        yield f
 
 
 def test_cli_translate_through_vllm(fleet: LocalFleet) -> None:

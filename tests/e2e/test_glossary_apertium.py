@@ -27,19 +27,19 @@ def fleet(redis_server: str) -> Iterator[LocalFleet]:
         redis_url=redis_server,
         env={"MT_REDIS_URL": redis_server, "MT_HEARTBEAT_S": "1"},
     )
-    f.start_redis()
-    f.start_worker(
-        "--engine",
-        "apertium",
-        "--concurrency",
-        "2",
-        env={"MT_WORKER_METRICS_PORT": str(metrics_port)},
-    )
-    f.start_api()
-    f.wait_ready(60)
-    f.env["TEST_METRICS_URL"] = f"http://127.0.0.1:{metrics_port}/metrics"
-    yield f
-    f.stop()
+    with f:  # stopped however its start ends: nothing left to serve later modules
+        f.start_redis()
+        f.start_worker(
+            "--engine",
+            "apertium",
+            "--concurrency",
+            "2",
+            env={"MT_WORKER_METRICS_PORT": str(metrics_port)},
+        )
+        f.start_api()
+        f.wait_ready(60)
+        f.env["TEST_METRICS_URL"] = f"http://127.0.0.1:{metrics_port}/metrics"
+        yield f
 
 
 def retries(fleet: LocalFleet) -> float:

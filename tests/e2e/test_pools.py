@@ -56,14 +56,14 @@ def fleet(redis_server: str) -> Iterator[LocalFleet]:
             "MT_PROCESS_PER_LANE": "false",
         },
     )
-    f.start_redis()
-    f.start_worker(*ES_ARGS, "--concurrency", "2", name="worker-es")
-    f.start_worker(*CA_ARGS, "--concurrency", "2", name="worker-ca")
-    f.start_api()
-    f.wait_ready(90, pool="apertium-es")
-    f.wait_ready(90, pool="apertium-ca")
-    yield f
-    f.stop()
+    with f:  # stopped however its start ends: nothing left to serve later modules
+        f.start_redis()
+        f.start_worker(*ES_ARGS, "--concurrency", "2", name="worker-es")
+        f.start_worker(*CA_ARGS, "--concurrency", "2", name="worker-ca")
+        f.start_api()
+        f.wait_ready(90, pool="apertium-es")
+        f.wait_ready(90, pool="apertium-ca")
+        yield f
 
 
 def test_each_pool_registers_its_pairs_and_the_route_picks_one(fleet: LocalFleet) -> None:

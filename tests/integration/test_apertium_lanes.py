@@ -30,7 +30,8 @@ pytestmark = pytest.mark.skipif(
 
 
 def test_an_interactive_call_is_answered_while_a_bulk_call_runs() -> None:
-    engine = ApertiumEngine(Settings().engine)
+    # the default the suite changes (tests/conftest.py): the bulk pipeline at the lowest priority
+    engine = ApertiumEngine(Settings(bulk_priority="lowest").engine)
     engine.load()
     sched = make_scheduler(engine, latency_target_s=None)  # bulk calls as large as they come
     try:
@@ -45,7 +46,8 @@ def test_an_interactive_call_is_answered_while_a_bulk_call_runs() -> None:
         out = urgent.result(timeout=30)
         waited = time.monotonic() - t0
         assert not bulk.done(), f"the bulk call finished first (interactive took {waited:.2f}s)"
-        done = bulk.result(timeout=60)
+        # (at the lowest priority it runs on what the suite's other processes leave of the CPU)
+        done = bulk.result(timeout=300)
         assert all(o.ok and o.translation for o in done)
         alone = engine.translate([TranslationRequest("Free shipping on every order", "en", "es")])
         assert out[0].ok and out[0].translation == alone[0] == "Navío libre en cada orden"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import io
 import re
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -167,7 +168,10 @@ def test_bad_documents_of_every_format_get_a_4xx_with_a_reason_on_every_route(
                 accepted[resp.json()["id"]] = what
     # what was accepted can be downloaded (a file is never taken that could not be rendered)
     for job_id, what in accepted.items():
+        deadline = time.monotonic() + 180  # (a saturated machine: every format's jobs at once)
         job = api.get(f"/v1/jobs/{job_id}", params={"wait": 30}).json()
+        while job["status"] in ("queued", "running") and time.monotonic() < deadline:
+            job = api.get(f"/v1/jobs/{job_id}", params={"wait": 30}).json()
         got = api.get(f"/v1/jobs/{job_id}/document")
         if job["status"] not in ("succeeded", "partial") or got.status_code != 200:
             wrong.append(f"{what} accepted: {job['status']}, download {got.status_code}")

@@ -15,6 +15,7 @@ from mtfleet.core.errors import ConfigError
 from mtfleet.core.registry import Registry, WorkerInfo
 from mtfleet.core.settings import Settings
 from mtfleet.fleet.localfleet import LocalFleet, Proc
+from mtfleet.producer.client import MTClient
 from mtfleet.workers import priority
 from mtfleet.workers.gpus import gpu_groups
 from mtfleet.workers.supervisor import lanes_apart, worker_plan
@@ -92,11 +93,13 @@ def test_the_default_cpu_worker_runs_a_process_per_lane_bulk_at_the_lowest_prior
     lanes: one Celery worker per lane, the bulk one at bulk priority (``SCHED_IDLE``, niced,
     in the launcher's session; the idle cgroup where allowed)."""
     monkeypatch.delenv("MT_PROCESS_PER_LANE", raising=False)
+    monkeypatch.delenv("MT_BULK_PRIORITY", raising=False)  # (tests/conftest.py sets normal)
     env = {"MT_REDIS_URL": redis_url, "MT_HEARTBEAT_S": "1"}
     with LocalFleet(redis_url=redis_url, env=env) as fleet:
         fleet.start_redis()
         launcher = fleet.start_worker("--engine", "apertium")
-        workers = live(Registry(r), 2)
+        # (at the lowest priority the bulk worker boots on what the suite's processes leave)
+        workers = live(Registry(r), 2, timeout=300)
         assert {name: w.lanes for name, w in workers.items()} == {
             "cpu-interactive": ["interactive"],
             "cpu-bulk": ["bulk"],
@@ -116,6 +119,37 @@ def test_the_default_cpu_worker_runs_a_process_per_lane_bulk_at_the_lowest_prior
             assert cpu_cgroup(interactive) == here
             assert (idle / "cpu.idle").read_text().strip() == "1"
     assert idle is None or not idle.exists()  # gone with the launcher
+
+
+def test_with_bulk_priority_normal_the_bulk_worker_runs_as_the_interactive_one(
+    redis_url: str, r: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``MT_BULK_PRIORITY=normal``: still a Celery worker per lane, the bulk one at the
+    launcher's own priority, in no idle cgroup, and its Apertium bulk pipeline too."""
+    monkeypatch.delenv("MT_PROCESS_PER_LANE", raising=False)
+    env = {"MT_REDIS_URL": redis_url, "MT_HEARTBEAT_S": "1", "MT_BULK_PRIORITY": "normal"}
+    with LocalFleet(redis_url=redis_url, env=env) as fleet:
+        fleet.start_redis()
+        launcher = fleet.start_worker("--engine", "apertium")
+        fleet.start_api()
+        fleet.wait_ready(60)
+        workers = live(Registry(r), 2)
+        assert sorted(workers) == ["cpu-bulk", "cpu-interactive"]
+        with MTClient(fleet.api_url) as mt:  # a bulk job: the bulk pipeline starts
+            job = mt.submit(
+                ["The red shoes are on the table."], source="en", target="es", lane="bulk"
+            )
+            assert mt.wait(job.id, timeout=60).status.value == "succeeded"
+        bulk = psutil.Process(workers["cpu-bulk"].pid)
+        family = [bulk, *bulk.children(recursive=True)]
+        assert len(family) > 5  # the bulk Celery worker, its pipeline's shell and programs
+        mine = psutil.Process().nice()
+        assert {p.nice() for p in family} == {mine}
+        assert {os.sched_getscheduler(p.pid) for p in family} == {os.SCHED_OTHER}
+        here = cpu_cgroup()
+        assert {cpu_cgroup(p.pid) for p in family} == {here}
+        assert here is None or not (here / f"{priority.IDLE_CGROUP}-{launcher.popen.pid}").exists()
+    assert launcher.popen.returncode == 0
 
 
 @pytest.mark.parametrize(

@@ -43,15 +43,15 @@ def fleet(redis_server: str) -> Iterator[LocalFleet]:
             "MT_CACHE_URL": cache_url(redis_server),
         },
     )
-    f.start_redis()
-    f.start_worker("--engine", "apertium", "--concurrency", "2")
-    client = redis.Redis.from_url(redis_server, decode_responses=True)
-    deadline = time.monotonic() + 60
-    while not client.smembers(keys.WORKERS):
-        assert time.monotonic() < deadline, f.procs[-1].log_tail()
-        time.sleep(0.2)
-    yield f
-    f.stop()
+    with f:  # stopped however its start ends: nothing left to serve later modules
+        f.start_redis()
+        f.start_worker("--engine", "apertium", "--concurrency", "2")
+        client = redis.Redis.from_url(redis_server, decode_responses=True)
+        deadline = time.monotonic() + 60
+        while not client.smembers(keys.WORKERS):
+            assert time.monotonic() < deadline, f.procs[-1].log_tail()
+            time.sleep(0.2)
+        yield f
 
 
 @pytest.fixture(scope="module")

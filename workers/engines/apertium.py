@@ -12,7 +12,8 @@ Each pair has two pipelines, one per lane (``parallel_lanes``): an interactive c
 behind a bulk call, and the bulk pipeline runs at the lowest CPU priority (``SCHED_IDLE``,
 ``workers.priority``), so a saturating bulk backlog leaves the CPU to interactive calls and to
 everything else in the worker's CPU group (the worker; on one host the API and Redis too) the
-moment they want it; its own throughput drops by what they take.
+moment they want it; its own throughput drops by what they take (``MT_BULK_PRIORITY=normal``
+leaves it at the worker's own priority).
 """
 
 from __future__ import annotations
@@ -268,7 +269,9 @@ class ApertiumEngine(Engine):
         for (src, tgt), mode in self._modes.items():
             command = null_flush_command(mode)
             self._pipes[(src, tgt, True)] = _Pipeline(command)
-            self._pipes[(src, tgt, False)] = _Pipeline(command, bulk=True)
+            self._pipes[(src, tgt, False)] = _Pipeline(
+                command, bulk=self.settings.bulk_priority == "lowest"
+            )
 
     @property
     def model(self) -> str:

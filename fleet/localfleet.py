@@ -26,6 +26,12 @@ import redis
 from mtfleet.core.apikeys import KeyStore
 from mtfleet.core.redis_conn import open_client
 
+#: Seconds the API and Flower may take to answer once started. A process that exits is seen at
+#: once; this bounds one that is alive but slow: the API loads lingua's models and starts its
+#: document processes before it serves (MT_PRELOAD), which took over 30 s on two cores that a
+#: test suite kept busy.
+START_S = 120
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -186,7 +192,7 @@ class LocalFleet:
             "api", self._cli("api", "--host", "127.0.0.1", "--port", str(port), *args)
         )
         self.api_url = f"http://127.0.0.1:{port}"
-        self._wait(lambda: self._http_ok(f"{self.api_url}/healthz"), 30, "API", proc)
+        self._wait(lambda: self._http_ok(f"{self.api_url}/healthz"), START_S, "API", proc)
         return self.api_url
 
     def start_worker(
@@ -203,7 +209,7 @@ class LocalFleet:
             self.env.get("MT_FLOWER_PASSWORD", "change-me"),
         )
         self._wait(
-            lambda: self._http_ok(f"{self.flower_url}/api/workers", auth), 30, "Flower", proc
+            lambda: self._http_ok(f"{self.flower_url}/api/workers", auth), START_S, "Flower", proc
         )
         return self.flower_url
 

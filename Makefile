@@ -86,24 +86,15 @@ demo: .cache/system-deps.stamp $(VENV)/.base.stamp
 	$(VENV)/bin/mtfleet demo $(DEMO_ARGS)
 
 # Test files run TEST_JOBS at a time (pytest-xdist; a file's tests stay together, its fleet is
-# started once). Measured on the 2-core machine: 2 at a time 25 min, 4 at a time 14-20 min (the
-# machine's speed that hour), 6 at a time 15.5 min with ten tests failing on their deadlines.
-# At 4 the suite is CPU-bound (1.85 of the 2 cores busy throughout): only fewer CPU-seconds make
-# it faster. By process accounting (acct, pids joined to command lines), 2026-12-06, 1,560-1,860
-# CPU-seconds by the hour's machine speed: pytest's four workers ~400 s, Celery workers ~300 s,
-# the 65 APIs the tests start ~250 s, multiprocessing's children (document processes, vLLM's
-# engine cores) ~270 s, worker launchers ~120 s, client CLI calls ~150 s, vLLM servers and
-# probes ~140 s. The suite's APIs load lingua and their document processes on first use
-# (tests/conftest.py: 1.8 CPU-s an API start, 6.6 with the default preload); four Apertium e2e
-# files measured 89 CPU-s before that and the kept bytecode (above), 68 after (3 runs each,
-# alternating). Again 2026-12-07, one tree, one machine: 4 at a time 12:48 and 12:00 of tests
-# (24.7 and 21.2 CPU-minutes), then in a slower hour 6 at a time 15:01 (28.0, the cores 99.3 %
-# busy) and 4 at a time 15:39 (28.3): the hour moves the figure more than the jobs do, and 4
-# keeps the deadlines of a slow day. The 30 slowest steps are listed at the end.
+# started once), slowest first (tests/conftest.py; --no-loadscope-reorder keeps that order, where
+# xdist would hand out files by their number of tests). On the 2-core machine the suite is
+# CPU-bound at 4 (both cores busy throughout): 6 at a time took as long, with tests missing their
+# deadlines; 2 at a time took twice as long. Where its CPU goes: docs/benchmarks.md ("The
+# suite's time"). The 30 slowest steps are listed at the end.
 TEST_JOBS ?= 4
 test: test-deps lint
 	MT_TINY_MODEL=$(abspath $(TINY_MODEL)) $(PY) -m pytest tests -m "not soak" \
-	  -n $(TEST_JOBS) --dist loadfile --durations=30 $(PYTEST_ARGS)
+	  -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder --durations=30 $(PYTEST_ARGS)
 
 # Fault runs too long (or not yet reliable enough) for every CI run.
 soak: test-deps

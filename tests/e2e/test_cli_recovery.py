@@ -134,7 +134,8 @@ def test_an_api_restart_mid_submit_is_ridden_out(fleet: LocalFleet, tmp_path: Pa
     # read there before communicate() can take the next one into a buffer communicate never sees.
     deadline = time.monotonic() + 60
     while not any(e.jobs for e in batch.Manifest.load(tmp_path / "out").files.values()):
-        assert time.monotonic() < deadline and submit.poll() is None, "no job recorded in 60 s"
+        assert submit.poll() is None, submit.communicate()[1]  # it ended: why, on its stderr
+        assert time.monotonic() < deadline, "no job recorded in 60 s"
         time.sleep(0.05)
     api = next(p for p in fleet.procs if p.name == "api")
     api.popen.kill()

@@ -58,10 +58,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if parts and parts[0] in {"unit", "integration", "e2e"}:
             item.add_marker(getattr(pytest.mark, parts[0]))
     # Slow files first: with files run in parallel (`make test`), the quick ones then fill in
-    # around them and the workers finish together, not one long file alone at the end. (The
-    # Makefile passes --no-loadscope-reorder: pytest-xdist would otherwise hand out files by
-    # their number of tests. On a 13:32 run's per-test timeline, this order finishes 19 s of
-    # 791 sooner than that one, simulated; the best order, longest first, 25 s.)
+    # around them and the workers finish together, not one long file alone at the end (kept by
+    # the Makefile's --no-loadscope-reorder; measured in docs/benchmarks.md, "The suite's time").
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 

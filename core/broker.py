@@ -19,7 +19,7 @@ from mtfleet.core import deadletters, keys
 from mtfleet.core.backlog import Backlog, Released
 from mtfleet.core.errors import DeadLettered
 from mtfleet.core.models import ChunkMessage
-from mtfleet.core.redis_conn import kombu_broker
+from mtfleet.core.redis_urls import kombu_broker
 from mtfleet.core.settings import Settings
 from mtfleet.core.store import JobStore
 
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 
 def make_celery(settings: Settings, name: str = "mtfleet") -> Celery:
-    # TLS options in broker_use_ssl, a Sentinel URL as kombu's own (core.redis_conn.kombu_broker)
+    # TLS options in broker_use_ssl, a Sentinel URL as kombu's own (core.redis_urls.kombu_broker)
     broker = kombu_broker(settings.redis.redis_url)
     app = Celery(name, broker=broker.url, set_as_current=False)
     app.conf.update(

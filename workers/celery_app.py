@@ -49,7 +49,8 @@ from mtfleet.core.models import ChunkMessage
 from mtfleet.core.settings import get_settings
 from mtfleet.workers import metrics
 from mtfleet.workers.chunk import Requeue
-from mtfleet.workers.consumers import consumer_plan, interactive_consumer
+from mtfleet.workers.consumers import interactive_consumer
+from mtfleet.workers.gpus import consumer_plan
 from mtfleet.workers.reconciler import unacked_options
 from mtfleet.workers.runtime import WorkerRuntime, new_instance_id
 from mtfleet.workers.supervisor import ROOT_WARNED

@@ -56,13 +56,6 @@ class TaskConsumer(CeleryConsumer):
         self._flush_events()
 
 
-def consumer_plan(pool: str, lanes: list[str], interactive_prefetch: int) -> tuple[list[str], int]:
-    """(queues of Celery's own consumer, prefetch of the separate interactive consumer or 0)."""
-    if "interactive" in lanes and "bulk" in lanes and interactive_prefetch > 0:
-        return [keys.queue(pool, "bulk")], interactive_prefetch
-    return [keys.queue(pool, lane) for lane in lanes], 0
-
-
 class InteractiveConsumer(bootsteps.ConsumerStep):
     """Consumes the pool's interactive queue on its own channel and prefetch (see the module
     docs). Celery makes its steps from their class: :func:`interactive_consumer` gives it one
@@ -90,8 +83,9 @@ class InteractiveConsumer(bootsteps.ConsumerStep):
 
 def interactive_consumer(pool: str, prefetch: int) -> type[InteractiveConsumer]:
     """The step to add to a worker that consumes ``pool``'s interactive queue with ``prefetch``
-    (:func:`consumer_plan`, from the worker's settings). It keeps the step's name, which the
-    worker's health checks look it up by (``workers.health.INTERACTIVE_STEP``)."""
+    (:func:`mtfleet.workers.gpus.consumer_plan`, from the worker's settings). It keeps the
+    step's name, which the worker's health checks look it up by
+    (``workers.health.INTERACTIVE_STEP``)."""
     return type(
         InteractiveConsumer.__name__,
         (InteractiveConsumer,),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
+from mtfleet.core import keys
 from mtfleet.core.errors import ConfigError
 
 
@@ -77,6 +78,13 @@ def gpu_groups(gpus: list[int], tp: int, pp: int = 1) -> list[GpuGroup]:
     return [GpuGroup(tuple(gpus[i : i + size])) for i in range(0, len(gpus), size)]
 
 
+def consumer_plan(pool: str, lanes: list[str], interactive_prefetch: int) -> tuple[list[str], int]:
+    """(queues of Celery's own consumer, prefetch of the separate interactive consumer or 0)."""
+    if "interactive" in lanes and "bulk" in lanes and interactive_prefetch > 0:
+        return [keys.queue(pool, "bulk")], interactive_prefetch
+    return [keys.queue(pool, lane) for lane in lanes], 0
+
+
 def worker_command(
     group: GpuGroup,
     lanes: list[str],
@@ -87,32 +95,23 @@ def worker_command(
     *,
     pool: str,
 ) -> list[str]:
-    """The Celery worker command line: it consumes ``pool``'s queues of its lanes. With both
-    lanes, Celery's own consumer takes bulk only and interactive chunks get their own consumer
-    and ``interactive_prefetch`` extra threads (``workers.consumers``)."""
-    from mtfleet.workers.consumers import consumer_plan
-
+    """The command line of one Celery worker (:mod:`mtfleet.workers.__main__`): it consumes
+    ``pool``'s queues of its lanes. With both lanes, Celery's own consumer takes bulk only and
+    interactive chunks get their own consumer and ``interactive_prefetch`` extra threads
+    (``workers.consumers``)."""
     queues, reserved = consumer_plan(pool, lanes, interactive_prefetch)
     return [
         sys.executable,
         "-m",
-        "celery",
-        "-A",
-        "mtfleet.workers.celery_app",
-        "worker",
-        "--pool",
-        "threads",
-        "--concurrency",
-        str(concurrency + reserved),
+        "mtfleet.workers",
         "--queues",
         ",".join(queues),
+        "--concurrency",
+        str(concurrency + reserved),
         "--hostname",
         f"{name or group.name}@%h",
         "--loglevel",
         loglevel,
-        "--without-gossip",
-        "--without-mingle",
-        "-E",
     ]
 
 

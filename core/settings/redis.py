@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
+from mtfleet.core.redis_urls import check_url
 from mtfleet.core.settings.base import (
     Component,
 )
@@ -48,8 +49,6 @@ class RedisSettings(Component):
     @classmethod
     def _redis_tls(cls, v: str | None) -> str | None:
         if v is not None:
-            from mtfleet.core.redis_conn import check_url
-
             check_url(v)  # raises ValueError on a bad TLS or Sentinel option
         return v
 

@@ -58,7 +58,8 @@ def celery_children(launcher: Proc) -> list[psutil.Process]:
     living = []
     for kid in kids:
         try:
-            if "celery" in " ".join(kid.cmdline()):
+            # python -m mtfleet.workers, and Celery's title once it has started: [celeryd: ...]
+            if any(mark in " ".join(kid.cmdline()) for mark in ("mtfleet.workers", "celeryd")):
                 living.append(kid)
         except (psutil.ZombieProcess, psutil.NoSuchProcess):
             continue

@@ -26,7 +26,8 @@ from kombu.exceptions import OperationalError
 from mtfleet.api.app import create_app
 from mtfleet.core import keys
 from mtfleet.core.broker import make_celery
-from mtfleet.core.redis_conn import connect, split_tls
+from mtfleet.core.redis_conn import connect
+from mtfleet.core.redis_urls import split_tls
 from mtfleet.core.settings import Settings
 from mtfleet.fleet.localfleet import LocalFleet, free_port, redis_reachable, redis_server_command
 from tests.integration.costfleet import COST_ENGINE, COST_POOL, cost_fleet, held

@@ -124,10 +124,7 @@ def test_worker_command() -> None:
     cmd = worker_command(
         GpuGroup((2, 3)), ["interactive", "bulk"], concurrency=4, loglevel="INFO", pool="hunyuan"
     )
-    assert cmd[:3] == [sys.executable, "-m", "celery"]
-    assert _option(cmd, "-A") == "mtfleet.workers.celery_app"
-    assert "worker" in cmd
-    assert _option(cmd, "--pool") == "threads"
+    assert cmd[:3] == [sys.executable, "-m", "mtfleet.workers"]
     assert _option(cmd, "--queues") == "mt.hunyuan.interactive,mt.hunyuan.bulk"
     assert _option(cmd, "--hostname") == "gpu2-3@%h"
     assert _option(cmd, "--concurrency") == "4"
@@ -151,7 +148,7 @@ def test_each_worker_gets_its_own_metrics_port() -> None:
 
 
 def test_both_lanes_give_interactive_its_own_consumer_and_threads() -> None:
-    from mtfleet.workers.consumers import consumer_plan
+    from mtfleet.workers.gpus import consumer_plan
 
     both = ["interactive", "bulk"]
     assert consumer_plan("p", both, 4) == (["mt.p.bulk"], 4)

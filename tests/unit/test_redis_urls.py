@@ -12,7 +12,7 @@ from kombu import Connection
 from pydantic import ValidationError
 
 from mtfleet.core.broker import make_celery
-from mtfleet.core.redis_conn import kombu_broker, parse_sentinel
+from mtfleet.core.redis_urls import kombu_broker, parse_sentinel
 from mtfleet.core.settings import Settings
 
 URL = "sentinel://mt:p%40ss@10.0.0.1:26379,10.0.0.2,[fd00::3]:26380/2?master=mymaster"

@@ -17,8 +17,13 @@ module bounds the rest, whatever the format and whatever the parser: a document 
 
 The pool is pebble's (a process pool made for this: it kills and replaces a worker whose task
 runs past its timeout, which :class:`concurrent.futures.ProcessPoolExecutor` cannot). Workers
-are started with ``spawn`` (a fork of a threaded server with open Redis connections is not safe)
-on first use, and replaced after a number of tasks (memory a parser keeps is given back).
+start on first use and are replaced after a number of tasks (memory a parser keeps is given
+back). They are forked from multiprocessing's fork server (``forkserver``), never from the API:
+a fork of a threaded server with open Redis connections is not safe, and the fork server is a
+fresh interpreter, started once, that imports every format (:data:`PRELOAD`) and then forks
+each worker; a worker, first or replacement, then starts without importing them again
+(measured 2026-12-07, a pool of two: 0.63-0.77 CPU-seconds in all against 0.96-1.37 with
+``spawn``, which imports them in each).
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ from mtfleet.formats.pipeline import Cut, assemble, plan, units_of, untranslated
 
 #: Tasks a worker process runs before it is replaced.
 TASKS_PER_WORKER = 200
+#: What the fork server imports once for every worker it forks: this module and every format.
+PRELOAD = [__name__, *(f"{documents.__name__}.{name}" for name in documents.MODULES)]
 #: Calls of one API key that may wait for its share of the processes, per process of it.
 QUEUED_PER_SHARE = 4
 
@@ -130,6 +137,12 @@ def _render_fragments(
 # --- the pool, in the API process ----------------------------------------------------------------
 
 
+def _forkserver() -> multiprocessing.context.ForkServerContext:
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)  # read when the fork server starts
+    return context
+
+
 class DocumentPool:
     """The API's document workers (started on first use)."""
 
@@ -169,7 +182,7 @@ class DocumentPool:
                     max_tasks=TASKS_PER_WORKER,
                     initializer=_limit_memory,
                     initargs=(self.memory_mb,),
-                    context=multiprocessing.get_context("spawn"),
+                    context=_forkserver(),
                 )
             return self._pool
 

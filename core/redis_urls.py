@@ -125,7 +125,7 @@ class SentinelURL:
 
 
 def is_sentinel(url: str) -> bool:
-    return urlsplit(url).scheme in SENTINEL_SCHEMES
+    return url.partition("://")[0].lower() in SENTINEL_SCHEMES  # not urlsplit: parse_sentinel
 
 
 def _host_port(text: str) -> tuple[str, int]:
@@ -143,10 +143,17 @@ def parse_sentinel(url: str) -> SentinelURL:
     """The Sentinels, master name, database, credentials and TLS options of a Sentinel URL;
     ``ValueError`` saying what is wrong (no master name, no Sentinel, a bad port or database,
     an unknown parameter, a TLS option on ``sentinel://``)."""
-    parts = urlsplit(url)
+    # The Sentinels' list is split here, not by urlsplit: Pythons with the fixes for bracketed
+    # hosts (CVE-2024-11168, CVE-2025-0938; newer 3.11 releases, Debian's 3.11.2) refuse a
+    # netloc with anything before a bracket, and a list of Sentinels has one before its second
+    # IPv6 address.
+    scheme, _, rest = url.partition("://")
+    end = min((i for i in map(rest.find, "/?#") if i >= 0), default=len(rest))
+    netloc = rest[:end]
+    parts = urlsplit(f"{scheme}://sentinels{rest[end:]}")
     if parts.scheme not in SENTINEL_SCHEMES:
         raise ValueError(f"not a Sentinel URL: {parts.scheme}://")
-    userinfo, _, hosts = parts.netloc.rpartition("@")
+    userinfo, _, hosts = netloc.rpartition("@")
     sentinels = tuple(_host_port(h.strip()) for h in hosts.split(",") if h.strip())
     if not sentinels:
         raise ValueError("a Sentinel URL names at least one Sentinel: sentinel://HOST:26379/0")

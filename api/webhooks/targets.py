@@ -53,14 +53,20 @@ def embedded(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
 
 def refusal(ip: IPAddress) -> str | None:
     """Why webhooks may not go to ``ip`` (None: a public address): "a loopback address"...
-    An IPv6 address that carries an IPv4 one is judged by that one too, and site-local
-    ``fec0::/10`` (deprecated, still routed on some networks) is refused."""
+    An IPv6 address that carries an IPv4 one is judged by that one: an IPv4-mapped, 6to4 or
+    NAT64 address by it alone, whatever the standard library's tables say of its prefix (they
+    changed in newer 3.11 releases and distributions' backports, Debian's 3.11.2 among them:
+    6to4's ``2002::/16`` became private and an IPv4-mapped address is judged by its IPv4 one,
+    where earlier releases said the reverse), a Teredo address by its client and its prefix.
+    Site-local ``fec0::/10`` (deprecated, still routed on some networks) is refused."""
     if isinstance(ip, ipaddress.IPv6Address):
         inner = embedded(ip)
         if inner is not None:
             why = refusal(inner)
             if why is not None:
                 return f"{why} ({inner}, inside {ip})"
+            if ip.teredo is None:
+                return None
         if ip.is_site_local:
             return "a site-local address"
     for kind, bad in (

@@ -427,8 +427,12 @@ def test_many_task_threads_submit_at_once(engine: RecordingEngine, sched: Schedu
     for t in threads:
         t.join(10)
     assert out == {n: [f"T{n} S{j}" for j in range(5)] for n in range(20)}
-    # what arrived while the engine was busy went together, 64 segments per call at most
-    assert len(engine.calls) <= 3 and max(len(c) for c in engine.calls) == 64
+    # the first call took what had arrived when the scheduler woke (a few segments; 50 of them
+    # once, in a fresh clone's run on a loaded machine); what arrived while the engine was busy
+    # went together after it, 64 segments per call at most
+    first, *rest = (len(c) for c in engine.calls)
+    full, part = divmod(100 - first, 64)
+    assert first <= 64 and rest == [64] * full + ([part] if part else [])
 
 
 # --- batch engines: deadlines -------------------------------------------------------------------

@@ -41,7 +41,6 @@ def main(argv: list[str] | None = None) -> int:
 
     worker = app.Worker(
         hostname=host_format(default_nodename(args.hostname)),
-        pool_cls="threads",
         concurrency=args.concurrency,
         queues=args.queues.split(","),
         loglevel=mlevel(args.loglevel),

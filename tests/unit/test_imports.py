@@ -210,9 +210,16 @@ def test_a_celery_worker_loads_no_numpy_or_file_format_until_a_memory_needs_them
     of those (0.2 of its 0.85 CPU-seconds, measured 2026-12-07; each worker of the suite and of
     a fleet's restarts pays its start)."""
     heavy = ("numpy", "lxml.etree", "mtfleet.core.tm.formats")
-    code = "import sys, mtfleet.workers.celery_app; print(*[m for m in sys.argv[1:] if m in sys.modules])"
+    code = (
+        "import sys, mtfleet.workers.celery_app\n"
+        "print(*[m for m in sys.argv[1:] if m in sys.modules])"
+    )
     out = subprocess.run(
-        [sys.executable, "-c", code, *heavy], capture_output=True, text=True, timeout=120, cwd=ROOT
+        [sys.executable, "-c", code, *heavy],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == []

@@ -12,7 +12,7 @@ from typing import Any
 
 import redis
 from celery import Celery
-from kombu import Queue
+from kombu import Exchange, Queue
 from pydantic import ValidationError
 
 from mtfleet.core import deadletters, keys
@@ -45,7 +45,7 @@ def make_celery(settings: Settings, name: str = "mtfleet") -> Celery:
         # A queue per pool and lane; pools come and go, so a queue is made when first used
         # (the API sends to the queue of the pool it routed a job to; a worker consumes its
         # pool's, given by name on its command line).
-        task_queues=[Queue(keys.queue(settings.worker.pool_name, lane)) for lane in keys.LANES],
+        task_queues=[lane_queue(settings.worker.pool_name, lane) for lane in keys.LANES],
         task_default_queue=keys.queue(settings.worker.pool_name, "bulk"),
         task_create_missing_queues=True,
         # At-least-once: ack after the chunk is done; a lost worker's chunk comes back.
@@ -78,6 +78,39 @@ def make_celery(settings: Settings, name: str = "mtfleet") -> Celery:
         worker_hijack_root_logger=False,
     )
     return app
+
+
+def lane_queue(pool: str, lane: str) -> Queue:
+    """A pool lane's queue, bound to an exchange of its own with its own name as the key, as
+    Celery makes a queue it creates on first use (``task_create_missing_queues``).
+
+    A queue in ``task_queues`` without an exchange is given Celery's default one, the bulk
+    queue's name with the bulk queue's key: both lanes were bound alike, and a message published
+    to that exchange and key reached both queues (Celery's own sends go to a queue by its name,
+    so the fleet never did; tests/integration/test_broker_bindings.py)."""
+    name = keys.queue(pool, lane)
+    return Queue(name, Exchange(name), routing_key=name)
+
+
+def forget_shared_binding(app: Celery, pool: str) -> bool:
+    """Remove the binding of the pool's interactive queue to the bulk queue's exchange and key
+    that fleets before :func:`lane_queue` declared (see there: the first send to the
+    interactive queue made it), which Redis keeps after an upgrade; True when there was one.
+    Each worker's start runs it, so one that an API not yet upgraded makes again goes at the
+    next. kombu's Redis transport keeps each exchange's bindings in sets that its
+    ``queue_unbind`` leaves as they are, so the member is removed from them here, named by the
+    channel's own key format."""
+    bulk, interactive = keys.queue(pool, "bulk"), keys.queue(pool, "interactive")
+    with app.connection_for_write() as conn:
+        channel = conn.default_channel
+        member = channel.sep.join([bulk, "", interactive])
+        sets = [channel.keyprefix_queue % bulk]
+        permanent = getattr(channel, "keyprefix_binding_permanent", None)
+        if permanent:
+            sets.append(permanent % bulk)
+        with channel.conn_or_acquire() as client:
+            removed = [client.srem(key, member) for key in sets]
+    return any(removed)
 
 
 def send_chunk(

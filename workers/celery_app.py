@@ -43,7 +43,7 @@ from pydantic import ValidationError
 
 from mtfleet.core import keys
 from mtfleet.core.backoff import Backoff
-from mtfleet.core.broker import make_celery
+from mtfleet.core.broker import forget_shared_binding, make_celery
 from mtfleet.core.errors import EngineUnavailable
 from mtfleet.core.models import ChunkMessage
 from mtfleet.core.settings import get_settings
@@ -273,6 +273,16 @@ def _boot(sender: Any = None, **_: Any) -> None:
 
 @worker_ready.connect
 def _ready(sender: Any = None, **_: Any) -> None:
+    try:
+        if forget_shared_binding(app, settings.worker.pool_name):
+            log.warning(
+                "removed the binding of pool %s's interactive queue to its bulk exchange "
+                "(declared by fleets before 2026-12-07: a message published there reached "
+                "both lanes)",
+                settings.worker.pool_name,
+            )
+    except Exception as exc:  # noqa: BLE001 - the next worker's start tries again
+        log.warning("could not check the queues' bindings: %s", exc)
     # The sender is the consumer: its QoS is the prefetch count the pull window steers.
     runtime().ready(sender)
 

@@ -28,9 +28,9 @@ from typing import Any
 
 from celery import bootsteps
 from celery.worker.consumer import Consumer as CeleryConsumer
-from kombu import Consumer, Queue
+from kombu import Consumer
 
-from mtfleet.core import keys
+from mtfleet.core.broker import lane_queue
 
 #: Task events are published at most this often (or when Celery's buffer of 24 fills).
 EVENTS_FLUSH_S = 0.25
@@ -74,7 +74,7 @@ class InteractiveConsumer(bootsteps.ConsumerStep):
         return [
             Consumer(
                 channel,
-                queues=[Queue(keys.queue(self.pool, "interactive"))],
+                queues=[lane_queue(self.pool, "interactive")],
                 on_message=self.parent.create_task_handler(),
                 accept=["json"],
             )

@@ -163,19 +163,24 @@ EXTRAS_ONLY = ("redis", "celery", "fastapi", "uvicorn", "lingua", "numpy", "rapi
                "lxml", "babel", "ruamel", "polib", "srt", "weblate_language_data")  # fmt: skip
 
 
-def test_the_sdk_and_the_cli_load_nothing_of_the_extras() -> None:
-    """The client install runs ``mtfleet`` (the operator's commands mounted too): loading it,
-    here where every extra is installed, imports none of their packages."""
-    code = "import sys, mtfleet.__main__; print(*[m for m in sys.argv[1:] if m in sys.modules])"
+def loaded_by(module: str, names: tuple[str, ...]) -> list[str]:
+    """Which of ``names`` a fresh interpreter has imported once it has imported ``module``."""
+    code = f"import sys, {module}; print(*[m for m in sys.argv[1:] if m in sys.modules])"
     out = subprocess.run(
-        [sys.executable, "-c", code, *EXTRAS_ONLY],
+        [sys.executable, "-c", code, *names],
         capture_output=True,
         text=True,
         timeout=120,
         cwd=ROOT,
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == []
+    return out.stdout.split()
+
+
+def test_the_sdk_and_the_cli_load_nothing_of_the_extras() -> None:
+    """The client install runs ``mtfleet`` (the operator's commands mounted too): loading it,
+    here where every extra is installed, imports none of their packages."""
+    assert loaded_by("mtfleet.__main__", EXTRAS_ONLY) == []
 
 
 def test_the_worker_launcher_starts_its_workers_without_celery_or_redis() -> None:
@@ -210,16 +215,4 @@ def test_a_celery_worker_loads_no_numpy_or_file_format_until_a_memory_needs_them
     of those (0.2 of its 0.85 CPU-seconds, measured 2026-12-07; each worker of the suite and of
     a fleet's restarts pays its start)."""
     heavy = ("numpy", "lxml.etree", "mtfleet.core.tm.formats")
-    code = (
-        "import sys, mtfleet.workers.celery_app\n"
-        "print(*[m for m in sys.argv[1:] if m in sys.modules])"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code, *heavy],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == []
+    assert loaded_by("mtfleet.workers.celery_app", heavy) == []

@@ -27,6 +27,9 @@ from tests.integration.costfleet import COST_ENGINE, COST_POOL
 pytestmark = pytest.mark.slow
 
 LIMIT = 300  # MT_MAX_SEGMENTS_PER_JOB here: a 700-line file is three jobs
+#: A line holding this takes the engine SLOW_S (MTBENCH_SLOW_ON): its chunk is held that long.
+SLOW = "kept a while"
+SLOW_S = 4
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +44,7 @@ def fleet(redis_server: str) -> Iterator[LocalFleet]:
             "MT_REDIS_URL": redis_server,
             "MT_AUTH": "required",
             "MT_MAX_SEGMENTS_PER_JOB": str(LIMIT),
+            "MTBENCH_SLOW_ON": f"{SLOW}:{SLOW_S}",
         },
     )
     with f:  # stopped however its start ends: nothing left to serve later modules
@@ -255,8 +259,12 @@ def test_messages_say_what_to_do(fleet: LocalFleet, tmp_path: Path) -> None:
 def test_work_in_progress_is_visible_in_the_status_and_the_metrics(
     fleet: LocalFleet, tmp_path: Path
 ) -> None:
-    """Where a job's chunks are, and how long the oldest has been held, so "stuck" shows."""
-    (tmp_path / "w.txt").write_text("\n".join(numbered(LIMIT, "visible")) + "\n")
+    """Where a job's chunks are, and how long the oldest has been held, so "stuck" shows. One
+    line is slow to translate, so its chunk is held long enough to be seen whatever the
+    machine's speed (the rest of a 300-line job takes the engine well under a second)."""
+    lines = numbered(LIMIT, "visible")
+    lines[LIMIT // 2] = f"A coat {SLOW} in the window."
+    (tmp_path / "w.txt").write_text("\n".join(lines) + "\n")
     job_id = cli(
         fleet, "submit", "w.txt", "--to", "es", "--from", "en", "--no-wait", cwd=tmp_path
     ).stdout.strip()

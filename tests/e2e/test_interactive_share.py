@@ -4,7 +4,8 @@ made as an operator makes them (``mtfleet keys create``). Key A floods the inter
 with small jobs at about 65 a second (what a key without a rate did before: it took the
 lane, and another key's one-line ``/v1/translate`` went from 0.01 s to 3-5 s, then past its
 wait into 202); key B sends one-line ``/v1/translate`` calls, timed idle first and then under
-A's flood, in the same test.
+A's flood, in the same test: idle and under the flood in turns (:data:`ROUNDS`), so that the
+other test files' load on the machine, which moves from one second to the next, falls on both.
 
 Latency is bounded here only as the issue's test asks (B's p95 within twice its idle p95, the
 idle figure taken as at least :data:`IDLE_FLOOR_S` so the bound is generous on a shared
@@ -35,8 +36,10 @@ FLOOD_PER_S = 65.0
 FLOOD_SENDERS = 8
 #: Texts in each of A's jobs: 65 a second of them is more than one Apertium worker translates.
 FLOOD_LINES = 10
-#: B's one-line calls per phase, one at a time, this far apart.
+#: B's one-line calls per phase (idle, then under the flood), one at a time, this far apart,
+#: in ROUNDS turns of each.
 B_CALLS = 40
+ROUNDS = 2
 B_GAP_S = 0.15
 #: B's idle p95 is taken as at least this when bounding its p95 under the flood: under `make
 #: test` (four files at a time on two cores) B's loaded p95 measured 0.25 and 0.26 s in two of
@@ -69,10 +72,12 @@ def p95(values: list[float]) -> float:
     return ordered[max(0, round(0.95 * len(ordered)) - 1)]
 
 
-async def b_calls(client: httpx.AsyncClient, token: str, tag: str) -> list[tuple[int, float]]:
-    """B's one-line translations, one at a time (new texts: a worker translates each)."""
+async def b_calls(
+    client: httpx.AsyncClient, token: str, tag: str, n: int = B_CALLS
+) -> list[tuple[int, float]]:
+    """B's ``n`` one-line translations, one at a time (new texts: a worker translates each)."""
     seen = []
-    for i in range(B_CALLS):
+    for i in range(n):
         body = {"texts": [f"The {tag} chair number {i} is red."], "source_lang": "en",
                 "target_lang": "es"}  # fmt: skip
         t0 = time.monotonic()
@@ -110,23 +115,31 @@ async def flood(
 
 
 def run_flood(
-    fleet: LocalFleet, a: str, b: str, lines: int = 1
+    fleet: LocalFleet, a: str, a_id: str, b: str, lines: int = 1
 ) -> tuple[list, list, Counter[str], float]:  # type: ignore[type-arg]
-    """B idle, then B under A's flood of jobs of ``lines`` texts: (B idle, B loaded, A's
-    answers, A's flood seconds)."""
+    """B idle, then B under A's flood of jobs of ``lines`` texts, ``ROUNDS`` times, each idle
+    turn once A's work of the turn before is done: (B idle, B loaded, A's answers, the
+    seconds A flooded)."""
 
     async def run() -> tuple[list, list, Counter[str], float]:  # type: ignore[type-arg]
         limits = httpx.Limits(max_connections=FLOOD_SENDERS + 4)
+        idle: list[tuple[int, float]] = []
+        loaded: list[tuple[int, float]] = []
+        statuses: Counter[str] = Counter()
+        flood_s = 0.0
         async with httpx.AsyncClient(base_url=fleet.api_url, timeout=30, limits=limits) as c:
-            idle = await b_calls(c, b, "idle")
-            stop, statuses = asyncio.Event(), Counter[str]()
-            t0 = time.monotonic()
-            flooding = asyncio.create_task(flood(c, a, stop, statuses, lines))
-            await asyncio.sleep(2.0)  # the flood is on
-            loaded = await b_calls(c, b, "loaded")
-            stop.set()
-            await flooding
-            return idle, loaded, statuses, time.monotonic() - t0
+            for turn in range(ROUNDS):
+                assert await asyncio.to_thread(drained, fleet, a_id) == (0, 0)
+                idle += await b_calls(c, b, f"idle {turn}", B_CALLS // ROUNDS)
+                stop = asyncio.Event()
+                t0 = time.monotonic()
+                flooding = asyncio.create_task(flood(c, a, stop, statuses, lines))
+                await asyncio.sleep(2.0)  # the flood is on
+                loaded += await b_calls(c, b, f"loaded {turn}", B_CALLS // ROUNDS)
+                stop.set()
+                await flooding
+                flood_s += time.monotonic() - t0
+        return idle, loaded, statuses, flood_s
 
     return asyncio.run(run())
 
@@ -146,7 +159,7 @@ def test_a_flooding_key_leaves_another_keys_translations_as_fast_as_idle(
 ) -> None:
     a_id, a = make_key(fleet, "tenant-a")  # a plain key: the default rate (MT_KEY_RATE)
     _, b = make_key(fleet, "tenant-b")
-    idle, loaded, statuses, flood_s = run_flood(fleet, a, b, lines=FLOOD_LINES)
+    idle, loaded, statuses, flood_s = run_flood(fleet, a, a_id, b, lines=FLOOD_LINES)
 
     assert [s for s, _ in idle + loaded] == [200] * (2 * B_CALLS), (idle, loaded)
     idle_p95, load_p95 = p95([t for _, t in idle]), p95([t for _, t in loaded])
@@ -157,7 +170,8 @@ def test_a_flooding_key_leaves_another_keys_translations_as_fast_as_idle(
     assert load_p95 <= 2 * max(idle_p95, IDLE_FLOOR_S), (idle_p95, load_p95)
     # A was held to its rate: most of its flood refused with a time to come back
     assert statuses["429 rate_limited"] > statuses["202"], statuses
-    assert statuses["202"] <= 10 * flood_s + 10 + 5, statuses  # MT_KEY_RATE=10, a burst of 10
+    # MT_KEY_RATE=10, and a burst of 10 at each turn's start (the bucket refills in between)
+    assert statuses["202"] <= 10 * flood_s + 10 * ROUNDS + 5, statuses
     assert drained(fleet, a_id) == (0, 0)  # its share came back as the worker finished
 
 
@@ -183,7 +197,7 @@ def test_a_key_without_a_rate_is_held_to_its_interactive_share(fleet: LocalFleet
     watcher = threading.Thread(target=watch)
     watcher.start()
     try:
-        idle, loaded, statuses, _ = run_flood(fleet, a, b, lines=40)
+        idle, loaded, statuses, _ = run_flood(fleet, a, a_id, b, lines=40)
     finally:
         watching.set()
         watcher.join()

@@ -41,12 +41,16 @@ FLOOD_LINES = 10
 B_CALLS = 40
 ROUNDS = 2
 B_GAP_S = 0.15
-#: B's idle p95 is taken as at least this when bounding its p95 under the flood: under `make
-#: test` (four files at a time on two cores) B's loaded p95 measured 0.25 and 0.26 s in two of
-#: five runs (idle 0.06-0.07 s), with the lane protected; unprotected it was 3-5 s. On a day the
-#: machine ran Python at half that speed (2026-12-07) idle measured 0.14 s and loaded 0.375 s:
-#: a bound of 0.6 s is still a fifth of what the unprotected lane gave.
-IDLE_FLOOR_S = 0.3
+#: B's idle p95 is taken as at least this when bounding its p95 under the flood. Under `make
+#: test` the fleet shares two cores with three other test files, and then A's *allowed* work
+#: (10 jobs a second of 10 lines: the API's answers to its flood, Apertium's translations) takes
+#: CPU that B needs, whatever the lane's protection: B's loaded p95 measured 0.25 and 0.26 s (idle
+#: 0.06-0.07) on one day, 0.375 (idle 0.14) on a day the machine ran Python at half speed, and
+#: on a new machine 0.77 s (idle 0.22) and, measured in turns with the flood, 0.88 (idle
+#: 0.25) in two of three fresh clones' runs; alone on the machine 0.03 s (idle 0.02).
+#: Unprotected, B's calls took 3-5 s (and went past their wait into 202, which the test refuses
+#: too): a bound of 1.2 s still tells the two apart; the ratio itself is ``make bench``'s.
+IDLE_FLOOR_S = 0.6
 #: What B's every call must answer within under an unlimited key (its wait is 10 s).
 B_DEADLINE_S = 3.0
 

@@ -135,10 +135,9 @@ def translate_chunk(self: Task, chunk: Any) -> dict[str, Any]:
             msg = ChunkMessage.model_validate(chunk)
     except ValidationError as exc:
         return _dead_letter_malformed(self.request.id, chunk, exc)
-    redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
     rt = runtime()
     try:
-        return rt.process(msg, redelivered=redelivered)
+        return rt.process(msg)
     except EngineUnavailable as exc:
         rt.health.engine_down(exc.message)
         # aside a moment: not straight back to a worker whose engine is away

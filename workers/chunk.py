@@ -407,15 +407,15 @@ class ChunkProcessor:
         self.budget_s = settings.worker.visibility_timeout_s * BUDGET_SHARE
         self.chunk_segments = float(settings.backlog.chunk_size)  # running mean segments per chunk
 
-    def process(self, msg: ChunkMessage, *, redelivered: bool = False) -> dict[str, Any]:
+    def process(self, msg: ChunkMessage) -> dict[str, Any]:
         """One chunk, within its budget (``MT_VISIBILITY_TIMEOUT_S`` x ``BUDGET_SHARE``, from
         now: its wait at the gate included).
 
         A chunk whose deliveries failed ``SUSPECT_AFTER`` times already (:meth:`suspect`) may be
         what killed the worker or engine it was in: it runs alone, with no other chunk started
         meanwhile, so if it kills this one too, only its own count rises. A chunk that failed
-        once runs beside the others (``redelivered``, the broker's flag, does not decide: a
-        dead worker's chunks all come back with it, and one that went back from a live worker
+        once runs beside the others (the broker's redelivered flag would not tell: a dead
+        worker's chunks all come back with it, and one that went back from a live worker
         without it); innocent chunks beside a poison one are charged at most
         ``SUSPECT_AFTER`` times, then run alone and finish, and the poison chunk reaches
         ``MT_MAX_DELIVERIES`` and is dead-lettered. Waiting at the gate is bounded (``GATE_SHARE``

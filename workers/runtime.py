@@ -288,12 +288,12 @@ class WorkerRuntime:
         return self._pairs_of[1]
 
     # -- one chunk ---------------------------------------------------------------------------
-    def process(self, msg: ChunkMessage, *, redelivered: bool = False) -> dict[str, Any]:
+    def process(self, msg: ChunkMessage) -> dict[str, Any]:
         """One chunk; EngineUnavailable (requeue it) while the engine is down."""
         with self._jobs_lock:
             self._jobs[msg.job_id] += 1
         try:
-            return self.chunks.process(msg, redelivered=redelivered)
+            return self.chunks.process(msg)
         finally:
             with self._jobs_lock:
                 self._jobs[msg.job_id] -= 1

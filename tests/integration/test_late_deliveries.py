@@ -154,7 +154,7 @@ def test_a_duplicate_delivery_never_settles_a_cancel_under_the_running_chunk(
         assert gate.started.wait(30)  # A has started the chunk and waits on its engine
         assert a.store.cancel(job.id) is JobStatus.cancelling
 
-        b.processor.process(msg, redelivered=True)  # B is handed the duplicate
+        b.processor.process(msg)  # B is handed the duplicate
         after_b = a.store.get(job.id)
         # not final under A, or final with the chunk's results counted
         assert after_b.status is JobStatus.cancelling or (

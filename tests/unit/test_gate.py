@@ -154,7 +154,7 @@ def failed_before(run: ChunkRun, msg: ChunkMessage, times: int) -> None:
 def in_thread(run: ChunkRun, msg: ChunkMessage, out: dict[int, object]) -> threading.Thread:
     def go() -> None:
         try:
-            out[msg.chunk] = run.processor.process(msg, redelivered=True)
+            out[msg.chunk] = run.processor.process(msg)
         except Exception as exc:  # noqa: BLE001 - the test looks at it
             out[msg.chunk] = exc
 

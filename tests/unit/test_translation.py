@@ -363,7 +363,7 @@ def test_a_redelivered_chunk_whose_results_are_written_is_done_not_dead_lettered
         first = run.processor.process(messages[0])
         assert first["segments"] == 2
         for _ in range(3):  # redelivered: deliveries 2, 3, 4 > max_deliveries
-            again = run.processor.process(messages[0], redelivered=True)
+            again = run.processor.process(messages[0])
             assert again["skipped"] == "every segment has its result"
         assert run.redis.llen(keys.DEAD_LETTER) == 0
         assert run.store.get(job.id).status is JobStatus.running

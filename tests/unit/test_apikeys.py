@@ -59,7 +59,8 @@ def test_token_shape_and_parsing(r: fakeredis.FakeRedis) -> None:
         token.removeprefix("mt_"),
         f"mt_{key.id}_",
         f"mt_{key.id}",
-        f"mt_{key.id.upper()}_x",
+        f"mt_A{key.id[1:]}_x",  # an upper-case hex digit (key.id.upper() is key.id when the
+        # id has no letter: one id in ~1,800, which a make test run drew)
         f"mt_{key.id[:-1]}_x",
         f"xx_{key.id}_x",
     ):
